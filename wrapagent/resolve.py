@@ -1,0 +1,282 @@
+"""Finding the real agent binary on PATH without ever finding wrapagent itself.
+
+Users put wrapagent in front of `codex` with an alias or with shims first on
+PATH, so a plain PATH lookup of `codex` from inside wrapagent may return
+wrapagent's own shim, a symlink to it, or the `wrapagent` console script:
+exec'ing that would loop. `find_real_tool` walks PATH like a shell but skips:
+
+- empty and relative PATH entries (see `find_real_tool` for why),
+- shim folders: the default one, any named in `GUARD_ENV` (inherited from
+  an outer wrapagent) and any passed by the caller (the shim's `--shim-dir`),
+- candidates whose real path is a wrapagent shim (marker line) or a
+  wrapagent entry point (console script content or known location),
+- folders already seen (duplicates, also through symlinks),
+- non-executable files (as a shell does).
+
+`WRAPAGENT_DEPTH` is the nesting guard for agents that start agents.
+
+On the start-up path of every aliased `codex`: imports only `os`, `sys`,
+`pathlib` and `wrapagent.errors` (not even `wrapagent.paths`, whose
+`hashlib` import costs ~4 ms; `default_shim_dir` mirrors it and a test
+keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
+
+GUARD_ENV = "WRAPAGENT_ACTIVE_SHIMS"
+"""os.pathsep-separated shim folders seen by outer wrapagents; inherited by children."""
+
+DEPTH_ENV = "WRAPAGENT_DEPTH"
+"""How many wrapagents are running above this process (0 = none)."""
+
+MAX_DEPTH = 4
+"""From this depth on, wrapagent execs the real tool directly instead of wrapping it."""
+
+RUNAWAY_DEPTH = 16
+"""A depth nobody reaches by nesting agents: something on PATH calls wrapagent back."""
+
+SHIM_MARKER = b"# wrapagent-shim"
+"""First bytes of line 2 of every generated shim (see `shims/shim.sh.in`)."""
+
+ENTRY_POINT_MARKER = b"wrapagent.__main__"
+"""Appears in every pip/pipx-generated `wrapagent` console script."""
+
+_SNIFF_BYTES = 1024
+
+
+def default_shim_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_DATA_HOME/wrapagent/shims` — same as `paths.data_dir(env) / "shims"`."""
+    env = os.environ if env is None else env
+    value = env.get("XDG_DATA_HOME", "")
+    if value and os.path.isabs(value):
+        base = Path(value)
+    else:
+        base = Path(env.get("HOME") or os.path.expanduser("~")) / ".local/share"
+    return base / "wrapagent" / "shims"
+
+
+def nested_depth(env: Mapping[str, str] | None = None) -> int:
+    """`WRAPAGENT_DEPTH` as an int; garbage or negative values count as 0."""
+    env = os.environ if env is None else env
+    try:
+        return max(0, int(env.get(DEPTH_ENV, "0") or "0"))
+    except ValueError:
+        return 0
+
+
+def check_depth(env: Mapping[str, str] | None = None) -> bool:
+    """True when wrapagent must exec the real tool directly (depth >= MAX_DEPTH).
+
+    Raises WrapagentError at RUNAWAY_DEPTH: depth only grows that far when
+    something wrapagent runs calls wrapagent back (e.g. a user's own
+    `~/bin/codex` containing `exec wrapagent codex`), which direct exec
+    cannot stop because the "real" tool is that script.
+    """
+    depth = nested_depth(env)
+    if depth >= RUNAWAY_DEPTH:
+        raise WrapagentError(
+            f"{DEPTH_ENV}={depth}: wrapagent keeps starting itself; "
+            "a program on PATH under the tool's name probably calls wrapagent back",
+            126,
+        )
+    return depth >= MAX_DEPTH
+
+
+def guard_dirs(env: Mapping[str, str] | None = None) -> list[str]:
+    """The shim folders recorded in `GUARD_ENV` (absolute entries only)."""
+    env = os.environ if env is None else env
+    return [d for d in env.get(GUARD_ENV, "").split(os.pathsep) if d and os.path.isabs(d)]
+
+
+def child_env_additions(
+    shim_dirs: Iterable[str | os.PathLike[str]] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Variables to set in the wrapped tool's environment.
+
+    `WRAPAGENT_DEPTH` is incremented here (callers must not increment it
+    again), also when the tool is exec'd directly at MAX_DEPTH, so a
+    runaway loop reaches RUNAWAY_DEPTH. `GUARD_ENV` accumulates the shim
+    folders seen so that nested wrapagents skip them too.
+    """
+    env = os.environ if env is None else env
+    additions = {DEPTH_ENV: str(nested_depth(env) + 1)}
+    dirs: list[str] = []
+    for d in [*guard_dirs(env), *(os.fspath(s) for s in shim_dirs)]:
+        d = os.path.abspath(d)
+        if d not in dirs:
+            dirs.append(d)
+    if dirs:
+        additions[GUARD_ENV] = os.pathsep.join(dirs)
+    return additions
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(_SNIFF_BYTES)
+    except OSError:
+        return b""
+
+
+def is_wrapagent_shim(path: str | os.PathLike[str]) -> bool:
+    """True when the file (symlinks followed) is a shim generated by wrapagent."""
+    head = _head(os.path.realpath(path))
+    return head.startswith(b"#!") and SHIM_MARKER in head
+
+
+def _entry_point_paths() -> set[str]:
+    """Real paths of the wrapagent that is running now."""
+    found = set()
+    candidates = [os.path.join(os.path.dirname(sys.executable), "wrapagent")]
+    if sys.argv and os.path.basename(sys.argv[0]) == "wrapagent":
+        candidates.append(sys.argv[0])
+    for c in candidates:
+        if c and os.path.isfile(c):
+            found.add(os.path.realpath(c))
+    return found
+
+
+def is_wrapagent_entry_point(path: str | os.PathLike[str], _known: set[str] | None = None) -> bool:
+    """True when the file (symlinks followed) is the `wrapagent` program itself.
+
+    Known locations are checked by real path; any other console script is
+    recognised by its `from wrapagent.__main__ import main` line, which
+    catches other virtualenvs' copies and `ln -s $(which wrapagent) ~/bin/codex`.
+    """
+    real = os.path.realpath(path)
+    known = _entry_point_paths() if _known is None else _known
+    if real in known:
+        return True
+    head = _head(real)
+    return head.startswith(b"#!") and ENTRY_POINT_MARKER in head
+
+
+def _is_executable_file(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK)
+
+
+def _explicit_path(
+    tool: str,
+    cwd: Path | None,
+    env: Mapping[str, str],
+    extra_skip_dirs: Iterable[str | os.PathLike[str]],
+) -> Path:
+    """`tool` contains a slash: use it as is, with a shell's 127/126 errors."""
+    path = Path(tool) if os.path.isabs(tool) else Path(cwd or os.getcwd()) / tool
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise ToolNotFound(f"{tool}: No such file or directory") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolNotExecutable(f"{tool}: Is a directory")
+    if not os.access(path, os.X_OK):
+        raise ToolNotExecutable(f"{tool}: Permission denied")
+    if is_wrapagent_shim(path):
+        # Wrapping a shim means wrapping the tool it stands for.
+        skip = [*extra_skip_dirs, path.parent, os.path.dirname(os.path.realpath(path))]
+        return find_real_tool(path.name, env=env, cwd=cwd, extra_skip_dirs=skip)
+    if is_wrapagent_entry_point(path):
+        raise ToolNotExecutable(f"{tool}: is wrapagent itself; name the agent to wrap, e.g. `wrapagent codex`")
+    return path
+
+
+def find_real_tool(
+    tool: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    extra_skip_dirs: Iterable[str | os.PathLike[str]] = (),
+) -> Path:
+    """The absolute path of the real `tool`, never wrapagent or one of its shims.
+
+    A `tool` containing `/` is used as is (relative to `cwd`); a shim given
+    by path resolves to the tool it stands for. A name is searched on
+    `env["PATH"]` (`os.defpath` when unset), first match wins, and the path
+    is returned as found on PATH (symlinks not resolved: some launchers look
+    at argv[0]).
+
+    Relative PATH entries (`.`, `bin`, `~/bin` — execvp does not expand `~`)
+    are skipped, not resolved against `cwd`: wrapagent runs agents in freshly
+    cloned repositories, and a planted `./codex` must not be what runs. The
+    not-found message names the entries skipped so the user sees why.
+
+    Raises ToolNotFound (127) or ToolNotExecutable (126) with a one-line message.
+    """
+    env = os.environ if env is None else env
+    if not tool:
+        raise ToolNotFound("empty tool name")
+    if "/" in tool:
+        return _explicit_path(tool, cwd, env, extra_skip_dirs)
+    if tool == "wrapagent":
+        raise ToolNotExecutable("refusing to wrap wrapagent itself; name the agent to wrap, e.g. `wrapagent codex`")
+
+    search = env.get("PATH", os.defpath)
+    skip_dirs = {
+        os.path.realpath(d)
+        for d in [default_shim_dir(env), *guard_dirs(env), *extra_skip_dirs]
+        if os.path.isabs(d)
+    }
+    known_entry_points = _entry_point_paths()
+    seen_dirs: set[str] = set()
+    skipped: list[str] = []
+    relative: list[str] = []
+    not_executable: list[str] = []
+
+    for entry in search.split(os.pathsep):
+        if not entry:
+            continue
+        if not os.path.isabs(entry):
+            if entry not in relative:
+                relative.append(entry)
+            continue
+        candidate = os.path.join(entry, tool)
+        if not os.path.lexists(candidate):
+            continue
+        real_dir = os.path.realpath(entry)
+        if real_dir in seen_dirs:
+            continue
+        seen_dirs.add(real_dir)
+        if real_dir in skip_dirs:
+            skipped.append(f"wrapagent shims in {entry}")
+            continue
+        if not _is_executable_file(candidate):
+            if os.path.exists(candidate) and not os.path.isdir(candidate):
+                not_executable.append(candidate)
+            continue
+        if is_wrapagent_shim(candidate):
+            skipped.append(f"wrapagent shim {candidate}")
+            continue
+        if is_wrapagent_entry_point(candidate, known_entry_points):
+            skipped.append(f"wrapagent itself at {candidate}")
+            continue
+        return Path(candidate)
+
+    raise ToolNotFound(_not_found_message(tool, search, skipped, relative, not_executable))
+
+
+def _not_found_message(
+    tool: str, search: str, skipped: list[str], relative: list[str], not_executable: list[str]
+) -> str:
+    """One line: what was searched and what was passed over, so the fix is obvious."""
+    notes = [f"searched PATH: {search}"]
+    if skipped:
+        notes.append("skipped " + ", ".join(skipped))
+    if relative:
+        notes.append("ignored relative PATH entries: " + ", ".join(repr(r) for r in relative))
+    if not_executable:
+        notes.append("not executable: " + ", ".join(not_executable))
+    return f"{tool}: command not found ({'; '.join(notes)})"
