@@ -1,0 +1,131 @@
+"""The exact text prepended to the first user message, and the sanitising behind it.
+
+Hook and guard output is untrusted text that ends up *inside the user's
+composer*: a stray `ESC[201~` would end a bracketed paste early and a `\\r`
+would submit it, and a body containing `</prompt-guard>` could close its own
+block and forge another one. Everything here exists to make that impossible:
+
+* `sanitize` turns raw output into inert text: no escape sequences, no control
+  characters except `\\n` and `\\t`, bounded size, trimmed.
+* `build_prefix` assembles the blocks and neutralises any of our own tag names
+  inside bodies, so every block has exactly one opening and one closing tag.
+
+The format, byte for byte::
+
+    <system-reminder>
+    {pre_session output}
+    </system-reminder>
+    <prompt-guard name="branch-protection">
+    {guard output}
+    </prompt-guard>
+
+    {what the user typed}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+MAX_OUTPUT_BYTES = 32 * 1024
+TRUNCATION_MARKER = "[… truncated by wrapagent]"
+
+# String-type sequences (OSC, DCS, SOS, PM, APC) run until BEL or ST; an
+# unterminated one swallows the rest of the text, as a terminal would.
+# 7-bit introducers (ESC ] / ESC P / ESC X / ESC ^ / ESC _) and their 8-bit
+# C1 forms (0x9d, 0x90, 0x98, 0x9e, 0x9f). ST is ESC \ or 0x9c.
+_STRING_SEQ = r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+# CSI: ESC [ or 0x9b, parameter bytes, intermediate bytes, one final byte.
+# Covers bracketed-paste markers ESC[200~ / ESC[201~.
+_CSI_SEQ = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+# Other escape sequences: ESC, optional intermediates (nF, e.g. ESC ( B),
+# one final byte (Fp/Fe/Fs, e.g. ESC 7, ESC =, ESC c).
+_ESC_SEQ = r"\x1b[ -/]*[0-~]"
+
+_ESCAPES = re.compile(f"{_STRING_SEQ}|{_CSI_SEQ}|{_ESC_SEQ}")
+# Everything that can still drive a terminal once sequences are gone:
+# C0 except \t and \n, DEL, and the C1 range (0x80-0x9f as code points).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+# `<` starting one of our own tags, opening or closing, tolerant of the
+# whitespace a lenient reader (a model) would accept: `</ prompt-guard >`,
+# `< /System-Reminder`. Such a `<` gets a backslash after it (`<\/prompt-guard>`),
+# which keeps the text readable and makes it no tag at all.
+_OUR_TAGS = re.compile(r"<(?=\s*/?\s*(?:prompt-guard|system-reminder)(?![\w-]))", re.IGNORECASE)
+
+
+def strip_terminal_controls(text: str) -> str:
+    """Remove escape sequences and control characters; keep `\\n` and `\\t`.
+
+    A lone `\\r` becomes `\\n` (it keeps the line structure of progress-style
+    output and can never reach the composer as "submit"); `\\r\\n` becomes `\\n`.
+    """
+    text = _ESCAPES.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", text)
+
+
+def _cap_utf8(text: str, cap: int) -> str:
+    """Cut `text` to at most `cap` bytes of UTF-8, marker included, on a character boundary."""
+    data = text.encode("utf-8")
+    if len(data) <= cap:
+        return text
+    room = max(0, cap - len(TRUNCATION_MARKER.encode("utf-8")) - 1)
+    # errors="ignore" drops a multi-byte character cut in half at the end.
+    head = data[:room].decode("utf-8", errors="ignore").rstrip()
+    return f"{head}\n{TRUNCATION_MARKER}" if head else TRUNCATION_MARKER
+
+
+def sanitize(raw: bytes | str, *, cap: int = MAX_OUTPUT_BYTES) -> str:
+    """Raw hook output → inert, bounded, trimmed text ("" when nothing is left).
+
+    Bytes are decoded as UTF-8 with replacement characters, so a hook cannot
+    make wrapagent fail by printing binary.
+    """
+    if isinstance(raw, bytes):
+        text = raw.decode("utf-8", errors="replace")
+    else:
+        # Lone surrogates (from surrogateescape'd input) cannot be encoded later.
+        text = raw.encode("utf-8", errors="replace").decode("utf-8")
+    text = strip_terminal_controls(text).strip()
+    return _cap_utf8(text, cap) if text else ""
+
+
+def neutralize_tags(body: str) -> str:
+    """Make any `<prompt-guard` / `</system-reminder` … inside a body not a tag."""
+    return _OUR_TAGS.sub("<\\\\", body)
+
+
+def escape_attr(value: str) -> str:
+    """A guard name as a double-quoted XML attribute value: no controls, no markup."""
+    value = strip_terminal_controls(value).replace("\n", " ").replace("\t", " ").strip()
+    return (
+        value.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&apos;")
+    )
+
+
+def _body(text: str) -> str:
+    # Idempotent for already-sanitised text; makes build_prefix safe on its own.
+    return neutralize_tags(strip_terminal_controls(text).strip())
+
+
+def build_prefix(pre_session: str, guards: Sequence[tuple[str, str]]) -> str:
+    """The blocks followed by a blank line, or "" when every block is empty.
+
+    `prefix + user_text` is the message the agent receives.
+    """
+    blocks: list[str] = []
+    body = _body(pre_session or "")
+    if body:
+        blocks.append(f"<system-reminder>\n{body}\n</system-reminder>")
+    for name, output in guards:
+        body = _body(output or "")
+        if body:
+            blocks.append(f'<prompt-guard name="{escape_attr(name)}">\n{body}\n</prompt-guard>')
+    if not blocks:
+        return ""
+    return "\n".join(blocks) + "\n\n"

@@ -1,0 +1,713 @@
+"""hooks.toml / config.toml layers → one validated, frozen `Config`.
+
+Layers, lowest first:
+
+* global hooks   `$XDG_CONFIG_HOME/wrapagent/hooks.toml`  lifecycle hooks, prompt guards
+* global config  `$XDG_CONFIG_HOME/wrapagent/config.toml` `[hooks.pre_session]` (global only)
+* project hooks  `<project root>/.wrapagent/hooks.toml`   lifecycle hooks, prompt guards;
+  used only when trusted (path + content hash in the trust store)
+
+Project entries replace global ones per event; a project `[[prompt_guard]]`
+list (if the key is present at all) replaces the global list entirely.
+
+Validation is fail-open per file: a file with an error (invalid TOML, wrong
+type, missing required key) is not used at all, but the tool still runs and
+the other layers still apply. Unknown keys are warnings. Every problem names
+the file, the line (best effort) and the key. `--strict` is the caller's
+decision, from `Config.has_errors`.
+
+Loading is cheap when no file exists (the common case): three failed opens,
+no tomllib import.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+EVENTS = ("pre_run", "post_run", "session_complete")
+DEFAULT_SESSION_COMPLETE = (
+    "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
+)
+DEFAULT_LIFECYCLE_TIMEOUT = 30.0
+DEFAULT_GUARD_TIMEOUT = 10.0
+DEFAULT_PRE_SESSION_TIMEOUT = 10.0
+DEFAULT_SOURCE = "<default>"
+
+KNOWN_TOOLS = ("codex", "claude", "gemini", "opencode")
+# CSA spells some transports differently; both spellings are accepted.
+TOOL_ALIASES = {"claude-code": "claude", "gemini-cli": "gemini"}
+
+LAYER_GLOBAL_HOOKS = "global-hooks"
+LAYER_GLOBAL_CONFIG = "global-config"
+LAYER_PROJECT_HOOKS = "project-hooks"
+
+_EVENT_KEYS = ("enabled", "command", "timeout_secs")
+_GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs")
+_PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
+
+
+def normalize_tool(name: str) -> str:
+    """Canonical transport name: lower case, CSA aliases mapped (`claude-code` → `claude`)."""
+    name = name.strip().lower()
+    return TOOL_ALIASES.get(name, name)
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding; `str()` is `path:line: key: message` (missing parts left out)."""
+
+    path: str
+    severity: str  # "error" | "warning"
+    message: str
+    line: int | None = None
+    key: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class LifecycleHook:
+    event: str
+    command: str
+    enabled: bool
+    timeout_secs: float
+    source: str  # file path, or "<default>"
+
+
+@dataclass(frozen=True)
+class GuardSpec:
+    """One `[[prompt_guard]]`: exactly one of `command` / `builtin` is set."""
+
+    name: str
+    command: str | None
+    builtin: str | None
+    args: tuple[tuple[str, object], ...]
+    timeout_secs: float
+    source: str
+
+
+@dataclass(frozen=True)
+class PreSessionHook:
+    command: str
+    enabled: bool
+    transports: tuple[str, ...]  # canonical names; empty = every tool
+    timeout_seconds: float
+    source: str
+
+    def applies_to(self, tool: str) -> bool:
+        return not self.transports or normalize_tool(tool) in self.transports
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One file wrapagent looked at, and what came of it.
+
+    `used` is True when the file exists, has no errors, and is not untrusted.
+    `trusted` is None for global files (always trusted) and when trust could
+    not be determined.
+    """
+
+    kind: str  # "global-hooks" | "global-config" | "project-hooks"
+    path: str
+    exists: bool
+    used: bool
+    trusted: bool | None
+    problems: tuple[Problem, ...]
+
+
+def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
+    from types import MappingProxyType
+
+    return MappingProxyType(dict(data or {}))
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration for one project."""
+
+    lifecycle: Mapping[str, LifecycleHook] = field(default_factory=_frozen_map)
+    guards: tuple[GuardSpec, ...] = ()
+    pre_session: PreSessionHook | None = None
+    layers: tuple[Layer, ...] = ()
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return tuple(p for layer in self.layers for p in layer.problems)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(p.severity == "error" for p in self.problems)
+
+    def hook_for(self, event: str) -> LifecycleHook | None:
+        """The hook to run for `event`, or None.
+
+        A configured but disabled hook returns None (`enabled = false` also
+        switches off the default session_complete). An unconfigured
+        session_complete falls back to DEFAULT_SESSION_COMPLETE.
+        """
+        hook = self.lifecycle.get(event)
+        if hook is None and event == "session_complete":
+            return default_session_complete()
+        if hook is None or not hook.enabled:
+            return None
+        return hook
+
+
+def default_session_complete() -> LifecycleHook:
+    return LifecycleHook("session_complete", DEFAULT_SESSION_COMPLETE, True, DEFAULT_LIFECYCLE_TIMEOUT, DEFAULT_SOURCE)
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+class _FileCheck:
+    """Collects problems for one file; knows its text to find lines for keys."""
+
+    def __init__(self, path: Path, text: str = "") -> None:
+        self.path = path
+        self.text = text
+        self.problems: list[Problem] = []
+
+    @property
+    def has_errors(self) -> bool:
+        return any(p.severity == "error" for p in self.problems)
+
+    def error(self, key: str | None, message: str, parts: tuple = (), line: int | None = None) -> None:
+        self._add("error", key, message, parts, line)
+
+    def warning(self, key: str | None, message: str, parts: tuple = (), line: int | None = None) -> None:
+        self._add("warning", key, message, parts, line)
+
+    def _add(self, severity: str, key: str | None, message: str, parts: tuple, line: int | None) -> None:
+        if line is None and parts:
+            line = _find_line(self.text, parts)
+        self.problems.append(Problem(str(self.path), severity, message, line, key))
+
+    def unknown_keys(self, table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str, parts: tuple) -> None:
+        for key in table:
+            if key not in allowed:
+                hint = _did_you_mean(key, allowed)
+                self.warning(f"{prefix}{key}", f"unknown key, ignored{hint}", (*parts, key))
+
+
+def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "float",
+        str: "string",
+        list: "array",
+        dict: "table",
+    }.get(type(value), type(value).__name__)
+
+
+def _key_pattern(key: str) -> str:
+    import re
+
+    k = re.escape(key)
+    return rf"""(?:{k}|"{k}"|'{k}')"""
+
+
+def _find_line(text: str, parts: tuple) -> int | None:
+    """Best-effort line number of a key, given its path like ("prompt_guard", 2, "command").
+
+    tomllib does not report positions for values, so this scans the text: the
+    parent's table header (the n-th `[[array]]` header for an index), then the
+    first `key =` before the next header. A path naming a table finds its
+    header. Falls back to any `key =` line (dotted keys, inline tables), then
+    to the parent's header.
+    """
+    import re
+
+    if not text or not parts:
+        return None
+    lines = text.splitlines()
+    any_header = re.compile(r"^\s*\[")
+
+    def header_line(table_parts: tuple) -> int | None:
+        names = [p for p in table_parts if isinstance(p, str)]
+        index = next((p for p in table_parts if isinstance(p, int)), None)
+        if not names:
+            return None
+        dotted = r"\s*\.\s*".join(_key_pattern(p) for p in names)
+        header = re.compile(rf"^\s*\[\[?\s*{dotted}\s*\]\]?\s*(#.*)?$")
+        seen = -1
+        for number, line in enumerate(lines):
+            if header.match(line):
+                seen += 1
+                if index is None or seen == index:
+                    return number
+        return None
+
+    key = parts[-1]
+    if isinstance(key, int):
+        found = header_line(parts)
+        return None if found is None else found + 1
+    parent = parts[:-1]
+    start = header_line(parent) if parent else -1
+    if start is not None:
+        assign = re.compile(rf"^\s*{_key_pattern(key)}\s*=")
+        for number in range(start + 1, len(lines)):
+            if any_header.match(lines[number]):
+                break
+            if assign.match(lines[number]):
+                return number + 1
+    own = header_line(parts)
+    if own is not None:
+        return own + 1
+    loose = re.compile(rf"(^|[\s{{,.]){_key_pattern(key)}\s*=")
+    for number, line in enumerate(lines):
+        if loose.search(line):
+            return number + 1
+    return start + 1 if start is not None and start >= 0 else None
+
+
+def _toml_error_position(exc: Exception) -> int | None:
+    """The line of a TOMLDecodeError (attribute on 3.14+, else parsed from the message)."""
+    import re
+
+    line = getattr(exc, "lineno", None)
+    if isinstance(line, int):
+        return line
+    match = re.search(r"line (\d+)", str(exc))
+    return int(match.group(1)) if match else None
+
+
+def _parse(check: _FileCheck, data: bytes) -> dict | None:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        check.error(None, f"not valid UTF-8: {exc}")
+        return None
+    check.text = text
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        check.error(None, f"invalid TOML: {message}", line=_toml_error_position(exc))
+        return None
+
+
+def _read(path: Path) -> tuple[bool, bytes | None, str | None]:
+    """(exists, content, error). One open() when the file is missing: no stat dance."""
+    try:
+        with open(path, "rb") as handle:
+            return True, handle.read(), None
+    except (FileNotFoundError, NotADirectoryError):
+        return False, None, None
+    except IsADirectoryError:
+        return True, None, "is a directory, not a file"
+    except OSError as exc:
+        return True, None, f"cannot read: {exc.strerror or exc}"
+
+
+# --------------------------------------------------------------------------- value checks
+
+
+def _check_bool(check: _FileCheck, table: Mapping, key: str, default: bool, prefix: str, parts: tuple) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        check.error(f"{prefix}{key}", f"expected a boolean, got {_type_name(value)}", (*parts, key))
+        return default
+    return value
+
+
+def _check_timeout(check: _FileCheck, table: Mapping, key: str, default: float, prefix: str, parts: tuple) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        check.error(f"{prefix}{key}", f"expected a number of seconds, got {_type_name(value)}", (*parts, key))
+        return default
+    if not value > 0 or value != value or value == float("inf"):
+        check.error(f"{prefix}{key}", f"must be a positive number of seconds, got {value}", (*parts, key))
+        return default
+    return float(value)
+
+
+def _check_str(
+    check: _FileCheck, table: Mapping, key: str, prefix: str, parts: tuple, *, required: bool
+) -> str | None:
+    if key not in table:
+        if required:
+            check.error(f"{prefix}{key}", "missing required key", parts)
+        return None
+    value = table[key]
+    if not isinstance(value, str):
+        check.error(f"{prefix}{key}", f"expected a string, got {_type_name(value)}", (*parts, key))
+        return None
+    if not value.strip():
+        check.error(f"{prefix}{key}", "must not be empty", (*parts, key))
+        return None
+    return value
+
+
+def _check_table(check: _FileCheck, value: Any, key: str, parts: tuple) -> dict | None:
+    if not isinstance(value, dict):
+        check.error(key, f"expected a table, got {_type_name(value)}", parts)
+        return None
+    return value
+
+
+# --------------------------------------------------------------------------- hooks.toml
+
+
+@dataclass
+class _HooksFile:
+    lifecycle: dict[str, LifecycleHook]
+    guards: tuple[GuardSpec, ...] | None  # None: the file does not define prompt_guard
+
+
+def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
+    table = _check_table(check, value, event, (event,))
+    if table is None:
+        return None
+    parts, prefix = (event,), f"{event}."
+    check.unknown_keys(table, _EVENT_KEYS, prefix, parts)
+    enabled = _check_bool(check, table, "enabled", True, prefix, parts)
+    timeout = _check_timeout(check, table, "timeout_secs", DEFAULT_LIFECYCLE_TIMEOUT, prefix, parts)
+    # A disabled event needs no command; session_complete without one keeps the default command.
+    required = enabled and event != "session_complete"
+    command = _check_str(check, table, "command", prefix, parts, required=required)
+    if command is None:
+        if event == "session_complete" and "command" not in table:
+            command = DEFAULT_SESSION_COMPLETE
+        else:
+            command = ""
+    return LifecycleHook(event, command, enabled, timeout, str(check.path))
+
+
+def _builtin_names() -> tuple[str, ...] | None:
+    try:
+        from wrapagent.builtin_guards import BUILTIN_NAMES
+    except ImportError:
+        return None  # not available yet: accept any name, run_builtin reports later
+    return tuple(BUILTIN_NAMES)
+
+
+def _validate_builtin_args(name: str, args: dict) -> dict:
+    try:
+        from wrapagent.builtin_guards import validate_args
+    except ImportError:
+        return args
+    return validate_args(name, args)
+
+
+def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
+    label = f"prompt_guard[{index}]"
+    parts = ("prompt_guard", index)
+    table = _check_table(check, value, label, parts)
+    if table is None:
+        return None
+    prefix = f"{label}."
+    check.unknown_keys(table, _GUARD_KEYS, prefix, parts)
+    errors_before = len([p for p in check.problems if p.severity == "error"])
+    name = _check_str(check, table, "name", prefix, parts, required=True)
+    command = _check_str(check, table, "command", prefix, parts, required=False)
+    builtin = _check_str(check, table, "builtin", prefix, parts, required=False)
+    timeout = _check_timeout(check, table, "timeout_secs", DEFAULT_GUARD_TIMEOUT, prefix, parts)
+    has_command, has_builtin = "command" in table, "builtin" in table
+    if has_command == has_builtin:
+        what = "both" if has_command else "neither"
+        check.error(label, f"exactly one of 'command' or 'builtin' is required ({what} given)", parts)
+    args: dict = {}
+    if "args" in table:
+        raw = table["args"]
+        if not isinstance(raw, dict):
+            check.error(f"{prefix}args", f"expected a table, got {_type_name(raw)}", (*parts, "args"))
+        elif has_command and not has_builtin:
+            check.warning(f"{prefix}args", "only used by built-in guards; ignored", (*parts, "args"))
+        else:
+            args = raw
+    if builtin is not None:
+        known = _builtin_names()
+        if known is not None and builtin not in known:
+            hint = _did_you_mean(builtin, known)
+            check.error(f"{prefix}builtin", f"unknown built-in guard {builtin!r}{hint}", (*parts, "builtin"))
+        else:
+            try:
+                args = _validate_builtin_args(builtin, dict(args))
+            except ValueError as exc:
+                check.error(f"{prefix}args", str(exc), (*parts, "args"))
+    errors_after = len([p for p in check.problems if p.severity == "error"])
+    if errors_after > errors_before or name is None:
+        return None
+    return GuardSpec(
+        name=name,
+        command=command if not has_builtin else None,
+        builtin=builtin,
+        args=tuple(args.items()),
+        timeout_secs=timeout,
+        source=str(check.path),
+    )
+
+
+def _parse_guards(check: _FileCheck, value: Any) -> tuple[GuardSpec, ...]:
+    if not isinstance(value, list):
+        check.error("prompt_guard", f"expected an array of tables ([[prompt_guard]]), got {_type_name(value)}", ("prompt_guard",))
+        return ()
+    guards = [g for g in (_parse_guard(check, i, item) for i, item in enumerate(value)) if g is not None]
+    seen: set[str] = set()
+    for index, guard in enumerate(guards):
+        if guard.name in seen:
+            check.warning(f"prompt_guard[{index}].name", f"duplicate guard name {guard.name!r}", ("prompt_guard", index, "name"))
+        seen.add(guard.name)
+    return tuple(guards)
+
+
+def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _HooksFile:
+    lifecycle: dict[str, LifecycleHook] = {}
+    guards: tuple[GuardSpec, ...] | None = None
+    where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
+    for key, value in data.items():
+        if key in EVENTS:
+            hook = _parse_event(check, key, value)
+            if hook is not None:
+                lifecycle[key] = hook
+        elif key == "prompt_guard":
+            guards = _parse_guards(check, value)
+        elif key == "pre_session":
+            check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
+        elif key == "hooks" and isinstance(value, dict):
+            for sub in value:
+                if sub == "pre_session":
+                    check.warning("hooks.pre_session", f"ignored: {where}", ("hooks", "pre_session"))
+                else:
+                    hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
+                    check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
+        else:
+            hint = _did_you_mean(key, (*EVENTS, "prompt_guard"))
+            check.warning(key, f"unknown key, ignored{hint}", (key,))
+    return _HooksFile(lifecycle, guards)
+
+
+# --------------------------------------------------------------------------- config.toml
+
+
+def _parse_pre_session(check: _FileCheck, value: Any) -> PreSessionHook | None:
+    key = "hooks.pre_session"
+    parts = ("hooks", "pre_session")
+    table = _check_table(check, value, key, parts)
+    if table is None:
+        return None
+    prefix = f"{key}."
+    check.unknown_keys(table, _PRE_SESSION_KEYS, prefix, parts)
+    enabled = _check_bool(check, table, "enabled", True, prefix, parts)
+    command = _check_str(check, table, "command", prefix, parts, required=enabled)
+    timeout = _check_timeout(check, table, "timeout_seconds", DEFAULT_PRE_SESSION_TIMEOUT, prefix, parts)
+    transports: list[str] = []
+    raw = table.get("transports", [])
+    if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
+        check.error(f"{prefix}transports", "expected an array of strings", (*parts, "transports"))
+    else:
+        for name in raw:
+            canonical = normalize_tool(name)
+            if canonical not in KNOWN_TOOLS:
+                check.warning(
+                    f"{prefix}transports",
+                    f"{name!r} is not a known tool ({', '.join(KNOWN_TOOLS)}); it matches only a tool of exactly that name",
+                    (*parts, "transports"),
+                )
+            if canonical not in transports:
+                transports.append(canonical)
+    return PreSessionHook(command or "", enabled, tuple(transports), timeout, str(check.path))
+
+
+def _parse_config_file(check: _FileCheck, data: dict) -> PreSessionHook | None:
+    pre_session = None
+    for key, value in data.items():
+        if key != "hooks":
+            check.warning(key, "unknown key, ignored", (key,))
+            continue
+        table = _check_table(check, value, "hooks", ("hooks",))
+        if table is None:
+            continue
+        for sub, sub_value in table.items():
+            if sub == "pre_session":
+                pre_session = _parse_pre_session(check, sub_value)
+            else:
+                hint = " (lifecycle hooks and prompt guards belong in hooks.toml)" if sub in (*EVENTS, "prompt_guard") else ""
+                check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
+    return pre_session
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _default_trust(env: Mapping[str, str]) -> Callable[[Path, bytes], bool] | None:
+    try:
+        from wrapagent.trust import TrustStore
+    except ImportError:
+        return None
+    return TrustStore(env=env).is_trusted
+
+
+def _load_layer(kind: str, path: Path, parse: Callable[[_FileCheck, dict], Any], trust=None):
+    """(Layer, parsed value or None). `trust` is called for project files only."""
+    exists, data, read_error = _read(path)
+    check = _FileCheck(path)
+    if not exists:
+        return Layer(kind, str(path), False, False, None, ()), None
+    if read_error is not None:
+        check.error(None, read_error)
+        return Layer(kind, str(path), True, False, None, tuple(check.problems)), None
+    trusted: bool | None = None
+    if trust is not None:
+        try:
+            trusted = bool(trust(path, data))
+        except Exception as exc:  # a broken trust store must not run untrusted hooks
+            check.warning(None, f"could not check trust ({exc}); project hooks skipped")
+            trusted = False
+    parsed_data = _parse(check, data)
+    value = parse(check, parsed_data) if parsed_data is not None else None
+    used = not check.has_errors and trusted is not False
+    return Layer(kind, str(path), True, used, trusted, tuple(check.problems)), (value if used else None)
+
+
+def load_config(
+    project_root: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    is_trusted: Callable[[Path, bytes], bool] | None = None,
+) -> Config:
+    """Read, validate and merge every layer for `project_root`. Never raises for file contents."""
+    from wrapagent.paths import global_config_file, global_hooks_file, project_hooks_file
+
+    env = os.environ if env is None else env
+    project_path = project_hooks_file(Path(project_root))
+
+    global_layer, global_hooks = _load_layer(
+        LAYER_GLOBAL_HOOKS, global_hooks_file(env), lambda c, d: _parse_hooks_file(c, d, is_project=False)
+    )
+    config_layer, pre_session = _load_layer(LAYER_GLOBAL_CONFIG, global_config_file(env), _parse_config_file)
+
+    trust = is_trusted
+    if trust is None and os.path.lexists(project_path):
+        trust = _default_trust(env)
+    project_layer, project_hooks = _load_layer(
+        LAYER_PROJECT_HOOKS, project_path, lambda c, d: _parse_hooks_file(c, d, is_project=True), trust
+    )
+
+    lifecycle: dict[str, LifecycleHook] = {}
+    guards: tuple[GuardSpec, ...] = ()
+    for hooks_file in (global_hooks, project_hooks):
+        if hooks_file is None:
+            continue
+        lifecycle.update(hooks_file.lifecycle)
+        if hooks_file.guards is not None:
+            guards = hooks_file.guards
+    return Config(
+        lifecycle=_frozen_map(lifecycle),
+        guards=guards,
+        pre_session=pre_session,
+        layers=(global_layer, config_layer, project_layer),
+    )
+
+
+# --------------------------------------------------------------------------- describe
+
+_LAYER_TITLES = {
+    LAYER_GLOBAL_HOOKS: "global hooks",
+    LAYER_GLOBAL_CONFIG: "global config",
+    LAYER_PROJECT_HOOKS: "project hooks",
+}
+
+
+def _layer_status(layer: Layer) -> str:
+    if not layer.exists:
+        return "not found"
+    if layer.trusted is False:
+        return "NOT TRUSTED: hooks and guards in it are skipped"
+    errors = sum(1 for p in layer.problems if p.severity == "error")
+    warnings = len(layer.problems) - errors
+    if errors:
+        return f"NOT USED: {errors} error(s)" + (f", {warnings} warning(s)" if warnings else "")
+    status = "used"
+    if layer.kind == LAYER_PROJECT_HOOKS:
+        status += ", trusted" if layer.trusted else " (trust unknown)"
+    return status + (f", {warnings} warning(s)" if warnings else "")
+
+
+def _untrusted_notice(path: str) -> str | None:
+    try:
+        from wrapagent.trust import untrusted_notice
+    except ImportError:
+        return None
+    try:
+        return untrusted_notice(Path(path))
+    except Exception:
+        return None
+
+
+def _fmt_seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def describe(config: Config) -> str:
+    """The report for `wrapagent config check`: layers, problems, the merged result and its sources."""
+    out: list[str] = ["Files:"]
+    for layer in config.layers:
+        out.append(f"  {_LAYER_TITLES.get(layer.kind, layer.kind):<14} {layer.path}")
+        out.append(f"  {'':<14} {_layer_status(layer)}")
+        if layer.trusted is False:
+            notice = _untrusted_notice(layer.path)
+            if notice:
+                out.extend(f"  {'':<14} {line}" for line in notice.splitlines())
+    problems = config.problems
+    out.append("")
+    out.append("Validation:" if problems else "Validation: no problems")
+    for problem in problems:
+        out.append(f"  {problem.severity}: {problem}")
+
+    out.append("")
+    out.append("Lifecycle hooks:")
+    for event in EVENTS:
+        configured = config.lifecycle.get(event)
+        hook = config.hook_for(event)
+        if hook is not None:
+            out.append(f"  {event:<17} {hook.command}")
+            out.append(f"  {'':<17} timeout {_fmt_seconds(hook.timeout_secs)}, from {hook.source}")
+        elif configured is not None:
+            out.append(f"  {event:<17} (disabled, from {configured.source})")
+        else:
+            out.append(f"  {event:<17} (none)")
+
+    out.append("")
+    out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
+    for number, guard in enumerate(config.guards, 1):
+        if guard.builtin is not None:
+            what = f"builtin {guard.builtin}"
+            if guard.args:
+                what += " " + ", ".join(f"{k}={v!r}" for k, v in guard.args)
+        else:
+            what = f"command {guard.command}"
+        out.append(f"  {number}. {guard.name}: {what}")
+        out.append(f"     timeout {_fmt_seconds(guard.timeout_secs)}, from {guard.source}")
+
+    out.append("")
+    pre = config.pre_session
+    if pre is None:
+        out.append("pre_session: (none)")
+    else:
+        state = "" if pre.enabled else " (disabled)"
+        out.append(f"pre_session:{state} {pre.command}")
+        tools = ", ".join(pre.transports) if pre.transports else "all tools"
+        out.append(f"  for {tools}; timeout {_fmt_seconds(pre.timeout_seconds)}, from {pre.source}")
+    return "\n".join(out) + "\n"

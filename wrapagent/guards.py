@@ -1,0 +1,190 @@
+"""pre_session hook + prompt guards → the text prepended to the first user message.
+
+Everything here is fail-open: a guard that fails, hangs, or prints nothing is
+logged and left out; the user's message is delivered regardless. Guards run
+one after another in configuration order (their output order is the block
+order, and running them in parallel would make a slow machine slower).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Mapping
+
+if TYPE_CHECKING:
+    from wrapagent.config import Config, GuardSpec, PreSessionHook
+    from wrapagent.context import GuardContext
+    from wrapagent.hooks import HookResult
+
+PROMPT_SOURCES = ("argv", "stdin", "none")
+
+
+@dataclass
+class GuardRun:
+    """One pre_session / guard execution: `body` is the sanitised block text, "" when skipped."""
+
+    name: str
+    kind: str  # "pre_session" | "guard" | "builtin"
+    body: str
+    result: HookResult | None
+    error: str | None
+
+
+@dataclass
+class Collected:
+    prefix: str  # blocks.build_prefix(...): "" or the blocks followed by a blank line
+    runs: list[GuardRun] = field(default_factory=list)
+
+    def records(self) -> list[dict]:
+        """Hook records for session.json, in execution order."""
+        return [run.result.to_record() for run in self.runs if run.result is not None]
+
+
+def _say(log: Callable[[str], None], message: str) -> None:
+    try:
+        log(message)
+    except Exception:
+        pass
+
+
+def guard_stdin(ctx: GuardContext) -> bytes:
+    """The JSON a command guard reads on stdin (CSA's GuardContext)."""
+    import json
+
+    payload = {
+        "project_root": str(ctx.project_root),
+        "session_id": ctx.session_id,
+        "tool": ctx.tool,
+        "is_resume": bool(ctx.is_resume),
+        "cwd": str(ctx.cwd),
+    }
+    return json.dumps(payload).encode("utf-8")
+
+
+def _body_from(result: HookResult, label: str, log: Callable[[str], None]) -> tuple[str, str | None]:
+    """(sanitised body, error). A failed run gives no body, whatever it printed."""
+    from wrapagent.blocks import sanitize
+
+    if not result.ok():
+        reason = result.error or "failed"
+        _say(log, f"warning: {label} skipped: {reason}")
+        return "", reason
+    return sanitize(result.stdout), None
+
+
+def run_pre_session(
+    hook: PreSessionHook,
+    ctx: GuardContext,
+    *,
+    base_env: Mapping[str, str],
+    prompt: str | None,
+    prompt_source: str,
+    log: Callable[[str], None],
+) -> GuardRun:
+    """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE in env."""
+    from wrapagent.hooks import hook_env, run_command
+
+    source = prompt_source if prompt_source in PROMPT_SOURCES else "none"
+    env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source})
+    stdin = prompt.encode("utf-8", errors="replace") if prompt is not None else b""
+    result = run_command(
+        hook.command,
+        name="pre_session",
+        kind="pre_session",
+        cwd=ctx.project_root,
+        env=env,
+        timeout=hook.timeout_seconds,
+        stdin=stdin,
+        log=log,
+        capture_stdout=True,
+    )
+    body, error = _body_from(result, "pre_session", log)
+    if not body and error is None:
+        _say(log, "warning: pre_session produced no output, no block")
+    return GuardRun("pre_session", "pre_session", body, result, error)
+
+
+def run_command_guard(
+    guard: GuardSpec, ctx: GuardContext, *, base_env: Mapping[str, str], log: Callable[[str], None]
+) -> GuardRun:
+    from wrapagent.hooks import hook_env, run_command
+
+    result = run_command(
+        guard.command or "",
+        name=guard.name,
+        kind="guard",
+        cwd=ctx.project_root,
+        env=hook_env(base_env, ctx),
+        timeout=guard.timeout_secs,
+        stdin=guard_stdin(ctx),
+        log=log,
+        capture_stdout=True,
+    )
+    body, error = _body_from(result, f"prompt guard {guard.name!r}", log)
+    if not body and error is None:
+        _say(log, f"prompt guard {guard.name!r}: no output, no block")
+    return GuardRun(guard.name, "guard", body, result, error)
+
+
+def run_builtin_guard(guard: GuardSpec, ctx: GuardContext, *, log: Callable[[str], None]) -> GuardRun:
+    """A built-in guard runs in-process; any exception it raises is a warning, never fatal."""
+    from wrapagent.blocks import sanitize
+    from wrapagent.hooks import HookResult
+
+    name = guard.builtin or ""
+    started = time.monotonic()
+    error: str | None = None
+    output = ""
+    try:
+        from wrapagent.builtin_guards import run_builtin
+
+        output = run_builtin(name, dict(guard.args), ctx, timeout=guard.timeout_secs)
+    except Exception as exc:  # includes ImportError while builtin_guards is missing
+        error = f"{type(exc).__name__}: {exc}"
+        _say(log, f"warning: prompt guard {guard.name!r} (builtin {name}) skipped: {error}")
+    result = HookResult(
+        name=guard.name,
+        kind="guard",
+        command=f"builtin:{name}",
+        exit_code=0 if error is None else None,
+        duration_s=time.monotonic() - started,
+        timed_out=False,
+        error=error,
+    )
+    body = sanitize(output or "") if error is None else ""
+    return GuardRun(guard.name, "builtin", body, result, error)
+
+
+def collect(
+    config: Config,
+    ctx: GuardContext,
+    *,
+    base_env: Mapping[str, str],
+    prompt: str | None,
+    prompt_source: str,
+    log: Callable[[str], None],
+) -> Collected:
+    """Run pre_session (if it applies) then every guard in order; build the prefix."""
+    from wrapagent.blocks import build_prefix
+
+    runs: list[GuardRun] = []
+    pre_session_body = ""
+    hook = config.pre_session
+    if hook is not None and hook.enabled and hook.command and hook.applies_to(ctx.tool):
+        run = run_pre_session(
+            hook, ctx, base_env=base_env, prompt=prompt, prompt_source=prompt_source, log=log
+        )
+        runs.append(run)
+        pre_session_body = run.body
+
+    guard_bodies: list[tuple[str, str]] = []
+    for guard in config.guards:
+        if guard.builtin is not None:
+            run = run_builtin_guard(guard, ctx, log=log)
+        else:
+            run = run_command_guard(guard, ctx, base_env=base_env, log=log)
+        runs.append(run)
+        if run.body:
+            guard_bodies.append((guard.name, run.body))
+    return Collected(build_prefix(pre_session_body, guard_bodies), runs)

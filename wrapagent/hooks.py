@@ -1,0 +1,486 @@
+"""Running one shell hook: placeholder substitution and a bounded `sh -c`.
+
+Hooks are user code that must never take the wrapped tool down with it:
+`run_command` never raises for a hook's failure, always returns within about
+`timeout + 2` seconds, and leaves no process of the hook's group behind when
+it had to give up on it (timeout, or a background child still holding the
+output pipes open).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping
+
+if TYPE_CHECKING:
+    from wrapagent.config import LifecycleHook
+    from wrapagent.context import GuardContext
+
+VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code")
+
+STDOUT_CAP = 1024 * 1024  # bytes of stdout kept when captured; the rest is drained
+LOG_CAP = 256 * 1024  # bytes of hook output copied to the log per stream
+KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL of the group
+PIPE_GRACE = 0.2  # seconds to wait for pipes to close after the shell has exited
+
+
+# --------------------------------------------------------------------------- substitution
+
+
+def _sq(value: str) -> str:
+    """POSIX single-quoting; always quoted, so the result is one literal word."""
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def substitute(template: str, variables: Mapping[str, str]) -> str:
+    """Replace `{name}` placeholders with shell-quoted values, in one pass.
+
+    One pass: a value that itself contains `{tool}` is not expanded again.
+    Unknown placeholders, and `${name}` (the shell's own parameter syntax),
+    are left unchanged.
+
+    The quoting depends on where the placeholder sits, so a value can never
+    break out of the surrounding shell syntax:
+
+    * unquoted: `'value'`
+    * inside `'…'`: the quote is closed, the value quoted, the quote reopened
+      (`'session {session_id} done'` → `'session '\\''…` style concatenation)
+    * inside `"…"`: the same with double quotes (`"…"'value'"…"`)
+
+    The scanner follows `'…'`, `"…"`, backslash escapes, `$(…)` and backticks
+    (so `"$(cmd {x})"` is treated as unquoted inside the substitution). It is
+    not a full shell parser: here-documents and `$'…'` are not understood.
+    """
+    out: list[str] = []
+    # Stack of contexts: "U" unquoted, "S" single quotes, "D" double quotes,
+    # "C" inside $( … ), "P" inside a plain ( … ) within an unquoted context,
+    # "B" inside backticks.
+    stack = ["U"]
+    i, n = 0, len(template)
+    while i < n:
+        ch = template[i]
+        ctx = stack[-1]
+        if ctx == "S":
+            if ch == "'":
+                stack.pop()
+            elif ch == "{":
+                replaced = _placeholder(template, i, variables)
+                if replaced is not None:
+                    value, end = replaced
+                    out.append(_in_backticks("'" + _sq(value) + "'", stack))
+                    i = end
+                    continue
+            out.append(ch)
+            i += 1
+            continue
+        if ch == "\\" and i + 1 < n:
+            out.append(template[i : i + 2])
+            i += 2
+            continue
+        if ch == "{" and not (i > 0 and template[i - 1] == "$"):
+            replaced = _placeholder(template, i, variables)
+            if replaced is not None:
+                value, end = replaced
+                out.append(_in_backticks('"' + _sq(value) + '"' if ctx == "D" else _sq(value), stack))
+                i = end
+                continue
+        if ch == "#" and ctx != "D" and (i == 0 or template[i - 1] in " \t\n;&|()"):
+            # A comment: copied as is, so an apostrophe in it cannot derail the scanner.
+            end = template.find("\n", i)
+            end = n if end == -1 else end
+            out.append(template[i:end])
+            i = end
+            continue
+        if ch == "$" and template.startswith("$(", i):
+            stack.append("C")
+            out.append("$(")
+            i += 2
+            continue
+        if ch == "`":
+            if ctx == "B":
+                stack.pop()
+            else:
+                stack.append("B")
+        elif ctx == "D":
+            if ch == '"':
+                stack.pop()
+        elif ch == "'":
+            stack.append("S")
+        elif ch == '"':
+            stack.append("D")
+        elif ch == "(":
+            stack.append("P")
+        elif ch == ")" and ctx in ("C", "P"):
+            stack.pop()
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _in_backticks(text: str, stack: list[str]) -> str:
+    """Inside `…` the shell first undoes backslash escapes and ends at any backtick,
+    quotes or not; escape once per nesting level so the quoted value survives."""
+    for _ in range(stack.count("B")):
+        text = text.replace("\\", "\\\\").replace("`", "\\`").replace("$", "\\$")
+    return text
+
+
+def _placeholder(template: str, i: int, variables: Mapping[str, str]) -> tuple[str, int] | None:
+    """(value, index after `}`) when a known `{name}` starts at `i`."""
+    end = template.find("}", i + 1)
+    if end == -1:
+        return None
+    name = template[i + 1 : end]
+    if name not in variables:
+        return None
+    return str(variables[name]), end + 1
+
+
+def hook_variables(ctx: GuardContext, exit_code: int | None = None) -> dict[str, str]:
+    """The `{placeholder}` values for a session; unknown ones are empty strings.
+
+    Every variable is always defined (empty when not known yet, e.g.
+    `{exit_code}` in pre_run) so a template never hands literal braces to sh.
+    """
+    return {
+        "session_id": ctx.session_id,
+        "session_dir": str(ctx.session_dir) if ctx.session_dir is not None else "",
+        "sessions_root": str(ctx.sessions_root) if ctx.sessions_root is not None else "",
+        "tool": ctx.tool,
+        "project_root": str(ctx.project_root),
+        "cwd": str(ctx.cwd),
+        "exit_code": "" if exit_code is None else str(exit_code),
+    }
+
+
+def hook_env(base: Mapping[str, str], ctx: GuardContext, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` plus the WRAPAGENT_* variables every hook and guard receives."""
+    env = dict(base)
+    env["WRAPAGENT_SESSION_ID"] = ctx.session_id
+    env["WRAPAGENT_TOOL"] = ctx.tool
+    env["WRAPAGENT_PROJECT_ROOT"] = str(ctx.project_root)
+    env["WRAPAGENT_WORKING_DIR"] = str(ctx.cwd)
+    env["WRAPAGENT_SESSION_DIR"] = str(ctx.session_dir) if ctx.session_dir is not None else ""
+    if extra:
+        env.update(extra)
+    return env
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class HookResult:
+    """What happened to one hook run; `to_record()` goes into session.json."""
+
+    name: str
+    kind: str  # "lifecycle" | "guard" | "pre_session"
+    command: str
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool
+    error: str | None
+    stdout: bytes = b""
+
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and self.exit_code == 0
+
+    def to_record(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "duration_s": round(self.duration_s, 6),
+            "timed_out": self.timed_out,
+            "error": self.error,
+        }
+
+
+# --------------------------------------------------------------------------- running
+
+
+class _LineLog:
+    """Turns a byte stream into `[name] line` log calls, bounded in volume."""
+
+    def __init__(self, name: str, log: Callable[[str], None]) -> None:
+        self.name = name
+        self.log = log
+        self.buf = b""
+        self.seen = 0
+        self.capped = False
+
+    def feed(self, data: bytes) -> None:
+        if self.capped:
+            return
+        self.seen += len(data)
+        self.buf += data
+        if self.seen > LOG_CAP:
+            self.buf = self.buf[: max(0, len(self.buf) - (self.seen - LOG_CAP))]
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            self._emit(line)
+        if self.seen > LOG_CAP:
+            self.flush()
+            self._say(f"[{self.name}] (output beyond {LOG_CAP} bytes not logged)")
+            self.capped = True
+
+    def flush(self) -> None:
+        if self.buf:
+            self._emit(self.buf)
+            self.buf = b""
+
+    def _emit(self, line: bytes) -> None:
+        from wrapagent.blocks import strip_terminal_controls
+
+        text = strip_terminal_controls(line.decode("utf-8", errors="replace")).rstrip()
+        self._say(f"[{self.name}] {text}")
+
+    def _say(self, message: str) -> None:
+        try:
+            self.log(message)
+        except Exception:  # a broken logger must not break the hook runner
+            pass
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group is still running (zombies do not count).
+
+    Orphaned children are reaped by PID 1, which in containers may take its
+    time; a zombie holds no pipe and needs no SIGKILL, so on Linux /proc is
+    consulted to ignore them.
+    """
+    if not _signal_group(pgid, 0):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _kill_group(proc, pgid: int) -> None:
+    """SIGTERM the whole group, SIGKILL whatever is left after KILL_GRACE."""
+    import signal
+
+    if not _signal_group(pgid, signal.SIGTERM):
+        proc.poll()
+        return
+    deadline = time.monotonic() + KILL_GRACE
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the shell so its zombie does not count as alive
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+    try:
+        proc.wait(timeout=KILL_GRACE)
+    except Exception:
+        pass
+
+
+def _exit_code(returncode: int | None) -> int | None:
+    """Popen's negative signal numbers → the shell's 128+N convention."""
+    if returncode is None:
+        return None
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_command(
+    command: str,
+    *,
+    name: str,
+    kind: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdin: bytes | None = None,
+    log: Callable[[str], None],
+    capture_stdout: bool = False,
+) -> HookResult:
+    """Run `sh -c command` in its own process group; never raises for the hook's failures.
+
+    stdin is /dev/null unless `stdin` bytes are given. stderr (and stdout when
+    not captured) is copied to `log` line by line as `[name] …`. Captured
+    stdout is kept up to STDOUT_CAP bytes; the rest is read and dropped so
+    the hook never blocks on a full pipe.
+    """
+    import subprocess
+
+    started = time.monotonic()
+
+    def result(exit_code: int | None, timed_out: bool, error: str | None, out: bytes = b"") -> HookResult:
+        return HookResult(name, kind, command, exit_code, time.monotonic() - started, timed_out, error, out)
+
+    workdir = Path(cwd)
+    if not workdir.is_dir():
+        fallback = os.getcwd()
+        _LineLog(name, log)._say(f"[{name}] working directory {workdir} does not exist; running in {fallback}")
+        workdir = Path(fallback)
+    try:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=str(workdir),
+            env=dict(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        _LineLog(name, log)._say(f"[{name}] could not start: {exc}")
+        return result(None, False, f"could not start: {exc}")
+
+    try:
+        out, timed_out, stuck = _pump(proc, stdin, timeout, name, log, capture_stdout)
+    except BaseException:
+        # Even on KeyboardInterrupt, do not leave the hook's group running.
+        _kill_group(proc, proc.pid)
+        raise
+    if not (timed_out or stuck) and proc.poll() is None:
+        # The pipes closed but the shell runs on: it still gets its full timeout.
+        try:
+            proc.wait(timeout=max(0.0, started + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if timed_out or stuck:
+        _kill_group(proc, proc.pid)
+    code = _exit_code(proc.returncode)
+    if timed_out:
+        error = f"timed out after {timeout:g}s"
+    elif code != 0:
+        error = f"exited with {code}"
+    else:
+        error = None
+    if stuck and not timed_out:
+        _LineLog(name, log)._say(f"[{name}] a background process kept the output open; its process group was killed")
+    return result(code, timed_out, error, out)
+
+
+def _pump(proc, stdin: bytes | None, timeout: float, name: str, log: Callable[[str], None], capture: bool):
+    """Feed stdin, read stdout/stderr until EOF, timeout, or the pipe-holding grace.
+
+    Returns (captured stdout, timed_out, stuck) where `stuck` means the shell
+    exited but something else in its group kept a pipe open past PIPE_GRACE.
+    """
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    logs = {"stdout": _LineLog(name, log), "stderr": _LineLog(name, log)}
+    captured = bytearray()
+    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    pending = memoryview(stdin) if stdin else None
+    if proc.stdin is not None:
+        if pending:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin, selectors.EVENT_WRITE, "stdin")
+        else:
+            proc.stdin.close()
+
+    deadline = time.monotonic() + max(0.0, timeout)
+    exited_at: float | None = None
+    timed_out = stuck = False
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if proc.poll() is not None and exited_at is None:
+                exited_at = now
+            if now >= deadline:
+                timed_out = proc.returncode is None
+                stuck = not timed_out
+                break
+            if exited_at is not None and now - exited_at >= PIPE_GRACE:
+                stuck = True
+                break
+            wait = deadline - now
+            wait = min(wait, 0.05 if exited_at is None else PIPE_GRACE - (now - exited_at))
+            for key, _ in sel.select(max(0.0, wait)):
+                stream = key.data
+                if stream == "stdin":
+                    try:
+                        written = os.write(key.fileobj.fileno(), pending[:65536])
+                        pending = pending[written:]
+                    except (BrokenPipeError, BlockingIOError, OSError) as exc:
+                        if isinstance(exc, BlockingIOError):
+                            continue
+                        pending = pending[:0]
+                    if not pending:
+                        sel.unregister(key.fileobj)
+                        _close(key.fileobj)
+                    continue
+                data = os.read(key.fileobj.fileno(), 65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                if stream == "stdout" and capture:
+                    room = STDOUT_CAP - len(captured)
+                    if room > 0:
+                        captured += data[:room]
+                else:
+                    logs[stream].feed(data)
+    finally:
+        for key in list(sel.get_map().values()):
+            sel.unregister(key.fileobj)
+        sel.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            _close(stream)
+        for line_log in logs.values():
+            line_log.flush()
+    return bytes(captured), timed_out, stuck
+
+
+def _close(stream) -> None:
+    if stream is None:
+        return
+    try:
+        stream.close()
+    except OSError:
+        pass
+
+
+def run_lifecycle(
+    hook: LifecycleHook,
+    ctx: GuardContext,
+    *,
+    base_env: Mapping[str, str],
+    log: Callable[[str], None],
+    exit_code: int | None = None,
+) -> HookResult:
+    """Run one lifecycle hook for a session: substitute, cwd = project root, its timeout."""
+    command = substitute(hook.command, hook_variables(ctx, exit_code))
+    return run_command(
+        command,
+        name=hook.event,
+        kind="lifecycle",
+        cwd=ctx.project_root,
+        env=hook_env(base_env, ctx),
+        timeout=hook.timeout_secs,
+        log=log,
+    )
