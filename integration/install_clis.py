@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Install the four pinned coding-agent CLIs for the integration tests.
+
+    python integration/install_clis.py          # install (or reuse) and print the bins
+    python integration/install_clis.py --force  # reinstall even if the stamp matches
+    python integration/install_clis.py --relock # regenerate package-lock.json (then commit it)
+
+The versions live in `integration/package.json` + `integration/package-lock.json`.
+They are installed with `npm ci` into `integration/.cache/clis/` (git-ignored).
+A stamp file there holds the sha256 of package.json + package-lock.json; when it
+matches and every binary is present, the install is reused and npm is not run.
+
+Node and npm come from the machine. claude 2.1.330 declares `engines.node >=22`;
+on node 20 it still works (npm only warns EBADENGINE), so engine-strict is forced off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache" / "clis"
+STAMP = CACHE / ".installed-stamp"
+LOCK_FILE = HERE / ".cache" / "clis.install.lock"
+SPEC_FILES = ("package.json", "package-lock.json")
+
+#: tool name -> path of its binary relative to the install folder
+BIN_NAMES = {
+    "codex": "node_modules/.bin/codex",
+    "claude": "node_modules/.bin/claude",
+    "gemini": "node_modules/.bin/gemini",
+    "opencode": "node_modules/.bin/opencode",
+}
+
+MIN_NODE_MAJOR = 20
+
+
+class InstallError(RuntimeError):
+    """The CLIs could not be installed; the message says what to do."""
+
+
+def spec_hash() -> str:
+    digest = hashlib.sha256()
+    for name in SPEC_FILES:
+        digest.update(name.encode() + b"\0")
+        digest.update((HERE / name).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def bins(root: Path = CACHE) -> dict[str, Path]:
+    return {tool: root / rel for tool, rel in BIN_NAMES.items()}
+
+
+def bin_dir(root: Path = CACHE) -> Path:
+    return root / "node_modules" / ".bin"
+
+
+def _missing_bins(root: Path = CACHE) -> list[str]:
+    missing = []
+    for tool, path in bins(root).items():
+        # follow the symlink: a dangling .bin link means a broken install
+        if not (path.exists() and os.access(path, os.X_OK)):
+            missing.append(f"{tool} ({path})")
+    return missing
+
+
+def is_current() -> bool:
+    try:
+        stamp = STAMP.read_text().strip()
+    except OSError:
+        return False
+    return stamp == spec_hash() and not _missing_bins()
+
+
+def _check_node() -> tuple[str, str]:
+    node = shutil.which("node")
+    npm = shutil.which("npm")
+    if not node or not npm:
+        missing = " and ".join(n for n, p in (("node", node), ("npm", npm)) if not p)
+        raise InstallError(
+            f"{missing} not found on PATH. The integration tests install the real CLIs from npm: "
+            f"install Node.js >= {MIN_NODE_MAJOR} with npm >= 10 (e.g. `apt-get install nodejs npm`, "
+            "the NodeSource packages, or https://nodejs.org/) and run "
+            "`python integration/install_clis.py` again."
+        )
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InstallError(f"`{node} --version` failed: {exc}") from exc
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError:
+        major = 0
+    if major < MIN_NODE_MAJOR:
+        raise InstallError(
+            f"node {version or '?'} is too old: the pinned CLIs need Node.js >= {MIN_NODE_MAJOR} "
+            "(install a newer Node.js and npm)."
+        )
+    return node, npm
+
+
+@contextlib.contextmanager
+def _install_lock():
+    """Serialise installs between concurrent pytest runs / CI steps on one checkout."""
+    import fcntl
+
+    LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK_FILE, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_installed(force: bool = False, quiet: bool = False) -> dict[str, Path]:
+    """Install the pinned CLIs unless an install with the same stamp is present.
+
+    Returns {tool: path of its binary}. Raises InstallError with a readable message.
+    """
+    if not force and is_current():
+        return bins()
+    with _install_lock():
+        if not force and is_current():  # someone else installed while we waited
+            return bins()
+        _node, npm = _check_node()
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            STAMP.unlink()
+        for name in SPEC_FILES:
+            shutil.copyfile(HERE / name, CACHE / name)
+        env = dict(os.environ)
+        env.update(
+            {
+                "npm_config_engine_strict": "false",
+                "npm_config_audit": "false",
+                "npm_config_fund": "false",
+                "npm_config_update_notifier": "false",
+                "npm_config_progress": "false",
+            }
+        )
+        cmd = [npm, "ci", "--engine-strict=false", "--no-audit", "--no-fund", "--loglevel=error"]
+        if not quiet:
+            print(f"install_clis: {' '.join(cmd)}  (in {CACHE})", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        proc = subprocess.run(cmd, cwd=CACHE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        elapsed = time.monotonic() - started
+        if proc.returncode != 0:
+            raise InstallError(
+                f"`npm ci` failed with exit code {proc.returncode} after {elapsed:.0f} s in {CACHE}:\n"
+                + proc.stdout[-6000:]
+            )
+        missing = _missing_bins()
+        if missing:
+            raise InstallError(
+                "`npm ci` succeeded but these binaries are missing or not executable: "
+                + ", ".join(missing)
+                + "\n"
+                + proc.stdout[-3000:]
+            )
+        STAMP.write_text(spec_hash() + "\n")
+        if not quiet:
+            print(f"install_clis: npm ci done in {elapsed:.1f} s", file=sys.stderr, flush=True)
+    return bins()
+
+
+def _platform_stub(name: str, version: str) -> dict | None:
+    """Lock entry for an unresolvable platform package `<pkg>-<os>-<cpu>[-baseline][-musl]`."""
+    parts = name.rsplit("/", 1)[-1].split("-")
+    os_names = {"darwin": "darwin", "linux": "linux", "windows": "win32", "win32": "win32"}
+    for i, part in enumerate(parts):
+        if part in os_names and i + 1 < len(parts) and parts[i + 1] in ("x64", "arm64"):
+            entry = {"version": version, "cpu": [parts[i + 1]], "optional": True, "os": [os_names[part]]}
+            if "musl" in parts[i + 2 :]:
+                entry["libc"] = ["musl"]
+            return entry
+    return None
+
+
+def relock() -> int:
+    """Regenerate integration/package-lock.json from package.json.
+
+    The registry reachable from this project's machines 404s on some platform
+    packages that opencode-ai declares as optionalDependencies (only
+    opencode-linux-x64[-baseline] exist there). `npm install --package-lock-only`
+    then leaves them out of the lock, and `npm ci` refuses the lock as "not in
+    sync" ("Missing: opencode-darwin-arm64@ from lock file"). We add an entry for
+    each such package with its version, os, cpu (and libc for *-musl) taken from
+    its name, without integrity: npm ci skips them on non-matching platforms, and
+    an optional dependency that cannot be fetched is not an error.
+    """
+    import json
+    import tempfile
+
+    _node, npm = _check_node()
+    with tempfile.TemporaryDirectory(prefix="wrapagent-relock-") as tmp:
+        shutil.copyfile(HERE / "package.json", Path(tmp) / "package.json")
+        cmd = [npm, "install", "--package-lock-only", "--engine-strict=false", "--no-audit", "--no-fund", "--loglevel=error"]
+        proc = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            print(proc.stdout, file=sys.stderr)
+            return proc.returncode
+        lock = json.loads((Path(tmp) / "package-lock.json").read_text())
+    packages = lock["packages"]
+    added = []
+    for key, entry in list(packages.items()):
+        for name, version in (entry.get("optionalDependencies") or {}).items():
+            dep_key = f"node_modules/{name}"
+            if dep_key in packages or f"{key}/{dep_key}" in packages:
+                continue
+            stub = _platform_stub(name, version)
+            if stub is None:
+                print(f"relock: cannot stub unresolved optional dependency {name}@{version}", file=sys.stderr)
+                return 1
+            packages[dep_key] = stub
+            added.append(f"{name}@{version}")
+    lock["packages"] = dict(sorted(packages.items(), key=lambda kv: (kv[0] != "", kv[0])))
+    (HERE / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
+    print(f"wrote {HERE / 'package-lock.json'}")
+    if added:
+        print("stub entries for optional packages the registry does not have: " + ", ".join(added))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="reinstall even if the stamp matches")
+    parser.add_argument("--relock", action="store_true", help="regenerate package-lock.json from package.json")
+    args = parser.parse_args(argv)
+    if args.relock:
+        try:
+            return relock()
+        except InstallError as exc:
+            print(f"install_clis: ERROR: {exc}", file=sys.stderr)
+            return 1
+    reused = not args.force and is_current()
+    try:
+        paths = ensure_installed(force=args.force)
+    except InstallError as exc:
+        print(f"install_clis: ERROR: {exc}", file=sys.stderr)
+        return 1
+    print(f"{'reused' if reused else 'installed'}: {CACHE}")
+    for tool, path in paths.items():
+        print(f"{tool}: {path}")
+    print(f"bin dir: {bin_dir()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
