@@ -1,0 +1,135 @@
+"""The starter hooks.toml parses, enables the right guards, and documents the rest."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from wrapagent.builtin_guards import BUILTIN_NAMES, validate_args
+from wrapagent.errors import WrapagentError
+from wrapagent.starter_config import STARTER_HOOKS_TOML, write_starter
+
+GUARD_KEYS = {"name", "command", "builtin", "args", "timeout_secs"}
+EVENT_KEYS = {"enabled", "command", "timeout_secs"}
+EVENTS = ("pre_run", "post_run", "session_complete")
+PLACEHOLDERS = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code")
+
+# A commented-out TOML line: "# [section]", "# [[array]]" or "# key = value".
+_COMMENTED_TOML = re.compile(r"^# (?=\[\[?[a-z_]+\]\]?$|[a-z_]+ = )")
+
+
+def uncommented() -> str:
+    """The starter with every documented example switched on."""
+    return "\n".join(_COMMENTED_TOML.sub("", line) for line in STARTER_HOOKS_TOML.splitlines())
+
+
+def check_guard(guard: dict) -> None:
+    assert set(guard) <= GUARD_KEYS, guard
+    assert isinstance(guard["name"], str) and guard["name"]
+    assert ("command" in guard) != ("builtin" in guard), guard
+    if "builtin" in guard:
+        validate_args(guard["builtin"], guard.get("args", {}))
+    if "timeout_secs" in guard:
+        assert isinstance(guard["timeout_secs"], (int, float)) and guard["timeout_secs"] > 0
+
+
+def test_starter_enables_exactly_the_three_cheap_guards() -> None:
+    data = tomllib.loads(STARTER_HOOKS_TOML)
+    assert set(data) == {"prompt_guard"}  # lifecycle hooks stay commented out
+    guards = data["prompt_guard"]
+    assert [(g["name"], g["builtin"]) for g in guards] == [
+        ("branch_protection", "branch_protection"),
+        ("dirty_tree", "dirty_tree"),
+        ("git_status", "git_status"),
+    ]
+    for guard in guards:
+        check_guard(guard)
+
+
+def test_every_commented_example_is_valid_when_uncommented() -> None:
+    data = tomllib.loads(uncommented())
+    guards = data["prompt_guard"]
+    for guard in guards:
+        check_guard(guard)
+    assert {g["builtin"] for g in guards if "builtin" in g} == set(BUILTIN_NAMES)
+    assert any("command" in g for g in guards)
+    names = [g["name"] for g in guards]
+    assert len(names) == len(set(names))
+    for event in EVENTS:
+        table = data[event]
+        assert set(table) == EVENT_KEYS
+        assert table["enabled"] is True
+        assert isinstance(table["command"], str) and table["command"]
+        assert table["timeout_secs"] > 0
+
+
+def test_placeholders_and_sections_are_documented() -> None:
+    for name in PLACEHOLDERS:
+        assert f"{{{name}}}" in STARTER_HOOKS_TOML, name
+    for event in EVENTS:
+        assert f"# [{event}]" in STARTER_HOOKS_TOML
+    for key in ("enabled", "command", "timeout_secs"):
+        assert f"#   {key}" in STARTER_HOOKS_TOML
+
+
+def test_default_session_complete_is_shown_verbatim() -> None:
+    config = pytest.importorskip("wrapagent.config")
+    default = getattr(config, "DEFAULT_SESSION_COMPLETE", None)
+    if default is None:
+        pytest.skip("wrapagent.config has no DEFAULT_SESSION_COMPLETE")
+    assert tomllib.loads(uncommented())["session_complete"]["command"] == default
+
+
+def test_write_starter_creates_parents(tmp_path: Path) -> None:
+    target = tmp_path / "cfg" / "wrapagent" / "hooks.toml"
+    assert write_starter(target) == target
+    assert target.read_text(encoding="utf-8") == STARTER_HOOKS_TOML
+    assert [p.name for p in target.parent.iterdir()] == ["hooks.toml"]  # no temp file left
+
+
+def test_write_starter_refuses_to_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "hooks.toml"
+    target.write_text("# mine\n")
+    with pytest.raises(WrapagentError) as err:
+        write_starter(target)
+    message = str(err.value)
+    assert message == f"{target} already exists; use --force to overwrite it"
+    assert "\n" not in message
+    assert target.read_text() == "# mine\n"
+
+
+def test_write_starter_force_overwrites(tmp_path: Path) -> None:
+    target = tmp_path / "hooks.toml"
+    target.write_text("# mine\n")
+    write_starter(target, force=True)
+    assert target.read_text(encoding="utf-8") == STARTER_HOOKS_TOML
+
+
+def test_write_starter_force_writes_through_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "hooks.toml"
+    real.parent.mkdir()
+    real.write_text("# old\n")
+    link = tmp_path / "hooks.toml"
+    link.symlink_to(real)
+    with pytest.raises(WrapagentError):
+        write_starter(link)
+    write_starter(link, force=True)
+    assert link.is_symlink()
+    assert real.read_text(encoding="utf-8") == STARTER_HOOKS_TOML
+
+
+def test_write_starter_refuses_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(WrapagentError, match="is a directory"):
+        write_starter(tmp_path, force=True)
+
+
+def test_write_starter_reports_unwritable_path_in_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(WrapagentError) as err:
+        write_starter(blocker / "sub" / "hooks.toml")
+    assert str(err.value).startswith(f"cannot write {blocker / 'sub' / 'hooks.toml'}: ")
+    assert "\n" not in str(err.value)
