@@ -1,0 +1,123 @@
+"""Entry point: `wrapagent [OPTIONS] TOOL [TOOL-ARGS…]` or `wrapagent SUBCOMMAND …`.
+
+Kept tiny on purpose: this runs on every start of an aliased `codex`, so
+argument splitting is hand-written (argparse costs ~15 ms) and everything
+else is imported only by the path that needs it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "help")
+
+USAGE = """\
+usage: wrapagent [OPTIONS] TOOL [TOOL-ARGS...]
+       wrapagent SUBCOMMAND [...]
+
+Run TOOL (codex, claude, gemini, opencode, or any program) under wrapagent:
+a transparent terminal proxy that fires lifecycle hooks and prepends your
+guards' context to the first message. Everything after TOOL goes to the tool.
+
+options (before TOOL):
+  --no-hooks        bare proxy: no hooks, no injection, no session record
+  --strict          exit 2 before launch if the configuration has errors
+  --shim-dir DIR    (used by shims) skip DIR when looking for the real TOOL
+  --                the next word is TOOL even if it is a subcommand name
+  -h, --help        this help;  --version  the version
+
+subcommands:
+  demo              the built-in demo agent, with your config (no CLI needed)
+  config check      validate every config layer, show the merged result
+  config init       write a commented starter hooks.toml
+  doctor [--probe TOOL] [--json]
+                    why didn't my guard show up?
+  shims install|uninstall|status [TOOL...]
+  init bash|zsh|fish
+                    alias lines for your shell rc
+  sessions list|show ID|path
+  trust [PATH] [--revoke] [--list]
+
+environment: WRAPAGENT_DISABLE=1 runs the real tool directly.
+"""
+
+
+def _split(argv: Sequence[str]) -> tuple[dict, str | None, list[str]]:
+    """wrapagent's options, then TOOL, then the tool's arguments untouched."""
+    opts: dict = {"no_hooks": False, "strict": False, "shim_dir": None, "force_tool": False}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            opts["force_tool"] = True
+            i += 1
+            break
+        if arg == "--no-hooks":
+            opts["no_hooks"] = True
+        elif arg == "--strict":
+            opts["strict"] = True
+        elif arg == "--shim-dir":
+            if i + 1 >= len(argv):
+                raise _Usage("--shim-dir needs a directory")
+            opts["shim_dir"] = argv[i + 1]
+            i += 1
+        elif arg.startswith("--shim-dir="):
+            opts["shim_dir"] = arg.split("=", 1)[1]
+        elif arg in ("-h", "--help"):
+            opts["help"] = True
+        elif arg == "--version":
+            opts["version"] = True
+        elif arg.startswith("-"):
+            raise _Usage(f"unknown option {arg} (options go before TOOL; see wrapagent --help)")
+        else:
+            break
+        i += 1
+    if i >= len(argv):
+        return opts, None, []
+    return opts, argv[i], list(argv[i + 1:])
+
+
+class _Usage(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .errors import WrapagentError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except _Usage as exc:
+        sys.stderr.write(f"wrapagent: {exc}\n")
+        return 2
+    except WrapagentError as exc:
+        sys.stderr.write(f"wrapagent: {exc.message}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("wrapagent: interrupted\n")
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    opts, tool, rest = _split(argv)
+    if opts.get("version"):
+        from . import __version__
+
+        print(f"wrapagent {__version__}")
+        return 0
+    if tool is None or (opts.get("help") and tool is None):
+        sys.stdout.write(USAGE)
+        return 0 if opts.get("help") else 2
+    if not opts["force_tool"] and tool in SUBCOMMANDS:
+        from .cli import run_subcommand
+
+        return run_subcommand(tool, rest, strict=opts["strict"])
+    from .runner import RunOptions, run
+
+    return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],
+                          strict=opts["strict"], shim_dir=opts["shim_dir"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

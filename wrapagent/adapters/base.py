@@ -1,0 +1,203 @@
+"""What wrapagent needs to know about one tool, as data.
+
+A TUI release that moves a readiness marker or adds an option is a one-line
+change in that tool's module; the machinery reading these fields lives in
+`injection.py` (interactive delivery) and `runner.py` (argv and stdin).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class ArgvGrammar:
+    """Enough of a tool's command line to find the prompt argument.
+
+    Anything not described here (an unknown option, a variadic option) makes
+    the scan give up: wrapagent then leaves argv alone and injects into the
+    first interactive message instead.
+    """
+
+    value_options: frozenset[str] = frozenset()
+    """Options that take a value (`-m X`, `--model X`; `--model=X` is handled generically)."""
+    flag_options: frozenset[str] = frozenset()
+    """Options known to take no value."""
+    prompt_options: frozenset[str] = frozenset()
+    """Options whose value is the prompt (`gemini -p X`, `opencode --prompt X`)."""
+    positional_prompt: bool = True
+    """The first positional argument is the prompt."""
+    subcommands: frozenset[str] = frozenset()
+    """A first positional naming one of these is a subcommand: no prompt to find."""
+    prompt_subcommands: Mapping[str, "ArgvGrammar"] = field(default_factory=dict)
+    """Subcommands that take a prompt, each with its own grammar (`codex exec`, `opencode run`)."""
+    stdin_marker: str | None = None
+    """A prompt argument meaning "read the prompt from stdin" (`codex exec -`)."""
+    oneshot: bool = False
+    """This (sub)command runs one turn and exits."""
+    oneshot_flags: frozenset[str] = frozenset()
+    """Flags that turn the command into a one-turn run (`claude -p`)."""
+    quote_join_args: bool = False
+    """The tool joins several message arguments itself, quoting those with spaces (`opencode run`)."""
+
+
+@dataclass(frozen=True)
+class PromptPlan:
+    """Where the first message of this run comes from, as far as argv tells."""
+
+    kind: str
+    """"argv" (rewrite argv[index]), "stdin-args" (move message args to stdin),
+    "stdin" (prompt comes on stdin), "interactive", or "none" (subcommand, unsure)."""
+    index: int | None = None
+    oneshot: bool = False
+    args: tuple[int, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """Per-tool behaviour. Fields are data so tests and `doctor` can show them."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    ready_patterns: tuple[str, ...] = ()
+    """Regexes that must all match the rendered screen for the composer to be ready."""
+    ready_quiet_secs: float = 0.05
+    """Output must have been quiet this long after the markers showed."""
+    requires_bracketed_paste: bool = True
+    """Readiness also needs `ESC[?2004h` to have been seen."""
+    delivery: str = "paste"
+    """"paste": one bracketed paste; "typed": plain bytes in chunks (claude wraps big pastes)."""
+    typed_chunk_bytes: int = 256
+    typed_gap_secs: float = 0.03
+    settle_secs: float = 0.05
+    """After delivery: output quiet this long means the composer took the block."""
+    settle_max_secs: float = 1.5
+    command_prefixes: tuple[str, ...] = ("/", "!")
+    """A first input starting with one of these is a command, not a message."""
+    resume_flags: tuple[str, ...] = ()
+    resume_subcommands: tuple[str, ...] = ()
+    grammar: ArgvGrammar = field(default_factory=ArgvGrammar)
+    stdin_before_arg: bool = False
+    """With both a prompt argument and piped stdin, the tool puts stdin FIRST (gemini)."""
+    piped_stdin_is_prompt: bool = False
+    """With no prompt argument, piped stdin is the prompt of a one-turn run (gemini)."""
+    env_for_child: Callable[[Mapping[str, str]], dict[str, str]] | None = None
+    """Adjust the child's environment (opencode: keep pastes verbatim)."""
+    quit_keys: tuple[bytes, ...] = (b"\x03\x03",)
+    """How `doctor --probe` quits the tool cleanly."""
+
+    # -- argv ----------------------------------------------------------------
+
+    def is_resume(self, args: Sequence[str]) -> bool:
+        """True when argv resumes an earlier conversation (guards get `is_resume`)."""
+        positional = _first_positional(args, self.grammar)
+        if positional is not None and args[positional] in self.resume_subcommands:
+            return True
+        for arg in args:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if name in self.resume_flags:
+                return True
+        return False
+
+    def plan_prompt(self, args: Sequence[str], *, stdin_piped: bool) -> PromptPlan:
+        return plan_prompt(self.grammar, args, stdin_piped=stdin_piped)
+
+    def child_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        if self.env_for_child is None:
+            return dict(env)
+        return self.env_for_child(env)
+
+
+def _first_positional(args: Sequence[str], grammar: ArgvGrammar) -> int | None:
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return i + 1 if i + 1 < len(args) else None
+        if arg.startswith("-") and arg != "-":
+            name = arg.split("=", 1)[0]
+            if "=" not in arg and name in grammar.value_options | grammar.prompt_options:
+                i += 2
+                continue
+            i += 1
+            continue
+        return i
+    return None
+
+
+def plan_prompt(grammar: ArgvGrammar, args: Sequence[str], *, stdin_piped: bool,
+                offset: int = 0, oneshot: bool = False) -> PromptPlan:
+    """Scan `args` (the tool's arguments, without argv[0]) for the prompt.
+
+    Returns indexes relative to the full argv (argv[0] is the tool), hence
+    `offset + 1`.
+    """
+    oneshot = oneshot or grammar.oneshot
+    prompt_index: int | None = None
+    positionals: list[int] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            positionals.extend(range(i + 1, len(args)))
+            break
+        if arg.startswith("-") and arg != "-" and not positionals:
+            name, eq, _ = arg.partition("=")
+            if name in grammar.oneshot_flags:
+                oneshot = True
+            if name in grammar.prompt_options:
+                if eq:
+                    return PromptPlan("none", reason=f"{name}=… form left alone")
+                if i + 1 >= len(args):
+                    return PromptPlan("none", reason=f"{name} without a value")
+                prompt_index = i + 1
+                i += 2
+                continue
+            if name in grammar.value_options:
+                i += 1 if eq else 2
+                continue
+            if name in grammar.flag_options or name in grammar.oneshot_flags:
+                i += 1
+                continue
+            return PromptPlan("none", reason=f"unknown option {name}")
+        if arg.startswith("-") and arg != "-" and positionals:
+            # Options after the first positional: most CLIs accept them; we
+            # still need to skip their values correctly.
+            name, eq, _ = arg.partition("=")
+            if name in grammar.value_options and not eq:
+                i += 2
+                continue
+            if name in grammar.flag_options | grammar.value_options | grammar.oneshot_flags:
+                if name in grammar.oneshot_flags:
+                    oneshot = True
+                i += 1
+                continue
+            return PromptPlan("none", reason=f"unknown option {name}")
+        if not positionals and arg in grammar.prompt_subcommands:
+            sub = grammar.prompt_subcommands[arg]
+            return plan_prompt(sub, args[i + 1:], stdin_piped=stdin_piped,
+                               offset=offset + i + 1, oneshot=oneshot)
+        if not positionals and arg in grammar.subcommands:
+            return PromptPlan("none", reason=f"subcommand {arg}")
+        positionals.append(i)
+        i += 1
+    base = offset + 1
+    if prompt_index is not None:
+        if grammar.stdin_marker is not None and args[prompt_index] == grammar.stdin_marker:
+            return PromptPlan("stdin" if stdin_piped else "none", oneshot=oneshot)
+        return PromptPlan("argv", index=base + prompt_index, oneshot=oneshot)
+    if grammar.positional_prompt and positionals:
+        first = positionals[0]
+        if grammar.stdin_marker is not None and args[first] == grammar.stdin_marker:
+            return PromptPlan("stdin" if stdin_piped else "none", oneshot=oneshot)
+        if grammar.quote_join_args:
+            return PromptPlan("stdin-args", oneshot=oneshot,
+                              args=tuple(base + p for p in positionals))
+        return PromptPlan("argv", index=base + first, oneshot=oneshot)
+    if oneshot:
+        return PromptPlan("stdin" if stdin_piped else "none", oneshot=True)
+    return PromptPlan("interactive")

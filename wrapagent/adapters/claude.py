@@ -1,0 +1,49 @@
+"""claude (@anthropic-ai/claude-code 2.1.330): native Bun binary, fullscreen renderer.
+
+Measured (../shared/clis/codex-claude.md): ready when the `❯` prompt sits
+between its rules with the footer below (0.9-2.1 s). A bracketed paste of 4+
+lines or ~800+ chars reaches the model wrapped in `<pasted_content>`, so the
+block is *typed*: no paste markers, `\\n` newlines, <=256-byte chunks ~30 ms
+apart (5 ms apart is detected as a paste again).
+"""
+
+from __future__ import annotations
+
+from .base import Adapter, ArgvGrammar
+
+ADAPTER = Adapter(
+    name="claude",
+    aliases=("claude-code",),
+    ready_patterns=(r"❯", r"for shortcuts|shift\+tab to cycle|bypass permissions|accept edits|plan mode"),
+    delivery="typed",
+    typed_chunk_bytes=256,
+    typed_gap_secs=0.03,
+    settle_secs=0.06,
+    command_prefixes=("/", "!", "#", "&"),
+    resume_flags=("-c", "--continue", "-r", "--resume"),
+    grammar=ArgvGrammar(
+        value_options=frozenset({
+            "--output-format", "--input-format", "--json-schema", "--max-budget-usd",
+            "--max-turns", "--system-prompt", "--system-prompt-file", "--append-system-prompt",
+            "--append-system-prompt-file", "--permission-mode", "--model", "--agent",
+            "--agents", "--fallback-model", "--settings", "--session-id", "--setting-sources",
+            "--permission-prompt-tool",
+        }),
+        flag_options=frozenset({
+            "--verbose", "--include-partial-messages", "--replay-user-messages",
+            "--dangerously-skip-permissions", "--allow-dangerously-skip-permissions",
+            "--mcp-debug", "-c", "--continue", "--fork-session", "--ide",
+            "--strict-mcp-config", "--disable-slash-commands", "-h", "--help", "-v",
+            "--version", "--bare", "--chrome", "--no-chrome",
+        }),
+        # -d/--debug and -r/--resume take an OPTIONAL value; --add-dir,
+        # --allowedTools, --mcp-config … are variadic: all left unknown, so
+        # a command line using them is "unsure" and argv is left alone.
+        oneshot_flags=frozenset({"-p", "--print"}),
+        subcommands=frozenset({
+            "config", "mcp", "plugin", "plugins", "migrate-installer", "setup-token",
+            "doctor", "update", "upgrade", "install", "agents", "auth", "remote-control",
+        }),
+    ),
+    quit_keys=(b"\x03", b"\x03"),
+)

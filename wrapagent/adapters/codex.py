@@ -1,0 +1,51 @@
+"""codex (@openai/codex 0.169): Responses-API TUI, native binary behind a node launcher.
+
+Measured (../shared/clis/codex-claude.md): ready when the composer placeholder
+`Ask Codex to do anything` shows (0.3-1.2 s); a bracketed paste arrives
+verbatim; an Enter within 120 ms of fast typing becomes a newline, which is
+why wrapagent never sends Enter itself.
+"""
+
+from __future__ import annotations
+
+from .base import Adapter, ArgvGrammar
+
+_COMMON_VALUES = frozenset({
+    "-c", "--config", "-m", "--model", "-p", "--profile", "-s", "--sandbox",
+    "-a", "--ask-for-approval", "-C", "--cd", "--add-dir", "--enable", "--disable",
+    "--local-provider",
+})
+_COMMON_FLAGS = frozenset({
+    "--oss", "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--search",
+    "--no-alt-screen", "--no-daemon", "-h", "--help", "-V", "--version",
+})
+# -i/--image takes several files (clap num_args 1..): deliberately not listed,
+# so a command line using it is "unsure" and left alone.
+
+EXEC = ArgvGrammar(
+    value_options=_COMMON_VALUES | {"--output-schema", "--color", "-o", "--output-last-message"},
+    flag_options=_COMMON_FLAGS | {"--skip-git-repo-check", "--json", "--ephemeral",
+                                  "--include-plan-tool"},
+    subcommands=frozenset({"resume", "review", "help"}),
+    stdin_marker="-",
+    oneshot=True,
+)
+
+ADAPTER = Adapter(
+    name="codex",
+    ready_patterns=(r"Ask Codex to do anything",),
+    delivery="paste",
+    command_prefixes=("/", "!"),
+    resume_subcommands=("resume",),
+    grammar=ArgvGrammar(
+        value_options=_COMMON_VALUES,
+        flag_options=_COMMON_FLAGS,
+        subcommands=frozenset({
+            "review", "login", "logout", "mcp", "mcp-server", "app-server", "app",
+            "completion", "sandbox", "debug", "apply", "a", "resume", "fork", "cloud",
+            "features", "help", "responses-api-proxy", "stdio-to-uds", "exec-server",
+        }),
+        prompt_subcommands={"exec": EXEC, "e": EXEC},
+    ),
+    quit_keys=(b"\x03",),
+)

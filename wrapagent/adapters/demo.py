@@ -1,0 +1,21 @@
+"""The built-in demo agent (`wrapagent demo`), also the fast stand-in for real CLIs in tests."""
+
+from __future__ import annotations
+
+from .base import Adapter, ArgvGrammar
+
+ADAPTER = Adapter(
+    name="demo",
+    ready_patterns=(r"demo> ",),
+    ready_quiet_secs=0.02,
+    delivery="paste",
+    settle_secs=0.03,
+    command_prefixes=("/", "!"),
+    resume_flags=("--resume",),
+    grammar=ArgvGrammar(
+        value_options=frozenset({"--log"}),
+        flag_options=frozenset({"--resume", "--no-paste", "--typed"}),
+        oneshot_flags=frozenset({"-p", "--print"}),
+    ),
+    quit_keys=(b"\x04",),
+)

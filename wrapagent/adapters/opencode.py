@@ -1,0 +1,73 @@
+"""opencode (opencode-ai 1.18.33): bun-compiled TUI on the alternate screen.
+
+Measured (../shared/clis/gemini-opencode.md): ready only when `Ask anything`
+shows (9-24 s; `ESC[?2004h` comes seconds earlier and does not mean ready).
+Pastes of 3+ lines are trimmed and space-joined unless
+`experimental.disable_paste_summary` is set, which wrapagent sets in the
+child's `OPENCODE_CONFIG_CONTENT`, merged into any value the user has.
+`opencode run` wraps each message argument containing a space in quotes, so
+its message arguments are moved to stdin, quoted exactly as opencode would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from .base import Adapter, ArgvGrammar
+
+
+def _child_env(env: Mapping[str, str]) -> dict[str, str]:
+    out = dict(env)
+    try:
+        current = json.loads(env.get("OPENCODE_CONFIG_CONTENT") or "{}")
+    except ValueError:
+        return out  # the user's value is not JSON: leave it to opencode to complain
+    if not isinstance(current, dict):
+        return out
+    experimental = current.setdefault("experimental", {})
+    if isinstance(experimental, dict):
+        experimental.setdefault("disable_paste_summary", True)
+    out["OPENCODE_CONFIG_CONTENT"] = json.dumps(current)
+    return out
+
+
+def quote_join(args: list[str]) -> str:
+    """opencode run's own join: `a.includes(" ") ? '"' + a.replace(/"/g, '\\\\"') + '"' : a`."""
+    return " ".join('"' + a.replace('"', '\\"') + '"' if " " in a else a for a in args)
+
+
+RUN = ArgvGrammar(
+    value_options=frozenset({"-m", "--model", "--agent", "-s", "--session", "--format",
+                             "--title", "--attach", "--port", "--command", "--variant",
+                             "--log-level"}),
+    flag_options=frozenset({"-c", "--continue", "--share", "--print-logs", "--fork",
+                            "--thinking", "-h", "--help"}),
+    oneshot=True,
+    quote_join_args=True,
+)
+
+ADAPTER = Adapter(
+    name="opencode",
+    ready_patterns=(r"Ask anything",),
+    ready_quiet_secs=0.1,
+    delivery="paste",
+    settle_secs=0.08,
+    command_prefixes=("/", "!"),
+    resume_flags=("-c", "--continue", "-s", "--session"),
+    env_for_child=_child_env,
+    grammar=ArgvGrammar(
+        value_options=frozenset({"-m", "--model", "-s", "--session", "--agent", "--port",
+                                 "--hostname", "--log-level"}),
+        flag_options=frozenset({"-c", "--continue", "--print-logs", "-h", "--help", "-v",
+                                "--version", "--fork"}),
+        prompt_options=frozenset({"--prompt"}),
+        positional_prompt=False,
+        subcommands=frozenset({"auth", "agent", "upgrade", "uninstall", "serve", "web",
+                               "models", "stats", "export", "import", "github", "pr", "mcp",
+                               "acp", "debug", "session", "attach", "completion", "generate",
+                               "plugin", "db"}),
+        prompt_subcommands={"run": RUN},
+    ),
+    quit_keys=(b"\x03",),
+)

@@ -1,0 +1,500 @@
+"""First-message injection into an interactive TUI.
+
+The design (validated against codex, claude, gemini and opencode, see
+../shared/clis/README.md, "Delivering a block"):
+
+1. Until the tool's composer is ready (per-adapter screen markers, read with
+   a terminal emulator), every key passes through untouched: startup dialogs
+   need them.
+2. When the first key of the first *message* arrives (a printable key or the
+   start of a paste), hold it and everything after it, deliver the blocks +
+   a blank line into the empty composer (bracketed paste, or typed chunks for
+   claude), wait until the screen changed and output was quiet ~50 ms, then
+   release the held keys in order.
+3. wrapagent never sends Enter: the user's own Enter submits, at human speed,
+   so none of the CLIs' Enter-after-paste heuristics can bite.
+
+A first input that is a command (`/…`, `!…`, per adapter) passes through and
+injection re-arms after it is submitted. A submission with no typed text
+(history recall) is noted and the next message gets the blocks.
+
+Once the blocks are delivered and the user submitted, the injector reports
+`done` and the proxy stops calling it: the steady state costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .adapters.base import Adapter
+
+# --- input tokens -------------------------------------------------------------
+
+TEXT = "text"            # printable characters (UTF-8 included)
+PASTE_START = "paste-start"
+PASTE_END = "paste-end"
+ENTER = "enter"          # submits (outside a paste)
+NEWLINE = "newline"      # inserts a newline: \n, ESC CR, kitty CSI 13;mods u
+BACKSPACE = "backspace"
+INTERRUPT = "interrupt"  # Ctrl-C / lone ESC: tools clear the composer
+CONTROL = "control"      # other C0 keys
+KEY = "key"              # cursor keys, function keys, alt-keys
+REPLY = "reply"          # not the user typing: terminal replies, focus, mouse
+
+_CSI_RE = re.compile(rb"\x1b\[([0-?]*)([ -/]*)([@-~])")
+_STRING_INTRO = {ord("]"), ord("P"), ord("_"), ord("^"), ord("X")}  # OSC, DCS, APC, PM, SOS
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    data: bytes
+
+
+def _classify_csi(params: bytes, inter: bytes, final: bytes) -> str:
+    """Tell keys from things the terminal says on its own (replies, focus, mouse)."""
+    if final == b"~" and params == b"200":
+        return PASTE_START
+    if final == b"~" and params == b"201":
+        return PASTE_END
+    if params.startswith(b"<") and final in (b"M", b"m"):
+        return REPLY  # SGR mouse report
+    if not params and final in (b"I", b"O"):
+        return REPLY  # focus in / out
+    if final == b"R" and params:
+        return REPLY  # cursor position report
+    if final == b"c" and params[:1] in (b"?", b">", b"="):
+        return REPLY  # device attributes
+    if final == b"u" and params.startswith(b"?"):
+        return REPLY  # kitty keyboard flags
+    if inter == b"$" and final == b"y":
+        return REPLY  # DECRPM
+    if final == b"t" and params:
+        return REPLY  # window/cell size reports
+    if final == b"n" and params:
+        return REPLY  # device status report
+    if final == b"u" and params:
+        code, _, mods = params.partition(b";")
+        key = code.split(b":")[0]
+        if key == b"13":
+            mod = mods.split(b":")[0]
+            return ENTER if mod in (b"", b"1") else NEWLINE
+        if key == b"127":
+            return BACKSPACE
+        if key in (b"99",) and mods.split(b":")[0] == b"5":
+            return INTERRUPT  # Ctrl-C in kitty encoding
+        if key == b"27":
+            return INTERRUPT
+        return KEY
+    return KEY
+
+
+def _string_end(data: bytes, start: int) -> int:
+    """End (exclusive) of an OSC/DCS/APC string starting at `start`: BEL or ST."""
+    i = start + 2
+    n = len(data)
+    while i < n:
+        b = data[i]
+        if b == 0x07:
+            return i + 1
+        if b == 0x1B and i + 1 < n and data[i + 1] == ord("\\"):
+            return i + 2
+        i += 1
+    return n
+
+
+def tokenize(data: bytes) -> list[Token]:
+    """Split one read from the user's terminal into tokens.
+
+    Reads are tokenized on their own: a terminal writes each key, reply or
+    paste marker in one piece, and carrying partial sequences across reads
+    would delay a lone ESC key.
+    """
+    out: list[Token] = []
+    i, n = 0, len(data)
+    while i < n:
+        b = data[i]
+        if b == 0x1B:
+            i = _escape(data, i, out)
+            continue
+        if b == 0x0D:
+            out.append(Token(ENTER, data[i:i + 1]))
+        elif b == 0x0A:
+            out.append(Token(NEWLINE, data[i:i + 1]))
+        elif b in (0x7F, 0x08):
+            out.append(Token(BACKSPACE, data[i:i + 1]))
+        elif b == 0x03:
+            out.append(Token(INTERRUPT, data[i:i + 1]))
+        elif b < 0x20:
+            out.append(Token(CONTROL, data[i:i + 1]))
+        else:
+            j = i + 1
+            while j < n and data[j] >= 0x20 and data[j] != 0x7F:
+                j += 1
+            out.append(Token(TEXT, data[i:j]))
+            i = j
+            continue
+        i += 1
+    return out
+
+
+def _escape(data: bytes, i: int, out: list[Token]) -> int:
+    n = len(data)
+    if i + 1 >= n:
+        out.append(Token(INTERRUPT, data[i:i + 1]))  # a lone ESC key
+        return i + 1
+    nxt = data[i + 1]
+    if nxt == ord("["):
+        m = _CSI_RE.match(data, i)
+        if m is None:
+            out.append(Token(KEY, data[i:]))
+            return n
+        if m.group(3) == b"M" and not m.group(1):
+            end = min(m.end() + 3, n)  # X10 mouse: ESC [ M + 3 bytes
+            out.append(Token(REPLY, data[i:end]))
+            return end
+        out.append(Token(_classify_csi(m.group(1), m.group(2), m.group(3)), m.group(0)))
+        return m.end()
+    if nxt in _STRING_INTRO:
+        end = _string_end(data, i)
+        out.append(Token(REPLY, data[i:end]))
+        return end
+    if nxt == ord("O") and i + 2 < n:
+        out.append(Token(KEY, data[i:i + 3]))
+        return i + 3
+    if nxt in (0x0D, 0x0A):
+        out.append(Token(NEWLINE, data[i:i + 2]))
+        return i + 2
+    out.append(Token(KEY, data[i:i + 2]))  # Alt+key
+    return i + 2
+
+
+# --- the injector -------------------------------------------------------------
+
+STARTING = "starting"
+ARMED = "armed"
+COMMAND = "command"
+HOLDING = "holding"
+DELIVERING = "delivering"
+SETTLING = "settling"
+AWAIT_SUBMIT = "await-submit"
+DONE = "done"
+
+BP_ON = b"\x1b[?2004h"
+PASTE_BEGIN = b"\x1b[200~"
+PASTE_FINISH = b"\x1b[201~"
+READY_CHECK_INTERVAL = 0.05
+
+
+@dataclass
+class InjectionReport:
+    """What the session record says about injection."""
+
+    status: str = "pending"   # pending | delivered | submitted | none | lost
+    path: str = "interactive"
+    text: str | None = None
+    at: str | None = None
+    attempts: int = 0
+    ready_after_s: float | None = None
+    first_key_delay_ms: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class FirstMessageInjector:
+    """The proxy's interceptor for interactive sessions (see module docstring)."""
+
+    def __init__(self, adapter: Adapter, *, rows: int, cols: int,
+                 get_prefix: Callable[[], str | None], wake_fd: int | None,
+                 log: Callable[[str], None] = lambda m: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        from .screen import Screen
+
+        self.adapter = adapter
+        self.screen = Screen(rows, cols)
+        self.get_prefix = get_prefix
+        self._wake_fd = wake_fd
+        self.log = log
+        self.clock = clock
+        self.state = STARTING
+        self.done = False
+        self.report = InjectionReport()
+        self._t0 = clock()
+        self._patterns = [re.compile(p) for p in adapter.ready_patterns]
+        self._bp_seen = not adapter.requires_bracketed_paste
+        self._bp_tail = b""
+        self._last_output = self._t0
+        self._screen_dirty = False
+        self._next_check: float | None = None
+        self._held = bytearray()
+        self._trigger_at: float | None = None
+        self._outbox: list[tuple[float, bytes]] = []
+        self._delivered_at: float | None = None
+        self._output_since_delivery = False
+        self._cmd_len = 0
+        self._in_paste = False
+        self._prefix: str | None = None
+
+    # -- Interceptor protocol -------------------------------------------------
+
+    def wake_fd(self) -> int | None:
+        return self._wake_fd if self.state == HOLDING else None
+
+    def deadline(self) -> float | None:
+        if self.state == STARTING:
+            return self._next_check
+        if self.state == DELIVERING and self._outbox:
+            return self._outbox[0][0]
+        if self.state == SETTLING:
+            assert self._delivered_at is not None
+            if self._output_since_delivery:
+                return min(self._last_output + self.adapter.settle_secs,
+                           self._delivered_at + self.adapter.settle_max_secs)
+            return self._delivered_at + self.adapter.settle_max_secs
+        return None
+
+    def on_resize(self, rows: int, cols: int) -> None:
+        if self.state in (STARTING, ARMED, COMMAND):
+            self.screen.resize(rows, cols)
+
+    def on_output(self, data: bytes, now: float) -> None:
+        self._last_output = now
+        if self.state in (STARTING, ARMED, COMMAND):
+            self.screen.feed(data)
+            if not self._bp_seen:
+                hay = self._bp_tail + data
+                if BP_ON in hay:
+                    self._bp_seen = True
+                self._bp_tail = hay[-(len(BP_ON) - 1):]
+        if self.state == STARTING:
+            self._screen_dirty = True
+            self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
+        elif self.state == SETTLING:
+            self._output_since_delivery = True
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        if self.state in (HOLDING, DELIVERING, SETTLING):
+            self._held += data
+            return b""
+        if self.state == STARTING:
+            return data
+        if self.state == AWAIT_SUBMIT:
+            self._watch_submit(data)
+            return data
+        return self._armed_input(data, now)
+
+    def poll(self, now: float) -> bytes:
+        if self.state == STARTING:
+            self._check_ready(now)
+            return b""
+        if self.state == HOLDING:
+            return self._start_delivery(now)
+        if self.state == DELIVERING:
+            return self._due_chunks(now)
+        if self.state == SETTLING:
+            return self._maybe_release(now)
+        return b""
+
+    # -- readiness ----------------------------------------------------------------
+
+    def _check_ready(self, now: float) -> None:
+        if self._next_check is None or now < self._next_check or not self._screen_dirty:
+            return
+        if now - self._last_output < self.adapter.ready_quiet_secs:
+            self._next_check = self._last_output + self.adapter.ready_quiet_secs
+            return
+        self._screen_dirty = False
+        self._next_check = None
+        if not self._bp_seen:
+            return
+        text = self.screen.text()
+        if all(p.search(text) for p in self._patterns):
+            self.state = ARMED
+            self.report.ready_after_s = round(now - self._t0, 3)
+            self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
+
+    # -- armed: find the first message ----------------------------------------
+
+    def _armed_input(self, data: bytes, now: float) -> bytes:
+        tokens = tokenize(data)
+        offset = 0
+        for tok in tokens:
+            if self.state == ARMED and not self._in_paste:
+                if tok.kind == PASTE_START or (tok.kind == TEXT and not self._is_command(tok.data)):
+                    self._trigger(now, data[offset:])
+                    return data[:offset]
+                if tok.kind == TEXT:
+                    self.state = COMMAND
+                    self._cmd_len = len(tok.data)
+                elif tok.kind == ENTER:
+                    self._note("a submission with no typed text (history recall?) was not injected; "
+                               "the next message gets the blocks")
+            elif self.state == COMMAND:
+                self._command_token(tok)
+            offset += len(tok.data)
+        return data
+
+    def _is_command(self, text: bytes) -> bool:
+        return any(text.startswith(p.encode()) for p in self.adapter.command_prefixes)
+
+    def _command_token(self, tok: Token) -> None:
+        if tok.kind == PASTE_START:
+            self._in_paste = True
+        elif tok.kind == PASTE_END:
+            self._in_paste = False
+        elif self._in_paste:
+            return
+        elif tok.kind == TEXT:
+            self._cmd_len += len(tok.data)
+        elif tok.kind == BACKSPACE:
+            self._cmd_len -= 1
+            if self._cmd_len <= 0:
+                self.state = ARMED
+        elif tok.kind in (ENTER, INTERRUPT):
+            self.state = ARMED
+            self._cmd_len = 0
+            if tok.kind == ENTER:
+                self._note("first input was a command: passed through, injection re-armed")
+
+    def _trigger(self, now: float, held: bytes) -> None:
+        self._held += held
+        self._trigger_at = now
+        self.state = HOLDING
+
+    # -- delivery -------------------------------------------------------------------
+
+    def _start_delivery(self, now: float) -> bytes:
+        if self._prefix is None:
+            self._drain_wake()
+            prefix = self.get_prefix()
+            if prefix is None:
+                return b""  # guards still running; the wake fd tells us when they finish
+            self._prefix = prefix
+        if not self._prefix:
+            self.report.status = "none"
+            self.report.notes.append("all blocks empty: nothing injected")
+            return self._release(now, finished=True)
+        self.report.attempts += 1
+        self.report.text = self._prefix
+        self._outbox = self._chunks(self._prefix, now)
+        self.state = DELIVERING
+        return self._due_chunks(now)
+
+    def _chunks(self, prefix: str, now: float) -> list[tuple[float, bytes]]:
+        data = prefix.encode()
+        if self.adapter.delivery == "typed":
+            size = self.adapter.typed_chunk_bytes
+            gap = self.adapter.typed_gap_secs
+            pieces = _split_utf8(data, size)
+            return [(now + k * gap, piece) for k, piece in enumerate(pieces)]
+        return [(now, PASTE_BEGIN + data + PASTE_FINISH)]
+
+    def _due_chunks(self, now: float) -> bytes:
+        out = bytearray()
+        while self._outbox and self._outbox[0][0] <= now:
+            out += self._outbox.pop(0)[1]
+        if not self._outbox:
+            self.state = SETTLING
+            self._delivered_at = now
+            self._output_since_delivery = False
+        return bytes(out)
+
+    def _maybe_release(self, now: float) -> bytes:
+        assert self._delivered_at is not None
+        quiet = self._output_since_delivery and now - self._last_output >= self.adapter.settle_secs
+        timed_out = now - self._delivered_at >= self.adapter.settle_max_secs
+        if not (quiet or timed_out):
+            return b""
+        if timed_out and not self._output_since_delivery:
+            self._note("the screen did not change after delivery; released the keys anyway")
+        self.report.status = "delivered"
+        from .sessions import now_iso
+
+        self.report.at = now_iso()
+        return self._release(now, finished=False)
+
+    def _release(self, now: float, *, finished: bool) -> bytes:
+        held = bytes(self._held)
+        self._held.clear()
+        if self._trigger_at is not None:
+            self.report.first_key_delay_ms = round((now - self._trigger_at) * 1000, 1)
+        if finished:
+            self._finish()
+        else:
+            self.state = AWAIT_SUBMIT
+            self._in_paste = False
+            self._watch_submit(held)
+        self.log(f"injection: released {len(held)} held bytes after "
+                 f"{self.report.first_key_delay_ms} ms ({self.report.status})")
+        return held
+
+    def _watch_submit(self, data: bytes) -> None:
+        """After delivery: the user's Enter submits (done); Ctrl-C/Esc clear the composer (re-arm)."""
+        for tok in tokenize(data):
+            if tok.kind == PASTE_START:
+                self._in_paste = True
+            elif tok.kind == PASTE_END:
+                self._in_paste = False
+            elif self._in_paste:
+                continue
+            elif tok.kind == ENTER:
+                self.report.status = "submitted"
+                self.log("injection: first message submitted with the blocks")
+                self._finish()
+                return
+            elif tok.kind == INTERRUPT:
+                self._note("composer cleared before submit; injection re-armed")
+                self.state = ARMED
+                self._prefix_keep()
+                return
+
+    def _prefix_keep(self) -> None:
+        self._outbox.clear()
+        self._delivered_at = None
+        self.report.status = "pending"
+
+    def _finish(self) -> None:
+        self.state = DONE
+        self.done = True
+        self.screen.close()
+
+    def _drain_wake(self) -> None:
+        if self._wake_fd is None:
+            return
+        try:
+            os.read(self._wake_fd, 64)
+        except (BlockingIOError, OSError):
+            pass
+
+    def _note(self, message: str) -> None:
+        self.report.notes.append(message)
+        self.log(f"injection: {message}")
+
+    def finalize(self) -> InjectionReport:
+        """Called when the tool exits: an injection never delivered or never submitted is said so."""
+        if self.state in (STARTING, ARMED, COMMAND, HOLDING):
+            if self._prefix == "":
+                self.report.status = "none"
+            elif self.state == STARTING:
+                self.report.status = "lost"
+                self.report.notes.append("the tool never showed its ready screen")
+            else:
+                self.report.status = "lost"
+                self.report.notes.append("no message was typed after the tool became ready")
+        return self.report
+
+
+def _split_utf8(data: bytes, size: int) -> list[bytes]:
+    """Chunks of at most `size` bytes that never split a UTF-8 character."""
+    out = []
+    i = 0
+    while i < len(data):
+        j = min(i + size, len(data))
+        while j < len(data) and j > i and (data[j] & 0xC0) == 0x80:
+            j -= 1
+        out.append(data[i:j])
+        i = j
+    return out

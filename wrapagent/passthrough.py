@@ -1,0 +1,76 @@
+"""Non-terminal mode: pipes, `| jq`, CI. The tool gets the stdio it would have had.
+
+No PTY is created. The only thing wrapagent may put between the user and the
+tool is the injected prefix on a piped stdin (`echo … | wrapagent claude -p`):
+then the child's stdin is a pipe, and `stdin_feeder(write_fd)` runs in a
+thread (it writes the blocks, then the prompt verbatim; wrapagent closes the
+pipe when it returns).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Callable, Mapping, Sequence
+
+from .errors import ToolNotExecutable, ToolNotFound
+from .pty_proxy import FORWARDED_SIGNALS, ProxyResult, status_to_exit_code
+
+
+
+def _feed(wfd: int, feeder: Callable[[int], None]) -> None:
+    try:
+        feeder(wfd)
+    except OSError:
+        pass  # the tool stopped reading its stdin: that is its business
+    finally:
+        os.close(wfd)
+
+
+def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
+        stdin_feeder: Callable[[int], None] | None = None,
+        on_spawn: Callable[[int], None] | None = None) -> ProxyResult:
+    """Run the tool with wrapagent's own stdio; forward signals; return its status."""
+    import subprocess
+
+    stdin_arg = None
+    rfd = wfd = -1
+    if stdin_feeder is not None:
+        rfd, wfd = os.pipe()
+        stdin_arg = rfd
+    try:
+        proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=stdin_arg,
+                                close_fds=True, restore_signals=True)
+    except FileNotFoundError:
+        raise ToolNotFound(f"{argv[0]}: command not found") from None
+    except OSError as exc:
+        raise ToolNotExecutable(f"{argv[0]}: cannot execute: {exc.strerror}") from None
+    finally:
+        if rfd >= 0:
+            os.close(rfd)
+    if on_spawn is not None:
+        on_spawn(proc.pid)
+    feeder = None
+    if stdin_feeder is not None:
+        feeder = threading.Thread(target=_feed, args=(wfd, stdin_feeder), daemon=True)
+        feeder.start()
+    forwarded: list[int] = []
+
+    def forward(signum: int, frame: object) -> None:
+        forwarded.append(signum)
+        try:
+            os.kill(proc.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    old = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    try:
+        _, status, ru = os.wait4(proc.pid, 0)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    proc.returncode = 0  # reaped by wait4; keep Popen from waiting again
+    exit_code, sig = status_to_exit_code(status)
+    return ProxyResult(exit_code=exit_code, signal=sig, cpu_seconds=ru.ru_utime + ru.ru_stime,
+                       peak_rss_bytes=ru.ru_maxrss * 1024, forwarded_signals=forwarded)

@@ -1,0 +1,483 @@
+"""The transparent PTY proxy: the child on a new pseudo-terminal, bytes copied both ways.
+
+Shape taken from asciinema's recorder, with its weak spots fixed:
+- the loop ends when the master reports EIO (every byte of a fast-exiting
+  child is drained), never on "child exited" alone;
+- signals become bytes on a pipe (`signal.set_wakeup_fd`) and are handled in
+  the loop, so no work happens in a signal handler;
+- keystrokes are queued and written to the non-blocking master, no sleeps;
+- the window size is set before the child runs (ptyprocess does it in the
+  child before exec) and copied again on every SIGWINCH;
+- the child's exit status is kept: 0-255 as is, 128+N for signal N.
+
+Everything the loop touches is a parameter (fds, the input interceptor, the
+output observer), so tests can hand it PTY pairs they own.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Protocol, Sequence
+
+from . import terminal
+from .errors import ToolNotExecutable, ToolNotFound
+
+READ_SIZE = 64 * 1024
+"""16-64 KiB: bigger reads cost more in Python than they save (../shared/PERF.md)."""
+
+MAX_PENDING_INPUT = 1024 * 1024
+"""Stop reading the user's keys while this much is queued for a child that does not read."""
+
+KILL_GRACE_SECS = 5.0
+"""After forwarding SIGTERM/SIGHUP/SIGINT, how long the child gets before SIGKILL.
+
+claude records a "strike" when SIGKILLed and turns its renderer off after two:
+it must get the graceful signal first and time to act on it.
+"""
+
+ORPHAN_GRACE_SECS = 0.5
+"""After the child exits, how long leftovers in its session get between SIGTERM and SIGKILL."""
+
+DRAIN_QUIET_SECS = 0.2
+"""After the child was reaped, stop draining once the master has been quiet this long.
+
+Normally the master reports EIO as soon as the last holder of the slave
+exits; a background process the child left holding the terminal must not
+keep wrapagent alive.
+"""
+
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+
+
+class Interceptor(Protocol):
+    """Sees the user's input and the child's output until it says it is done.
+
+    Used for first-message injection; when `done` is true the proxy stops
+    calling it, so the steady state costs nothing.
+    """
+
+    done: bool
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        """Bytes to forward to the child now (the rest may be held)."""
+
+    def on_output(self, data: bytes, now: float) -> None:
+        """The child wrote `data` (already copied to the user)."""
+
+    def poll(self, now: float) -> bytes:
+        """Bytes due to the child now (timed deliveries, released keys)."""
+
+    def deadline(self) -> float | None:
+        """Monotonic time at which `poll` must run next, or None."""
+
+    def wake_fd(self) -> int | None:
+        """A readable fd that signals "call poll" (a background job finished)."""
+
+
+@dataclass
+class ProxyResult:
+    """How the child ended, and what it cost (from wait4: the child and its waited-for descendants)."""
+
+    exit_code: int
+    signal: int | None
+    cpu_seconds: float
+    peak_rss_bytes: int
+    forwarded_signals: list[int] = field(default_factory=list)
+    killed_after_grace: bool = False
+    orphans_killed: int = 0
+
+
+def status_to_exit_code(status: int) -> tuple[int, int | None]:
+    """Shell convention: exit status as is, 128+N when killed by signal N."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return 128 + sig, sig
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    return 1, None
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
+          size: tuple[int, int]) -> tuple[int, int]:
+    """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd).
+
+    ptyprocess reports exec failures through a CLOEXEC pipe, so "not
+    executable" surfaces here, in the parent, before the terminal goes raw.
+    """
+    from ptyprocess import PtyProcess
+
+    try:
+        proc = PtyProcess.spawn(list(argv), env=dict(env), cwd=cwd, dimensions=size)
+    except FileNotFoundError as exc:
+        raise ToolNotFound(f"{argv[0]}: command not found ({exc})") from None
+    except PermissionError as exc:
+        raise ToolNotExecutable(f"{argv[0]}: cannot execute: {exc}") from None
+    except OSError as exc:
+        raise ToolNotExecutable(f"{argv[0]}: cannot execute: {exc}") from None
+    # We own the fd and the reaping from here on; make ptyprocess forget both
+    # so its __del__ neither closes our fd nor sleeps `delayafterclose`.
+    master = os.dup(proc.fd)
+    proc.closed = True
+    proc.terminated = True
+    try:
+        proc.fileobj.close()
+    except OSError:
+        pass
+    return proc.pid, master
+
+
+class _SignalPipe:
+    """Signals as bytes on a pipe, read by the loop (asciinema's SignalFD)."""
+
+    def __init__(self, signals: Sequence[int]) -> None:
+        self.rfd, self.wfd = os.pipe()
+        os.set_blocking(self.rfd, False)
+        os.set_blocking(self.wfd, False)
+        self._signals = signals
+        self._old: dict[int, object] = {}
+        self._old_wakeup = -1
+
+    def __enter__(self) -> "_SignalPipe":
+        self._old_wakeup = signal.set_wakeup_fd(self.wfd, warn_on_full_buffer=False)
+        for sig in self._signals:
+            self._old[sig] = signal.signal(sig, _noop_handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+        signal.set_wakeup_fd(self._old_wakeup)
+        os.close(self.rfd)
+        os.close(self.wfd)
+
+    def read(self) -> list[int]:
+        try:
+            data = os.read(self.rfd, 1024)
+        except BlockingIOError:
+            return []
+        return list(data)
+
+
+def _noop_handler(signum: int, frame: object) -> None:
+    """The wakeup fd carries the signal; the handler only has to exist."""
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    """Blocking write of everything; False if the destination is gone (terminal hung up)."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EPIPE, errno.EBADF, errno.ENXIO):
+                return False
+            raise
+        view = view[n:]
+    return True
+
+
+class _Loop:
+    """State of one proxy run; `run()` below is the public entry."""
+
+    def __init__(self, pid: int, master: int, stdin_fd: int, stdout_fd: int,
+                 interceptor: Interceptor | None,
+                 on_output: Callable[[bytes], None] | None,
+                 kill_grace: float) -> None:
+        self.pid = pid
+        self.master = master
+        self.stdin_fd = stdin_fd
+        self.stdout_fd = stdout_fd
+        self.interceptor = interceptor
+        self.on_output = on_output
+        self.kill_grace = kill_grace
+        self.pending = bytearray()
+        self.stdin_open = True
+        self.stdout_ok = True
+        self.master_open = True
+        self.status: int | None = None
+        self.rusage: object | None = None
+        self.reaped_at: float | None = None
+        self.kill_deadline: float | None = None
+        self.result_signals: list[int] = []
+        self.killed = False
+
+    # -- events -------------------------------------------------------------
+
+    def read_master(self) -> None:
+        try:
+            data = os.read(self.master, READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            # Linux reports the departed child (all slave fds closed) as EIO
+            # rather than as end of file.
+            if exc.errno == errno.EIO:
+                self.master_open = False
+                return
+            raise
+        if not data:
+            self.master_open = False
+            return
+        if self.stdout_ok:
+            self.stdout_ok = _write_all(self.stdout_fd, data)
+        if self.on_output is not None:
+            self.on_output(data)
+        icpt = self.interceptor
+        if icpt is not None:
+            icpt.on_output(data, time.monotonic())
+            self._after_interceptor()
+
+    def read_stdin(self) -> None:
+        try:
+            data = os.read(self.stdin_fd, READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            # The user's terminal is gone (hang-up) or stdin closed.
+            self.stdin_open = False
+            return
+        icpt = self.interceptor
+        if icpt is not None:
+            data = icpt.on_input(data, time.monotonic())
+            self._after_interceptor()
+        if data:
+            self.pending += data
+            self.flush_input()
+
+    def _after_interceptor(self) -> None:
+        icpt = self.interceptor
+        if icpt is None:
+            return
+        due = icpt.poll(time.monotonic())
+        if due:
+            self.pending += due
+            self.flush_input()
+        if icpt.done:
+            self.interceptor = None
+
+    def flush_input(self) -> None:
+        if not self.pending or not self.master_open:
+            return
+        try:
+            n = os.write(self.master, self.pending[:READ_SIZE])
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EBADF):
+                self.pending.clear()
+                return
+            raise
+        del self.pending[:n]
+
+    def handle_signals(self, signals: list[int]) -> None:
+        for sig in signals:
+            if sig == signal.SIGWINCH:
+                terminal.copy_winsize(self.stdin_fd, self.master)
+            elif sig == signal.SIGCHLD:
+                self.try_reap()
+            elif sig in FORWARDED_SIGNALS:
+                self.forward(sig)
+
+    def forward(self, sig: int) -> None:
+        """Pass a signal sent to wrapagent on to the child's process group, then wait for it."""
+        self.result_signals.append(sig)
+        if self.status is None:
+            _killpg(self.pid, sig)
+            if self.kill_deadline is None:
+                self.kill_deadline = time.monotonic() + self.kill_grace
+        if sig == signal.SIGHUP:
+            # The user's terminal is gone: nothing more to read or show.
+            self.stdin_open = False
+            self.stdout_ok = False
+
+    def try_reap(self) -> None:
+        if self.status is not None:
+            return
+        try:
+            pid, status, rusage = os.wait4(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            self.status = 0
+            self.reaped_at = time.monotonic()
+            return
+        if pid == self.pid:
+            self.status = status
+            self.rusage = rusage
+            self.reaped_at = time.monotonic()
+
+    # -- the loop ------------------------------------------------------------
+
+    def timeout(self, now: float) -> float | None:
+        deadlines = []
+        if self.interceptor is not None:
+            d = self.interceptor.deadline()
+            if d is not None:
+                deadlines.append(d)
+        if self.kill_deadline is not None and self.status is None:
+            deadlines.append(self.kill_deadline)
+        if self.status is not None and self.master_open:
+            deadlines.append(now + DRAIN_QUIET_SECS)
+        if not deadlines:
+            return None
+        return max(0.0, min(deadlines) - now)
+
+    def run(self, sigpipe: _SignalPipe) -> None:
+        while self.master_open or self.status is None:
+            now = time.monotonic()
+            rlist = [sigpipe.rfd]
+            wlist = []
+            if self.master_open:
+                rlist.append(self.master)
+                if self.pending:
+                    wlist.append(self.master)
+                if self.stdin_open and len(self.pending) < MAX_PENDING_INPUT:
+                    rlist.append(self.stdin_fd)
+            wake = self.interceptor.wake_fd() if self.interceptor is not None else None
+            if wake is not None:
+                rlist.append(wake)
+            r, w, _ = select.select(rlist, wlist, [], self.timeout(now))
+            if sigpipe.rfd in r:
+                self.handle_signals(sigpipe.read())
+            if self.master in w:
+                self.flush_input()
+            if self.master_open and self.master in r:
+                self.read_master()
+            if self.master_open and self.stdin_fd in r:
+                self.read_stdin()
+            if wake is not None and wake in r and self.interceptor is not None:
+                self._after_interceptor()
+            elif self.interceptor is not None and not r and not w:
+                self._after_interceptor()
+            if self.status is None and not self.master_open:
+                # EIO came first: the child closed its terminal; wait for it
+                # to exit (SIGCHLD wakes us), still forwarding signals.
+                self.try_reap()
+            self.check_deadlines(r)
+
+    def check_deadlines(self, ready: list[int]) -> None:
+        now = time.monotonic()
+        if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
+            _killpg(self.pid, signal.SIGKILL)
+            self.killed = True
+            self.kill_deadline = None
+        if (self.status is not None and self.master_open and self.master not in ready
+                and self.reaped_at is not None and now - self.reaped_at >= DRAIN_QUIET_SECS):
+            self.master_open = False
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def session_leftovers(sid: int) -> list[int]:
+    """Processes still in the child's session (it was the session leader).
+
+    A process the child moved to its own session (a daemon it meant to
+    leave behind) is not listed: that was left on purpose.
+    """
+    found = []
+    me = os.getpid()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid in (me, sid):
+            continue
+        try:
+            if os.getsid(pid) == sid:
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def reap_leftovers(sid: int, grace: float = ORPHAN_GRACE_SECS) -> int:
+    """Terminate what is left of the child's session so wrapagent leaves no orphans."""
+    pids = session_leftovers(sid)
+    if not pids:
+        return 0
+    for pid in pids:
+        _kill(pid, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        pids = [p for p in pids if _alive(p)]
+        if not pids:
+            return 0
+        time.sleep(0.02)
+    for pid in pids:
+        _kill(pid, signal.SIGKILL)
+    return len(pids)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            # field 3 is the state; Z = zombie (exited, waiting for its parent)
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
+        stdin_fd: int = 0, stdout_fd: int = 1,
+        interceptor: Interceptor | None = None,
+        on_output: Callable[[bytes], None] | None = None,
+        on_spawn: Callable[[int], None] | None = None,
+        kill_grace: float = KILL_GRACE_SECS) -> ProxyResult:
+    """Run `argv` on a new PTY, proxying the terminal on `stdin_fd`/`stdout_fd`.
+
+    Raises ToolNotFound / ToolNotExecutable before touching the terminal.
+    """
+    size = terminal.get_winsize(stdin_fd) or terminal.get_winsize(stdout_fd)
+    rows, cols = (size[0], size[1]) if size and size[0] and size[1] else (24, 80)
+    with _SignalPipe((signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)) as sigpipe:
+        pid, master = spawn(argv, env=env, cwd=cwd, size=(rows, cols))
+        if size:
+            terminal.set_winsize(master, size)  # pixels too
+        if on_spawn is not None:
+            on_spawn(pid)
+        loop = _Loop(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace)
+        os.set_blocking(master, False)
+        try:
+            with terminal.raw_mode(stdin_fd):
+                loop.run(sigpipe)
+        finally:
+            if loop.status is None:
+                # An exception in the loop: don't leave the child behind.
+                _killpg(pid, signal.SIGTERM)
+                _, loop.status, loop.rusage = os.wait4(pid, 0)
+            os.close(master)
+    orphans = reap_leftovers(pid)
+    exit_code, sig = status_to_exit_code(loop.status)
+    ru = loop.rusage
+    cpu = (ru.ru_utime + ru.ru_stime) if ru is not None else 0.0  # type: ignore[attr-defined]
+    rss = (ru.ru_maxrss * 1024) if ru is not None else 0  # type: ignore[attr-defined]
+    return ProxyResult(exit_code=exit_code, signal=sig, cpu_seconds=cpu, peak_rss_bytes=rss,
+                       forwarded_signals=loop.result_signals, killed_after_grace=loop.killed,
+                       orphans_killed=orphans)

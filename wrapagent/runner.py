@@ -1,0 +1,401 @@
+"""One wrapped session, end to end.
+
+Order (CSA's hooks semantics): session record created → pre_run → the tool
+(guards run concurrently with its start-up) → record saved with exit code and
+resources → post_run → session_complete (default: commit the session into the
+sessions repository, under a lock). Nothing is written to the terminal while
+the tool's screen is up; hook output goes to the session log, and at most one
+summary line is printed after the tool exits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from .errors import WrapagentError
+
+
+@dataclass
+class RunOptions:
+    tool: str
+    args: list[str]
+    no_hooks: bool = False
+    strict: bool = False
+    shim_dir: str | None = None
+    display_name: str | None = None
+    """Name used for the session record and adapter (`demo` for the demo agent)."""
+    argv_override: list[str] | None = None
+    """Run this argv instead of resolving `tool` (the demo agent)."""
+    config_factory: Callable[[Path, Mapping[str, str]], object] | None = None
+
+
+def _stderr(line: str) -> None:
+    try:
+        sys.stderr.write(line.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Replace wrapagent with the tool: WRAPAGENT_DISABLE=1, nesting limit, bare pipe mode."""
+    try:
+        os.execve(path, list(argv), dict(env))
+    except OSError as exc:
+        raise WrapagentError(f"{argv[0]}: cannot execute: {exc.strerror}", 126) from None
+    return 126  # not reached
+
+
+def _is_tty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def run(opts: RunOptions) -> int:
+    from . import resolve
+
+    env = dict(os.environ)
+    skip = [opts.shim_dir] if opts.shim_dir else []
+    if opts.argv_override is not None:
+        executable = opts.argv_override[0]
+        argv = list(opts.argv_override) + list(opts.args)
+    else:
+        executable = str(resolve.find_real_tool(opts.tool, env=env, extra_skip_dirs=skip))
+        argv = [executable, *opts.args]
+    if env.get("WRAPAGENT_DISABLE") == "1":
+        return _exec_direct(executable, argv, env)
+    child_env = {**env, **resolve.child_env_additions(skip, env=env)}
+    if resolve.check_depth(env):
+        return _exec_direct(executable, argv, child_env)
+    interactive = _is_tty(0) and _is_tty(1)
+    if opts.no_hooks:
+        if not interactive:
+            return _exec_direct(executable, argv, child_env)
+        from . import pty_proxy
+
+        return pty_proxy.run(argv, env=child_env).exit_code
+    return Session(opts, env, child_env, executable, argv, interactive).run()
+
+
+@dataclass
+class _Prefix:
+    """The injected prefix, computed in a background thread while the tool starts."""
+
+    wake_r: int = -1
+    wake_w: int = -1
+    value: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def open_wake(self) -> None:
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+
+    def set(self, value: str) -> None:
+        self.value = value
+        self.done.set()
+        if self.wake_w >= 0:
+            try:
+                os.write(self.wake_w, b"x")
+            except OSError:
+                pass
+
+    def get_nowait(self) -> str | None:
+        return self.value if self.done.is_set() else None
+
+    def close(self) -> None:
+        for fd in (self.wake_r, self.wake_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+class Session:
+    """Glue between config, hooks, guards, the proxy and the session record."""
+
+    def __init__(self, opts: RunOptions, env: dict[str, str], child_env: dict[str, str],
+                 executable: str, argv: list[str], interactive: bool) -> None:
+        from .adapters import adapter_for
+
+        self.opts = opts
+        self.env = env
+        self.child_env = child_env
+        self.executable = executable
+        self.argv = argv
+        self.interactive = interactive
+        self.name = opts.display_name or os.path.basename(opts.tool)
+        self.adapter = adapter_for(self.name)
+        self.cwd = Path.cwd()
+        self.failures: list[str] = []
+
+    # -- set-up -----------------------------------------------------------------
+
+    def _load_config(self):
+        from . import config as config_mod
+        from .paths import find_project_root
+
+        self.project_root = find_project_root(self.cwd)
+        if self.opts.config_factory is not None:
+            cfg = self.opts.config_factory(self.project_root, self.env)
+        else:
+            cfg = config_mod.load_config(self.project_root, env=self.env)
+        for problem in cfg.problems:
+            level = "error" if problem.severity == "error" else "warning"
+            suffix = " (this file's hooks are not used)" if problem.severity == "error" else ""
+            _stderr(f"wrapagent: config {level}: {problem}{suffix}")
+        for layer in cfg.layers:
+            if layer.exists and layer.trusted is False:
+                from .trust import untrusted_notice
+
+                _stderr(untrusted_notice(Path(layer.path)))
+        if self.opts.strict and cfg.has_errors:
+            raise WrapagentError("invalid configuration (--strict): fix the errors above", 2)
+        return cfg
+
+    def _wants_injection(self, cfg) -> bool:
+        pre = cfg.pre_session
+        return bool(cfg.guards) or bool(pre is not None and pre.enabled and pre.command
+                                        and pre.applies_to(self.adapter.name))
+
+    def _plan(self):
+        from .adapters.base import PromptPlan
+
+        stdin_piped = not _is_tty(0)
+        plan = self.adapter.plan_prompt(self.argv[1:], stdin_piped=stdin_piped)
+        if stdin_piped and plan.kind == "argv" and self.adapter.stdin_before_arg:
+            plan = PromptPlan("stdin", oneshot=True, reason="stdin comes before the argument")
+        if stdin_piped and plan.kind == "interactive" and self.adapter.piped_stdin_is_prompt:
+            plan = PromptPlan("stdin", oneshot=True)
+        if plan.kind == "interactive" and not self.interactive:
+            plan = PromptPlan("none", reason="no terminal and no prompt argument")
+        if plan.kind == "none" and self.interactive and not plan.oneshot \
+                and not plan.reason.startswith("subcommand"):
+            plan = PromptPlan("interactive", reason=f"argv left alone ({plan.reason})")
+        return plan
+
+    # -- the run -----------------------------------------------------------------
+
+    def run(self) -> int:
+        from .sessions import Session as Record
+
+        cfg = self._load_config()
+        self.cfg = cfg
+        record = Record.create(tool=self.name, transport=self.adapter.name,
+                               argv=[self.opts.tool, *self.opts.args],
+                               executable=self.executable, cwd=self.cwd,
+                               project_root=self.project_root, env=self.env,
+                               mode="pty" if self.interactive else "pipe")
+        self.record = record
+        try:
+            return self._run_with_record(cfg, record)
+        finally:
+            record.close()
+
+    def _ctx(self, record):
+        from .context import GuardContext
+
+        return GuardContext(project_root=self.project_root, cwd=self.cwd, tool=self.adapter.name,
+                            session_id=record.id,
+                            is_resume=self.adapter.is_resume(self.argv[1:]),
+                            session_dir=record.dir, sessions_root=record.root)
+
+    def _run_with_record(self, cfg, record) -> int:
+        ctx = self._ctx(record)
+        self.ctx = ctx
+        record.record["is_resume"] = ctx.is_resume
+        self.child_env["WRAPAGENT_SESSION_ID"] = record.id
+        self._lifecycle("pre_run", None)
+        result = None
+        try:
+            result = self._run_tool(cfg, record, ctx)
+        finally:
+            if result is None:
+                record.finish(exit_code=1, signal=None, cpu_seconds=0.0, peak_rss_bytes=0)
+                record.warn("wrapagent failed while the tool was running")
+        self._after(result.exit_code)
+        return result.exit_code
+
+    def _run_tool(self, cfg, record, ctx):
+        from . import passthrough, pty_proxy
+
+        inject = self._wants_injection(cfg)
+        plan = self._plan() if inject else None
+        inj = record.record["injection"]
+        if plan is not None:
+            inj["path"] = plan.kind
+            if plan.reason:
+                inj["notes"].append(plan.reason)
+            self.child_env = self.adapter.child_env(self.child_env)
+        argv = list(self.argv)
+        if plan is not None and plan.kind == "argv":
+            prefix = self._collect(cfg, ctx, argv[plan.index], "argv")
+            if prefix:
+                argv[plan.index] = prefix + argv[plan.index]
+                self._injected(prefix, "argv")
+            else:
+                inj["status"] = "none"
+        if plan is not None and plan.kind == "stdin-args":
+            return self._run_stdin_args(cfg, ctx, argv, plan)
+        if plan is not None and plan.kind == "stdin":
+            feeder = self._stdin_feeder(cfg, ctx, initial=b"")
+            return self._finish(passthrough.run(argv, env=self.child_env, stdin_feeder=feeder))
+        if not self.interactive:
+            return self._finish(passthrough.run(argv, env=self.child_env))
+        interceptor = None
+        if plan is not None and plan.kind == "interactive":
+            interceptor = self._start_interactive(cfg, ctx)
+        try:
+            result = pty_proxy.run(argv, env=self.child_env, interceptor=interceptor)
+        finally:
+            if interceptor is not None:
+                self._interactive_report(interceptor)
+        return self._finish(result)
+
+    def _run_stdin_args(self, cfg, ctx, argv, plan):
+        """`opencode run a b`: message args move to stdin, joined the way the tool joins them."""
+        from . import passthrough
+        from .adapters.opencode import quote_join
+
+        message = quote_join([argv[i] for i in plan.args])
+        rest = [a for i, a in enumerate(argv) if i not in set(plan.args)]
+        initial = message.encode()
+        if not _is_tty(0):
+            initial += b"\n"  # the tool's own join of args and piped stdin
+        feeder = self._stdin_feeder(cfg, ctx, initial=initial, read_stdin=not _is_tty(0))
+        return self._finish(passthrough.run(rest, env=self.child_env, stdin_feeder=feeder))
+
+    def _stdin_feeder(self, cfg, ctx, *, initial: bytes, read_stdin: bool = True):
+        """Feed the tool's stdin: blocks, then the prompt, byte for byte."""
+
+        def feed(wfd: int) -> None:
+            data = initial
+            if read_stdin:
+                chunks = []
+                while True:
+                    chunk = os.read(0, 65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                data += b"".join(chunks)
+            prompt = data.decode("utf-8", "replace")
+            prefix = self._collect(cfg, ctx, prompt, "stdin")
+            if prefix:
+                self._injected(prefix, "stdin")
+            else:
+                self.record.record["injection"]["status"] = "none"
+            payload = prefix.encode() + data
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(wfd, view):]
+
+        return feed
+
+    def _start_interactive(self, cfg, ctx):
+        from .injection import FirstMessageInjector
+        from .terminal import get_winsize
+
+        box = _Prefix()
+        box.open_wake()
+        self._prefix_box = box
+
+        def work() -> None:
+            try:
+                box.set(self._collect(cfg, ctx, None, "none"))
+            except Exception as exc:  # a bug in a guard must not hang the first key
+                self.record.warn(f"guards failed: {exc!r}")
+                box.set("")
+
+        threading.Thread(target=work, name="wrapagent-guards", daemon=True).start()
+        size = get_winsize(0) or (24, 80, 0, 0)
+        return FirstMessageInjector(self.adapter, rows=size[0], cols=size[1],
+                                    get_prefix=box.get_nowait, wake_fd=box.wake_r,
+                                    log=self.record.log)
+
+    def _interactive_report(self, interceptor) -> None:
+        from dataclasses import asdict
+
+        report = asdict(interceptor.finalize())
+        inj = self.record.record["injection"]
+        notes = inj.get("notes", []) + report.pop("notes")
+        inj.update(report)
+        inj["notes"] = notes
+        if report["status"] == "lost":
+            self.failures.append("injection not delivered")
+        box = getattr(self, "_prefix_box", None)
+        if box is not None:
+            box.close()
+
+    def _collect(self, cfg, ctx, prompt: str | None, source: str) -> str:
+        from .guards import collect
+
+        collected = collect(cfg, ctx, base_env=self.env, prompt=prompt, prompt_source=source,
+                            log=self.record.log)
+        for run in collected.runs:
+            if run.result is not None:
+                self.record.add_hook(run.result.to_record())
+            if run.error:
+                self.failures.append(f"{run.kind} {run.name}: {run.error}")
+        return collected.prefix
+
+    def _injected(self, prefix: str, path: str) -> None:
+        from .sessions import now_iso
+
+        inj = self.record.record["injection"]
+        inj.update(status="delivered", path=path, text=prefix, at=now_iso(), attempts=1)
+
+    def _finish(self, result):
+        self.record.finish(exit_code=result.exit_code, signal=result.signal,
+                           cpu_seconds=result.cpu_seconds, peak_rss_bytes=result.peak_rss_bytes)
+        if getattr(result, "orphans_killed", 0):
+            self.record.warn(f"{result.orphans_killed} leftover process(es) of the tool were killed")
+        return result
+
+    # -- after the tool ----------------------------------------------------------
+
+    def _lifecycle(self, event: str, exit_code: int | None) -> None:
+        from .hooks import run_lifecycle
+
+        hook = self.cfg.hook_for(event)
+        if hook is None:
+            return
+        if event == "session_complete":
+            from .sessions import commit_lock, ensure_repo
+
+            try:
+                ensure_repo(self.record.root)
+            except Exception as exc:
+                self.record.warn(f"cannot initialise the sessions repository: {exc}")
+            with commit_lock(self.record.root):
+                result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
+                                       exit_code=exit_code)
+        else:
+            result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
+                                   exit_code=exit_code)
+        self.record.add_hook(result.to_record())
+        if not result.ok():
+            what = "timed out" if result.timed_out else f"exit {result.exit_code}"
+            self.failures.append(f"{event}: {what}")
+        self.record.save()
+
+    def _after(self, exit_code: int) -> None:
+        """post_run and session_complete; a closed terminal (SIGHUP) must not stop them."""
+        import signal
+
+        old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        try:
+            self.record.save()
+            self._lifecycle("post_run", exit_code)
+            self._lifecycle("session_complete", exit_code)
+        finally:
+            signal.signal(signal.SIGHUP, old)
+        if self.failures:
+            shown = "; ".join(self.failures[:3]) + (" …" if len(self.failures) > 3 else "")
+            _stderr(f"wrapagent: {shown} — see {self.record.log_path}")

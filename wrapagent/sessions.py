@@ -1,0 +1,194 @@
+"""Session records: one directory per wrapped run, in a per-project git repository.
+
+The record is JSON written atomically (temp file + rename), so a crash, a
+SIGHUP or a second wrapagent never leaves half a file. It is saved when the
+session starts, again when the tool exits (before post_run), and after each
+hook, so nothing the user did is lost even if wrapagent is killed later.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from . import paths
+
+RECORD_NAME = "session.json"
+LOG_NAME = "session.log"
+COMMIT_LOCK_NAME = ".commit.lock"
+
+
+def new_session_id() -> str:
+    """A ULID: sortable by creation time, so `ls` and `git log` list sessions in order."""
+    from ulid import ULID
+
+    return str(ULID())
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class Session:
+    """One wrapped run of a tool: its directory, record and log."""
+
+    def __init__(self, root: Path, session_id: str, record: dict[str, Any]) -> None:
+        self.root = root
+        self.id = session_id
+        self.dir = root / session_id
+        self.record = record
+        self._log = None
+        self._t0 = time.monotonic()
+
+    @classmethod
+    def create(cls, *, tool: str, transport: str, argv: Sequence[str], executable: str,
+               cwd: Path, project_root: Path, env: Mapping[str, str],
+               mode: str) -> "Session":
+        root = paths.sessions_root(project_root, env)
+        session_id = new_session_id()
+        (root / session_id).mkdir(parents=True, exist_ok=True)
+        parent = env.get("WRAPAGENT_SESSION_ID") or None
+        record: dict[str, Any] = {
+            "id": session_id,
+            "tool": tool,
+            "transport": transport,
+            "argv": list(argv),
+            "executable": executable,
+            "cwd": str(cwd),
+            "project_root": str(project_root),
+            "parent_session": parent,
+            "depth": int(env.get("WRAPAGENT_DEPTH", "0") or 0),
+            "mode": mode,
+            "started_at": now_iso(),
+            "ended_at": None,
+            "duration_s": None,
+            "exit_code": None,
+            "signal": None,
+            "peak_rss_bytes": None,
+            "cpu_seconds": None,
+            "hooks": [],
+            "injection": {"status": "none", "path": None, "text": None, "at": None,
+                          "attempts": 0, "notes": []},
+            "warnings": [],
+            "state": "running",
+        }
+        session = cls(root, session_id, record)
+        session.save()
+        return session
+
+    @property
+    def record_path(self) -> Path:
+        return self.dir / RECORD_NAME
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / LOG_NAME
+
+    def save(self) -> None:
+        data = json.dumps(self.record, indent=2, ensure_ascii=False).encode() + b"\n"
+        atomic_write(self.record_path, data)
+
+    def log(self, message: str) -> None:
+        """Append to the session log. Never to the terminal: the tool's screen is up."""
+        if self._log is None:
+            self._log = open(self.log_path, "a", encoding="utf-8", errors="replace")
+        stamp = _dt.datetime.now().strftime("%H:%M:%S.%f")[:-3]
+        for line in message.rstrip("\n").split("\n"):
+            self._log.write(f"{stamp} {line}\n")
+        self._log.flush()
+
+    def warn(self, message: str) -> None:
+        self.record["warnings"].append(message)
+        self.log(f"WARNING: {message}")
+
+    def add_hook(self, outcome: Mapping[str, Any]) -> None:
+        self.record["hooks"].append(dict(outcome))
+
+    def finish(self, *, exit_code: int, signal: int | None, cpu_seconds: float,
+               peak_rss_bytes: int) -> None:
+        self.record.update(
+            ended_at=now_iso(),
+            duration_s=round(time.monotonic() - self._t0, 3),
+            exit_code=exit_code,
+            signal=signal,
+            cpu_seconds=round(cpu_seconds, 3),
+            peak_rss_bytes=peak_rss_bytes,
+            state="finished",
+        )
+        self.save()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def ensure_repo(root: Path) -> None:
+    """Make the sessions root a git repository with its own committer identity.
+
+    The default session_complete hook commits there; a machine without a
+    global git identity must not make that fail.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    if (root / ".git").exists():
+        return
+    env = git_env()
+    subprocess.run(["git", "init", "-q", str(root)], check=True, env=env,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    for key, value in (("user.name", "wrapagent"), ("user.email", "wrapagent@localhost"),
+                       ("commit.gpgsign", "false"), ("core.hooksPath", "/dev/null")):
+        subprocess.run(["git", "-C", str(root), "config", key, value], check=True, env=env,
+                       stdin=subprocess.DEVNULL)
+    (root / ".gitignore").write_text("*.lock\n*.tmp\n")
+
+
+def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat")
+    return env
+
+
+def commit_lock(root: Path):
+    """Serialises session_complete across wrapagent processes: two sessions ending at once both commit."""
+    from filelock import FileLock
+
+    return FileLock(str(root / COMMIT_LOCK_NAME), timeout=60)
+
+
+def load_record(session_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((session_dir / RECORD_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def iter_records(roots: Sequence[Path]) -> list[dict[str, Any]]:
+    """All readable records under the given sessions roots, newest first (ULIDs sort by time)."""
+    out = []
+    for root in roots:
+        try:
+            children = list(root.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if child.is_dir() and not child.name.startswith("."):
+                rec = load_record(child)
+                if rec is not None:
+                    rec.setdefault("_dir", str(child))
+                    out.append(rec)
+    out.sort(key=lambda r: r.get("id", ""), reverse=True)
+    return out

@@ -1,0 +1,88 @@
+"""The user's terminal: raw mode that is always undone, and window sizes.
+
+Restoring the terminal is the one thing a wrapper must never get wrong: the
+settings are saved before anything else and put back in a `finally`, which
+covers normal exit, child crash, wrapagent exceptions, and SIGTERM/SIGHUP
+(those are turned into loop events by the proxy, so the `finally` runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import struct
+import termios
+from typing import Iterator
+
+_WINSIZE = struct.Struct("HHHH")
+
+
+def get_winsize(fd: int) -> tuple[int, int, int, int] | None:
+    """(rows, cols, xpixels, ypixels) of the terminal on `fd`, or None if it is not one."""
+    try:
+        packed = fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * _WINSIZE.size)
+    except OSError:
+        return None
+    rows, cols, xpix, ypix = _WINSIZE.unpack(packed)
+    return rows, cols, xpix, ypix
+
+
+def set_winsize(fd: int, size: tuple[int, int, int, int]) -> None:
+    """Set the size on a PTY master; the kernel then sends SIGWINCH to its foreground group."""
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, _WINSIZE.pack(*size))
+
+
+def copy_winsize(src_fd: int, dst_fd: int) -> None:
+    size = get_winsize(src_fd)
+    if size is not None and size[0] and size[1]:
+        set_winsize(dst_fd, size)
+
+
+def make_raw(attrs: list) -> list:
+    """cfmakeraw(3), as `script(1)` does: every byte (Ctrl-C, Ctrl-Z, Ctrl-\\) reaches the child."""
+    new = [list(a) if isinstance(a, list) else a for a in attrs]
+    iflag, oflag, cflag, lflag = new[0], new[1], new[2], new[3]
+    iflag &= ~(termios.IGNBRK | termios.BRKINT | termios.PARMRK | termios.ISTRIP
+               | termios.INLCR | termios.IGNCR | termios.ICRNL | termios.IXON)
+    oflag &= ~termios.OPOST
+    lflag &= ~(termios.ECHO | termios.ECHONL | termios.ICANON | termios.ISIG | termios.IEXTEN)
+    cflag &= ~(termios.CSIZE | termios.PARENB)
+    cflag |= termios.CS8
+    new[0], new[1], new[2], new[3] = iflag, oflag, cflag, lflag
+    new[6][termios.VMIN] = 1
+    new[6][termios.VTIME] = 0
+    return new
+
+
+@contextlib.contextmanager
+def raw_mode(fd: int) -> Iterator[list | None]:
+    """Put the terminal on `fd` in raw mode for the duration; yields the saved settings.
+
+    TCSADRAIN (not TCSAFLUSH) on restore: flushing would throw away keys the
+    user typed while the child was exiting.
+    """
+    try:
+        saved = termios.tcgetattr(fd)
+    except termios.error:
+        yield None
+        return
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, make_raw(saved))
+        yield saved
+    finally:
+        restore(fd, saved)
+
+
+def restore(fd: int, saved: list) -> None:
+    """Put the saved settings back, even if the terminal is going away."""
+    with contextlib.suppress(termios.error, OSError):
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def is_terminal(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
