@@ -50,8 +50,9 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # `<` starting one of our own tags, opening or closing, tolerant of the
 # whitespace a lenient reader (a model) would accept: `</ prompt-guard >`,
 # `< /System-Reminder`. Such a `<` gets a backslash after it (`<\/prompt-guard>`),
-# which keeps the text readable and makes it no tag at all.
-_OUR_TAGS = re.compile(r"<(?=\s*/?\s*(?:prompt-guard|system-reminder)(?![\w-]))", re.IGNORECASE)
+# which keeps the text readable and makes it no tag at all. Deliberately broad:
+# `<prompt-guardian` is neutralised too, since a lenient reader might not care.
+_OUR_TAGS = re.compile(r"<(?=\s*/?\s*(?:prompt-guard|system-reminder))", re.IGNORECASE)
 
 
 def strip_terminal_controls(text: str) -> str:
