@@ -253,3 +253,19 @@ def test_import_is_light():
     )
     new = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     assert new <= {"wrapagent", "wrapagent.errors", "wrapagent.resolve", "stat", "_stat"}
+
+
+def test_explicit_path_to_a_renamed_link_to_a_shim(tree):
+    shim = make_shim(tree["shims"], "codex")
+    tree["other"].mkdir()
+    (tree["other"] / "cx").symlink_to(shim)
+    real = make_exe(tree["real"], "codex")
+    env = env_for(tree, tree["shims"], tree["real"])
+    assert find_real_tool(str(tree["other"] / "cx"), env=env) == real
+
+
+def test_relative_skip_dir_is_taken_relative_to_cwd(tree):
+    make_exe(tree["shims"], "codex", "#!/bin/sh\necho no-marker\n")
+    real = make_exe(tree["real"], "codex")
+    env = env_for(tree, tree["shims"], tree["real"])
+    assert find_real_tool("codex", env=env, cwd=tree["tmp"], extra_skip_dirs=["shims"]) == real

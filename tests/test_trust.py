@@ -230,3 +230,15 @@ def test_cmd_trust_list_revoke_and_already_trusted(project, env):
 def test_cmd_trust_missing_file(env, tmp_path):
     code, _, err = call(env, tmp_path)
     assert code == 1 and "cannot read" in err
+
+
+def test_trust_through_the_cli(project, env):
+    """`wrapagent trust` as wired by the CLI: same prompt, same store."""
+    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "trust"], env=env, cwd=str(project), timeout=30,
+                          encoding="utf-8")
+    child.expect_exact("Trust this file? [y/N] ")
+    child.sendline("yes")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert store_for(env).is_trusted(hooks_file(project), HOOKS)

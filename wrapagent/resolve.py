@@ -186,9 +186,10 @@ def _explicit_path(
     if not os.access(path, os.X_OK):
         raise ToolNotExecutable(f"{tool}: Permission denied")
     if is_wrapagent_shim(path):
-        # Wrapping a shim means wrapping the tool it stands for.
-        skip = [*extra_skip_dirs, path.parent, os.path.dirname(os.path.realpath(path))]
-        return find_real_tool(path.name, env=env, cwd=cwd, extra_skip_dirs=skip)
+        # Wrapping a shim means wrapping the tool it stands for (its file name, links followed).
+        real = os.path.realpath(path)
+        skip = [*extra_skip_dirs, path.parent, os.path.dirname(real)]
+        return find_real_tool(os.path.basename(real), env=env, cwd=cwd, extra_skip_dirs=skip)
     if is_wrapagent_entry_point(path):
         raise ToolNotExecutable(f"{tool}: is wrapagent itself; name the agent to wrap, e.g. `wrapagent codex`")
     return path
@@ -225,10 +226,10 @@ def find_real_tool(
         raise ToolNotExecutable("refusing to wrap wrapagent itself; name the agent to wrap, e.g. `wrapagent codex`")
 
     search = env.get("PATH", os.defpath)
+    base = os.fspath(cwd) if cwd is not None else os.getcwd()
     skip_dirs = {
-        os.path.realpath(d)
+        os.path.realpath(os.path.join(base, d))  # join keeps absolute ones as they are
         for d in [default_shim_dir(env), *guard_dirs(env), *extra_skip_dirs]
-        if os.path.isabs(d)
     }
     known_entry_points = _entry_point_paths()
     seen_dirs: set[str] = set()

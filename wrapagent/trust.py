@@ -240,13 +240,14 @@ def _describe_guard(index: int, guard: Any) -> list[str]:
     if not isinstance(guard, dict):
         return [f"  prompt_guard[{index}]: invalid (not a table); the file will not be used"]
     name = visible(str(guard.get("name", f"#{index + 1}")))
+    lines = []
     if "command" in guard:
-        return _block(f"prompt guard {name!r}: sh -c", str(guard["command"]))
+        lines.extend(_block(f"prompt guard {name!r}: sh -c", str(guard["command"])))
     if "builtin" in guard:
         args = guard.get("args")
         suffix = f" with args {visible(repr(args))}" if args else ""
-        return [f"  prompt guard {name!r}: built-in {visible(str(guard['builtin']))}{suffix}"]
-    return [f"  prompt guard {name!r}: no command"]
+        lines.append(f"  prompt guard {name!r}: built-in {visible(str(guard['builtin']))}{suffix}")
+    return lines or [f"  prompt guard {name!r}: no command"]
 
 
 def describe_content(file: Path, content: bytes) -> str:
