@@ -6,7 +6,7 @@ from .base import Adapter, ArgvGrammar
 
 ADAPTER = Adapter(
     name="demo",
-    ready_patterns=(r"demo> ",),
+    ready_patterns=(r"(?m)^demo>",),
     ready_quiet_secs=0.02,
     delivery="paste",
     settle_secs=0.03,
