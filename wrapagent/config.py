@@ -270,6 +270,11 @@ def _find_line(text: str, parts: tuple) -> int | None:
     own = header_line(parts)
     if own is not None:
         return own + 1
+    if parent and start is None and isinstance(parent[-1], str):
+        # The parent is no table header: an inline table, `args = { key = … }`.
+        found = _find_line(text, parent)
+        if found is not None:
+            return found
     loose = re.compile(rf"(^|[\s{{,.]){_key_pattern(key)}\s*=")
     for number, line in enumerate(lines):
         if loose.search(line):
@@ -410,6 +415,18 @@ def _validate_builtin_args(name: str, args: dict) -> dict:
     return validate_args(name, args)
 
 
+def _args_error(check: _FileCheck, prefix: str, parts: tuple, message: str) -> None:
+    """validate_args says `args.KEY: why`; report it under `prompt_guard[i].args.KEY`."""
+    import re
+
+    match = re.match(r"args\.([\w-]+):\s*(.*)", message, re.S)
+    if match:
+        sub, message = match.group(1), match.group(2)
+        check.error(f"{prefix}args.{sub}", message, (*parts, "args", sub))
+    else:
+        check.error(f"{prefix}args", message, (*parts, "args"))
+
+
 def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
     label = f"prompt_guard[{index}]"
     parts = ("prompt_guard", index)
@@ -445,7 +462,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
             try:
                 args = _validate_builtin_args(builtin, dict(args))
             except ValueError as exc:
-                check.error(f"{prefix}args", str(exc), (*parts, "args"))
+                _args_error(check, prefix, parts, str(exc))
     errors_after = len([p for p in check.problems if p.severity == "error"])
     if errors_after > errors_before or name is None:
         return None
