@@ -603,6 +603,7 @@ class Options:
     tests: list[str]
     proxies: list[str]
     wrapagent_cmd: list[str]
+    skip_probe: bool = False
 
 
 @dataclass
@@ -922,6 +923,8 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--tests", default=",".join(ALL_TESTS), help="comma-separated subset of " + ",".join(ALL_TESTS))
     parser.add_argument("--proxies", default=",".join(ALL_PROXIES), help="comma-separated subset of "
                         + ",".join(ALL_PROXIES))
+    parser.add_argument("--skip-probe", action="store_true",
+                        help="measure wrapagent even if `--no-hooks true`/`seq 1 5` misbehave (e.g. under a profiler)")
     parser.add_argument("--wrapagent-cmd", default=None,
                         help="how to launch wrapagent (shell words; `--no-hooks CMD…` is appended); "
                              f"default: {shlex.join(default_wrapagent_cmd())}")
@@ -939,7 +942,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         parser.error("--idle-s must be at least 2 (1 s of start-up is excluded)")
     cmd = shlex.split(args.wrapagent_cmd) if args.wrapagent_cmd else default_wrapagent_cmd()
     return Options(args.size_mb, args.rounds, args.keystrokes, args.startup_n, args.idle_s, args.tail_runs,
-                   tests, proxies, cmd)
+                   tests, proxies, cmd, args.skip_probe)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -948,7 +951,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     candidates = {"direct": direct_proxy(), "script": script_proxy(), "wrapagent": wrapagent_proxy(opts.wrapagent_cmd)}
     proxies = [candidates[name] for name in opts.proxies]
     results = Results(opts, [])
-    if any(p.name == "wrapagent" for p in proxies):
+    if any(p.name == "wrapagent" for p in proxies) and not opts.skip_probe:
         why = probe_wrapagent(candidates["wrapagent"], env)
         if why:
             results.notes.append(f"wrapagent left out: {why}")
@@ -958,6 +961,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.notes.append("script left out: util-linux `script` is not on PATH")
         proxies = [p for p in proxies if p.name != "script"]
     results.proxies = [p.name for p in proxies]
+    if not proxies:
+        log("nothing left to measure")
+        return 2
     started = time.perf_counter()
     measure(opts, proxies, env, results)
     meta = {
