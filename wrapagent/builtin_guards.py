@@ -830,32 +830,46 @@ def _walk(root: Path, depth: int) -> list[str]:
     return found
 
 
-def _render_tree(paths: list[str], depth: int, counted: bool) -> list[str]:
-    """Indented listing down to `depth`; deeper directories show a file count."""
-    tree: dict[str, dict] = {}
+def _collapse(entries: Mapping[str, int], depth: int) -> dict[str, int]:
+    """Collapse entries to what is shown at `depth`: "a/b/" → files below it, "a/x" → 1.
+
+    `entries` maps a path to the number of files it stands for (1 for a file,
+    0 for the bare "dir/" marker of a walk, n for an already collapsed "dir/").
+    One bounded `str.split` per entry; reducing the depth later re-collapses
+    the few hundred shown entries instead of every file of the repository.
+    """
+    shown: dict[str, int] = {}
+    for path, weight in entries.items():
+        parts = path.split("/", depth)
+        key = "/".join(parts[:depth]) + "/" if len(parts) > depth else path
+        shown[key] = shown.get(key, 0) + weight
+    return shown
+
+
+def _render_tree(shown: Mapping[str, int], counted: bool) -> list[str]:
+    """Indented listing of collapsed entries; directories with nothing shown get a count."""
+    tree: dict[str, dict | None] = {}
     counts: dict[tuple[str, ...], int] = {}
-    for path in paths:
-        parts = [p for p in path.split("/") if p]
-        is_dir_entry = path.endswith("/")
+    for entry, count in shown.items():
+        is_dir = entry.endswith("/")
+        parts = [p for p in entry.split("/") if p]
         node = tree
-        for level, part in enumerate(parts[:depth]):
-            last = level == len(parts) - 1
-            if last and not is_dir_entry:
+        for level, part in enumerate(parts):
+            if level == len(parts) - 1 and not is_dir:
                 node.setdefault(part, None)  # a file at this level
-            else:
-                key = tuple(parts[: level + 1])
-                if counted:
-                    counts[key] = counts.get(key, 0) + 1
-                child = node.get(part)
-                if not isinstance(child, dict):
-                    child = {}
-                    node[part] = child
-                node = child
+                break
+            child = node.get(part)
+            if child is None:
+                child = {}
+                node[part] = child
+            node = child
+        if is_dir:
+            counts[tuple(parts)] = count
     lines: list[str] = []
 
     def emit(node: dict, prefix: tuple[str, ...], indent: str) -> None:
-        dirs = sorted(k for k, v in node.items() if isinstance(v, dict))
-        files = sorted(k for k, v in node.items() if not isinstance(v, dict))
+        dirs = sorted(k for k, v in node.items() if v is not None)
+        files = sorted(k for k, v in node.items() if v is None)
         for name in dirs:
             key = (*prefix, name)
             child = node[name]
@@ -887,11 +901,13 @@ def _directory_listing(args: Mapping[str, object], ctx: GuardContext, deadline: 
     if not paths:
         return ""
     shown = depth
-    lines = _render_tree(paths, shown, from_git)
+    entries = _collapse({p: 0 if p.endswith("/") else 1 for p in paths}, shown)
+    lines = _render_tree(entries, from_git)
     # Prefer a complete shallower listing over a deep one cut off half-way.
     while len(lines) > max_entries and shown > 1:
         shown -= 1
-        lines = _render_tree(paths, shown, from_git)
+        entries = _collapse(entries, shown)
+        lines = _render_tree(entries, from_git)
     source = "files tracked or not ignored by git" if from_git else "dot-directories skipped"
     level_text = f"{shown} level{'s' if shown != 1 else ''}"
     if shown < depth:
