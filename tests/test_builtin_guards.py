@@ -32,6 +32,7 @@ def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(home))  # no sample hooks to copy: faster init
     for who in ("AUTHOR", "COMMITTER"):
         monkeypatch.setenv(f"GIT_{who}_NAME", "Ada")
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "ada@example.com")
@@ -61,8 +62,10 @@ def commit(repo: Path, name: str, content: str, message: str) -> None:
 def make_repo(path: Path, *, commits: int = 1, branch: str = "main") -> Path:
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", branch)
-    for i in range(commits):
-        commit(path, "README.md", f"readme {i}\n", f"commit {i}")
+    if commits:
+        commit(path, "README.md", "readme 0\n", "commit 0")
+    for i in range(1, commits):  # one fork per extra commit keeps the suite fast
+        git(path, "commit", "-q", "--allow-empty", "-m", f"commit {i}")
     return path
 
 
@@ -716,3 +719,19 @@ def test_jj_only_repo_uses_jj_status(tmp_path: Path, monkeypatch: pytest.MonkeyP
     bindir = fake_tool(tmp_path, "jj", 'echo "Working copy changes:"; echo "M src/a.rs"\n')
     monkeypatch.setenv("PATH", str(bindir))
     assert run("git_status", root) == "Version control: Jujutsu (jj).\nWorking copy changes:\nM src/a.rs"
+
+
+def test_validated_args_validate_again_unchanged() -> None:
+    """guards.py hands the loader's validated args (tuples) back to run_builtin."""
+    for name in BUILTIN_NAMES:
+        raw = {"files": ["AGENTS.md"]} if name == "prompt_files" else {}
+        once = validate_args(name, raw)
+        assert validate_args(name, once) == once
+
+
+def test_dirty_tree_tiny_cap_is_still_respected(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("changed\n")
+    out = run("dirty_tree", repo, resume=True, max_bytes=60)
+    assert len(out.encode()) <= 60
+    assert out.endswith(bg.TRUNCATED)

@@ -232,7 +232,7 @@ def _run(
     what we keep, not what git could print. Its own session means no
     controlling terminal: nothing can prompt on /dev/tty or get our SIGINT.
     """
-    import select
+    import selectors
     import signal
     import subprocess
     import time
@@ -256,13 +256,15 @@ def _run(
     chunks: list[bytes] = []
     size = 0
     truncated = False
+    # A selector, not select.select: that fails on descriptors above 1023.
+    selector = selectors.DefaultSelector()
     try:
+        selector.register(fd, selectors.EVENT_READ)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
+            if not selector.select(remaining):
                 continue
             data = os.read(fd, 65536)
             if not data:
@@ -279,6 +281,7 @@ def _run(
     except (OSError, subprocess.TimeoutExpired):
         return None
     finally:
+        selector.close()
         if proc.returncode is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -579,9 +582,11 @@ def _dirty_tree(args: Mapping[str, object], ctx: GuardContext, deadline: float) 
     )
     max_bytes = args["max_bytes"]
     assert isinstance(max_bytes, int)
-    advice_size = len(advice.encode()) + 1
-    body = cap_text("\n".join([intro, *sections]), max(1, max_bytes - advice_size))
-    return f"{body}\n{advice}"
+    text = "\n".join([intro, *sections])
+    room = max_bytes - len(advice.encode()) - 1
+    if room < 2 * len(intro.encode()):
+        return cap_text(f"{text}\n{advice}", max_bytes)  # a tiny cap: no room to keep the advice
+    return f"{cap_text(text, room)}\n{advice}"
 
 
 def _unpushed(st: _Status, root: Path, deadline: float) -> str:
