@@ -169,7 +169,15 @@ class Session:
         from .adapters.base import PromptPlan
 
         stdin_piped = not _is_tty(0)
-        plan = self.adapter.plan_prompt(self.argv[1:], stdin_piped=stdin_piped)
+        plan = self.adapter.plan_prompt(self.opts.args, stdin_piped=stdin_piped)
+        # Plans index the tool's argv as if argv[0] were the tool; the demo
+        # agent runs as `python -m wrapagent.demo_agent`, so shift.
+        shift = len(self.argv) - len(self.opts.args) - 1
+        if shift:
+            from dataclasses import replace
+
+            plan = replace(plan, index=None if plan.index is None else plan.index + shift,
+                           args=tuple(a + shift for a in plan.args))
         if stdin_piped and plan.kind == "argv" and self.adapter.stdin_before_arg:
             plan = PromptPlan("stdin", oneshot=True, reason="stdin comes before the argument")
         if stdin_piped and plan.kind == "interactive" and self.adapter.piped_stdin_is_prompt:
@@ -204,7 +212,7 @@ class Session:
 
         return GuardContext(project_root=self.project_root, cwd=self.cwd, tool=self.adapter.name,
                             session_id=record.id,
-                            is_resume=self.adapter.is_resume(self.argv[1:]),
+                            is_resume=self.adapter.is_resume(self.opts.args),
                             session_dir=record.dir, sessions_root=record.root)
 
     def _run_with_record(self, cfg, record) -> int:

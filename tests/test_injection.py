@@ -1,0 +1,226 @@
+"""The input state machine of first-message injection, driven with a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from wrapagent.adapters import adapter_for
+from wrapagent.adapters.base import Adapter
+from wrapagent.injection import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END,
+                                 PASTE_START, REPLY, TEXT, FirstMessageInjector, tokenize)
+
+PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'
+READY_SCREEN = b"\x1b[?2004hbanner\r\ndemo> "
+
+
+def kinds(data: bytes) -> list[str]:
+    return [t.kind for t in tokenize(data)]
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"abc", [TEXT]),
+    (b"\r", [ENTER]),
+    (b"\n", [NEWLINE]),
+    (b"\x1b\r", [NEWLINE]),                   # Alt/Esc+Enter inserts a newline
+    (b"\x1b[13;2u", [NEWLINE]),               # kitty shift+Enter
+    (b"\x1b[13u", [ENTER]),                   # kitty Enter
+    (b"\x7f", [BACKSPACE]),
+    (b"\x03", [INTERRUPT]),
+    (b"\x1b", [INTERRUPT]),                   # a lone ESC key
+    (b"\x1b[A", [KEY]),
+    (b"\x1bOA", [KEY]),
+    (b"\x1b[12;40R", [REPLY]),                # cursor position report
+    (b"\x1b[?62;22c", [REPLY]),               # DA1 reply
+    (b"\x1b[>1;10;0c", [REPLY]),              # DA2 reply
+    (b"\x1b[?0u", [REPLY]),                   # kitty flags reply
+    (b"\x1b[?2004;1$y", [REPLY]),             # DECRPM
+    (b"\x1b]11;rgb:0000/0000/0000\x1b\\", [REPLY]),   # OSC 11 reply, ST
+    (b"\x1b]10;rgb:ffff/ffff/ffff\x07", [REPLY]),     # OSC 10 reply, BEL
+    (b"\x1bP>|xterm(390)\x1b\\", [REPLY]),    # XTVERSION
+    (b"\x1b[I\x1b[O", [REPLY, REPLY]),        # focus reports
+    (b"\x1b[<35;10;5M\x1b[<0;10;5m", [REPLY, REPLY]),  # SGR mouse
+    (b"\x1b[200~a\rb\x1b[201~", [PASTE_START, TEXT, ENTER, TEXT, PASTE_END]),
+    ("héllo".encode(), [TEXT]),
+])
+def test_tokenize(data: bytes, expected: list[str]) -> None:
+    assert kinds(data) == expected
+    assert b"".join(t.data for t in tokenize(data)) == data  # nothing lost or invented
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def make(adapter: Adapter | None = None, prefix: str | None = PREFIX):
+    clock = Clock()
+    box = {"prefix": prefix}
+    inj = FirstMessageInjector(adapter or adapter_for("demo"), rows=24, cols=80,
+                               get_prefix=lambda: box["prefix"], wake_fd=None, clock=clock)
+    inj._t0 = clock.t
+    return inj, clock, box
+
+
+def become_ready(inj: FirstMessageInjector, clock: Clock) -> None:
+    inj.on_output(READY_SCREEN, clock.t)
+    clock.t += 0.2
+    assert inj.poll(clock.t) == b""
+    assert inj.state == "armed"
+
+
+def test_keys_before_ready_pass_through() -> None:
+    inj, clock, _ = make()
+    assert inj.on_input(b"y\r", clock.t) == b"y\r"   # a startup dialog's answer
+    assert inj.state == "starting"
+
+
+def test_not_ready_without_bracketed_paste() -> None:
+    inj, clock, _ = make()
+    inj.on_output(b"banner\r\ndemo> ", clock.t)
+    clock.t += 0.2
+    inj.poll(clock.t)
+    assert inj.state == "starting"
+
+
+def test_first_key_held_blocks_delivered_then_released() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"h", clock.t) == b""
+    sent = inj.poll(clock.t)
+    assert sent == b"\x1b[200~" + PREFIX.encode() + b"\x1b[201~"
+    assert inj.on_input(b"ello", clock.t + 0.01) == b""      # still held, order kept
+    inj.on_output(b"[pasted]", clock.t + 0.02)                # the composer redraws
+    clock.t += 0.03
+    assert inj.poll(clock.t) == b""                           # not quiet long enough yet
+    clock.t += 0.05
+    assert inj.poll(clock.t) == b"hello"
+    assert inj.report.status == "delivered"
+    assert inj.on_input(b"\r", clock.t) == b"\r"
+    assert inj.done and inj.report.status == "submitted"
+    assert inj.report.first_key_delay_ms == pytest.approx(80, abs=1)
+
+
+def test_terminal_replies_do_not_trigger() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    noise = b"\x1b[12;40R\x1b]11;rgb:0/0/0\x1b\\\x1b[I\x1b[<35;1;1M\x1b[?62c"
+    assert inj.on_input(noise, clock.t) == noise
+    assert inj.state == "armed"
+
+
+def test_command_first_then_message_gets_blocks() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"/model", clock.t) == b"/model"
+    assert inj.state == "command"
+    assert inj.on_input(b"\r", clock.t) == b"\r"
+    assert inj.state == "armed"
+    assert inj.on_input(b"x", clock.t) == b""
+    assert PREFIX.encode() in inj.poll(clock.t)
+
+
+def test_command_erased_rearms() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    inj.on_input(b"/", clock.t)
+    inj.on_input(b"\x7f", clock.t)
+    assert inj.state == "armed"
+
+
+def test_keys_in_same_read_after_trigger_are_held_in_order() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"\x1b[Dab", clock.t) == b"\x1b[D"   # a cursor key passes, text is held
+    inj.poll(clock.t)
+    clock.t += 2
+    assert inj.poll(clock.t) == b"ab"
+
+
+def test_paste_start_triggers() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"\x1b[200~/not a command\x1b[201~", clock.t) == b""
+
+
+def test_history_recall_submission_is_noted_and_next_message_injected() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"\x1b[A", clock.t) == b"\x1b[A"
+    assert inj.on_input(b"\r", clock.t) == b"\r"
+    assert any("history" in n for n in inj.report.notes)
+    assert inj.on_input(b"n", clock.t) == b""
+    assert PREFIX.encode() in inj.poll(clock.t)
+
+
+def test_ctrl_c_after_delivery_rearms() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    inj.on_input(b"a", clock.t)
+    inj.poll(clock.t)
+    clock.t += 2
+    assert inj.poll(clock.t) == b"a"
+    assert inj.on_input(b"\x03", clock.t) == b"\x03"
+    assert inj.state == "armed"
+    inj.on_input(b"b", clock.t)
+    assert PREFIX.encode() in inj.poll(clock.t)
+    assert inj.report.attempts == 2
+
+
+def test_enter_inside_paste_is_not_a_submit() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    inj.on_input(b"a", clock.t)
+    inj.poll(clock.t)
+    clock.t += 2
+    inj.poll(clock.t)
+    inj.on_input(b"\x1b[200~x\ry\x1b[201~", clock.t)
+    assert not inj.done
+    inj.on_input(b"\n", clock.t)      # newline key: still not a submit
+    assert not inj.done
+    inj.on_input(b"\r", clock.t)
+    assert inj.done
+
+
+def test_waits_for_guards_then_delivers() -> None:
+    inj, clock, box = make(prefix=None)
+    become_ready(inj, clock)
+    assert inj.on_input(b"q", clock.t) == b""
+    assert inj.poll(clock.t) == b""        # guards still running: keep holding
+    assert inj.state == "holding"
+    box["prefix"] = PREFIX
+    assert PREFIX.encode() in inj.poll(clock.t)
+
+
+def test_empty_prefix_releases_at_once() -> None:
+    inj, clock, _ = make(prefix="")
+    become_ready(inj, clock)
+    assert inj.on_input(b"q", clock.t) == b""
+    assert inj.poll(clock.t) == b"q"
+    assert inj.done and inj.report.status == "none"
+
+
+def test_typed_delivery_for_claude_chunks_without_paste_markers() -> None:
+    claude = adapter_for("claude")
+    inj, clock, _ = make(adapter=claude, prefix="x" * 600 + "\n\n")
+    inj.on_output(b"\x1b[?2004h\xe2\x94\x80\xe2\x94\x80\r\n\xe2\x9d\xaf \r\n? for shortcuts", clock.t)
+    clock.t += 0.5
+    inj.poll(clock.t)
+    assert inj.state == "armed"
+    inj.on_input(b"h", clock.t)
+    chunks = [inj.poll(clock.t)]
+    for _ in range(5):
+        clock.t += claude.typed_gap_secs
+        chunks.append(inj.poll(clock.t))
+    chunks = [c for c in chunks if c]
+    assert b"".join(chunks) == b"x" * 600 + b"\n\n"
+    assert all(len(c) <= claude.typed_chunk_bytes for c in chunks)
+    assert len(chunks) == 3
+    assert b"\x1b[200~" not in b"".join(chunks)
+
+
+def test_lost_when_never_ready() -> None:
+    inj, clock, _ = make()
+    assert inj.finalize().status == "lost"
