@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -54,10 +54,24 @@ TRUNCATED = "… (truncated)"
 _REQUIRED = object()
 
 
-class _Opt(NamedTuple):
+class _Record:
+    """A plain record: a NamedTuple class costs ~0.3 ms of import time each."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __init__(self, *values: object) -> None:
+        for name, value in zip(self.__slots__, values):
+            setattr(self, name, value)
+
+
+class _Opt(_Record):
+    __slots__ = ("kind", "default", "choices")
     kind: str  # "pos_int" | "bool" | "str_list" | "path_list" | "choice"
     default: object
-    choices: tuple[str, ...] = ()
+    choices: tuple[str, ...]
+
+    def __init__(self, kind: str, default: object, choices: tuple[str, ...] = ()) -> None:
+        super().__init__(kind, default, choices)
 
 
 _SCHEMA: dict[str, dict[str, _Opt]] = {
@@ -217,7 +231,8 @@ def _quiet_env() -> dict[str, str]:
     return env
 
 
-class _Out(NamedTuple):
+class _Out(_Record):
+    __slots__ = ("code", "text", "truncated")
     code: int
     text: str
     truncated: bool  # output exceeded `limit` and the process was killed
@@ -415,7 +430,11 @@ def _is_jj_repo(root: Path) -> bool:
 # --------------------------------------------------------------------------- #
 
 
-class _Status(NamedTuple):
+class _Status(_Record):
+    __slots__ = (
+        "oid", "head", "upstream", "ahead", "behind",
+        "lines", "staged", "unstaged", "untracked", "conflicted",
+    )
     oid: str | None  # None: no commits yet
     head: str | None  # None: detached HEAD
     upstream: str | None
