@@ -429,6 +429,22 @@ def run_startup(proxy: Proxy, env: Mapping[str, str]) -> Record:
     return {"first_byte_ms": run_first_byte(proxy, env), "true_exit_ms": run_true(proxy, env)}
 
 
+PYTHON_FLOORS: Final = {
+    "(python: write x, exit)": [sys.executable, "-c", "import os; os.write(1, b'x')"],
+    "(python -S: write x, exit)": [sys.executable, "-S", "-c", "import os; os.write(1, b'x')"],
+}
+"""Reference rows for start-up: no Python proxy can print before its interpreter has
+started, and `-S` shows what this machine's site-packages `.pth` files add to that."""
+
+
+def run_floor(argv: Sequence[str], env: Mapping[str, str]) -> Record:
+    """Launch → first byte and → exit of a bare interpreter (no child at all)."""
+    with OuterPty(argv, env) as term:
+        seen = term.read_until(b"x")
+        info = term.finish()
+        return {"first_byte_ms": (seen - term.launched) * 1000, "true_exit_ms": (info.exited_at - term.launched) * 1000}
+
+
 def run_idle(proxy: Proxy, seconds: float, env: Mapping[str, str]) -> Record:
     """`sleep N`: the leader's CPU % and wake-ups/s, from 1 s after launch (start-up excluded)."""
     with OuterPty(proxy.wrap(["sleep", str(seconds)]), env) as term:
@@ -665,6 +681,9 @@ def measure(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], res
                 for proxy in proxies:
                     rec = run_startup(proxy, env)
                     results.records["startup"].append({"round": r, "i": i, "proxy": proxy.name, **rec})
+                for name, argv in PYTHON_FLOORS.items():
+                    rec = run_floor(argv, env)
+                    results.records["startup"].append({"round": r, "i": i, "proxy": name, **rec})
             log(f"startup r{r} done")
     if "idle" in opts.tests:
         results.records["idle"] = []
@@ -860,7 +879,9 @@ def report(results: Results, meta: Mapping[str, Any]) -> str:
                   latency_table(rec["latency"], ps), ""]
     if "startup" in rec:
         parts += [f"## Start-up: median of {results.options.startup_n} launches/round", "",
-                  startup_table(rec["startup"], ps), ""]
+                  startup_table(rec["startup"], [*ps, *PYTHON_FLOORS]),
+                  "", "Rows in parentheses are references, not proxies: the bench's own interpreter "
+                  f"(`{sys.executable}`) writing one byte and exiting, with and without `site`.", ""]
     if "idle" in rec:
         parts += [f"## Idle: `sleep {results.options.idle_s:g}`, window from 1 s to end − 0.5 s", "",
                   idle_table(rec["idle"], ps), ""]
