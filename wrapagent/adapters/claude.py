@@ -27,22 +27,31 @@ ADAPTER = Adapter(
             "--max-turns", "--system-prompt", "--system-prompt-file", "--append-system-prompt",
             "--append-system-prompt-file", "--permission-mode", "--model", "--agent",
             "--agents", "--fallback-model", "--settings", "--session-id", "--setting-sources",
-            "--permission-prompt-tool",
+            "--permission-prompt-tool", "--autocompact", "--debug-file", "--effort",
+            "--environment", "-n", "--name", "--permission-prompts",
+            "--remote-control-session-name-prefix", "--system-prompt-snapshot",
         }),
         flag_options=frozenset({
             "--verbose", "--include-partial-messages", "--replay-user-messages",
             "--dangerously-skip-permissions", "--allow-dangerously-skip-permissions",
             "--mcp-debug", "-c", "--continue", "--fork-session", "--ide",
             "--strict-mcp-config", "--disable-slash-commands", "-h", "--help", "-v",
-            "--version", "--bare", "--chrome", "--no-chrome",
+            "--version", "--bare", "--chrome", "--no-chrome", "--ax-screen-reader", "--bg",
+            "--background", "--brief", "--desktop", "--exclude-dynamic-system-prompt-sections",
+            "--forward-subagent-text", "--include-hook-events", "--no-session-persistence",
+            "--restricted", "--safe-mode", "--tmux",
         }),
-        # -d/--debug and -r/--resume take an OPTIONAL value; --add-dir,
-        # --allowedTools, --mcp-config … are variadic: all left unknown, so
-        # a command line using them is "unsure" and argv is left alone.
+        # From `claude --help` of 2.1.330. -d/--debug, -r/--resume, -w,
+        # --cloud, --from-pr, --teleport… take an OPTIONAL value; --add-dir,
+        # --allowedTools, --mcp-config, --file… are variadic: all left
+        # unknown, so a command line using them is "unsure" and argv is left
+        # alone (the first typed message gets the blocks instead).
         oneshot_flags=frozenset({"-p", "--print"}),
         subcommands=frozenset({
             "config", "mcp", "plugin", "plugins", "migrate-installer", "setup-token",
             "doctor", "update", "upgrade", "install", "agents", "auth", "remote-control",
+            "attach", "auto-mode", "gateway", "import", "logs", "purge", "respawn", "rm",
+            "stop", "kill", "ultrareview",
         }),
     ),
     quit_keys=(b"\x03", b"\x03"),

@@ -13,19 +13,22 @@ from .base import Adapter, ArgvGrammar
 _COMMON_VALUES = frozenset({
     "-c", "--config", "-m", "--model", "-p", "--profile", "-s", "--sandbox",
     "-a", "--ask-for-approval", "-C", "--cd", "--add-dir", "--enable", "--disable",
-    "--local-provider",
+    "--local-provider", "--remote", "--remote-auth-token-env",
 })
 _COMMON_FLAGS = frozenset({
     "--oss", "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--search",
     "--no-alt-screen", "--no-daemon", "-h", "--help", "-V", "--version",
+    "--strict-config", "--approve-for-me", "--dangerously-bypass-hook-trust", "--worktree",
 })
+# Option lists are from `codex --help` / `codex exec --help` of 0.169.0.
 # -i/--image takes several files (clap num_args 1..): deliberately not listed,
 # so a command line using it is "unsure" and left alone.
 
 EXEC = ArgvGrammar(
-    value_options=_COMMON_VALUES | {"--output-schema", "--color", "-o", "--output-last-message"},
-    flag_options=_COMMON_FLAGS | {"--skip-git-repo-check", "--json", "--ephemeral",
-                                  "--include-plan-tool"},
+    value_options=_COMMON_VALUES | {"--output-schema", "--color", "-o", "--output-last-message",
+                                    "--thread-source", "--cyber-access-program"},
+    flag_options=_COMMON_FLAGS | {"--skip-git-repo-check", "--json", "--ephemeral", "--trust",
+                                  "--ignore-user-config", "--ignore-rules"},
     subcommands=frozenset({"resume", "review", "help"}),
     stdin_marker="-",
     oneshot=True,
@@ -41,9 +44,11 @@ ADAPTER = Adapter(
         value_options=_COMMON_VALUES,
         flag_options=_COMMON_FLAGS,
         subcommands=frozenset({
-            "review", "login", "logout", "mcp", "mcp-server", "app-server", "app",
-            "completion", "sandbox", "debug", "apply", "a", "resume", "fork", "cloud",
-            "features", "help", "responses-api-proxy", "stdio-to-uds", "exec-server",
+            "agents", "review", "login", "logout", "mcp", "mcp-server", "plugin", "app-server",
+            "app", "remote-control", "completion", "update", "doctor", "sandbox", "debug",
+            "apply", "a", "resume", "queue", "archive", "delete", "migrate-rollouts",
+            "migrate-nfs-db", "unarchive", "fork", "cloud", "exec-server", "features", "help",
+            "responses-api-proxy", "stdio-to-uds",
         }),
         prompt_subcommands={"exec": EXEC, "e": EXEC},
     ),

@@ -23,15 +23,20 @@ ADAPTER = Adapter(
     stdin_before_arg=True,
     piped_stdin_is_prompt=True,
     grammar=ArgvGrammar(
+        # From `gemini --help` of 0.61.0. -w/--worktree takes an optional
+        # value and the [array] options are variadic: left unknown (unsure).
         value_options=frozenset({"-m", "--model", "--approval-mode", "-o", "--output-format",
-                                 "--delete-session"}),
+                                 "--delete-session", "-r", "--resume", "--session-file",
+                                 "--session-id"}),
         flag_options=frozenset({"-d", "--debug", "-y", "--yolo", "-s", "--sandbox",
                                 "--screen-reader", "-l", "--list-extensions", "--list-sessions",
                                 "--experimental-acp", "-v", "--version", "-h", "--help",
-                                "--raw-output", "--accept-raw-output-risk", "--skip-trust"}),
+                                "--raw-output", "--accept-raw-output-risk", "--skip-trust",
+                                "--acp"}),
         prompt_options=frozenset({"-p", "--prompt", "-i", "--prompt-interactive"}),
         oneshot_flags=frozenset(),
-        subcommands=frozenset({"mcp", "extensions", "extension", "skills", "skill", "hooks"}),
+        subcommands=frozenset({"mcp", "extensions", "extension", "skills", "skill", "hooks",
+                                "hook", "gemma"}),
     ),
     quit_keys=(b"\x03", b"\x03"),
 )

@@ -37,12 +37,16 @@ def quote_join(args: list[str]) -> str:
     return " ".join('"' + a.replace('"', '\\"') + '"' if " " in a else a for a in args)
 
 
+# From `opencode --help` / `opencode run --help` of 1.18.33. --title and
+# --port of `run` take an optional value, -f/--file and --cors are arrays:
+# left unknown (unsure).
 RUN = ArgvGrammar(
     value_options=frozenset({"-m", "--model", "--agent", "-s", "--session", "--format",
-                             "--title", "--attach", "--port", "--command", "--variant",
-                             "--log-level"}),
+                             "--attach", "--command", "--variant", "--log-level", "-p",
+                             "--password", "-u", "--username", "--dir"}),
     flag_options=frozenset({"-c", "--continue", "--share", "--print-logs", "--fork",
-                            "--thinking", "-h", "--help"}),
+                            "--thinking", "-h", "--help", "-v", "--version", "--pure",
+                            "-i", "--interactive", "--auto"}),
     oneshot=True,
     quote_join_args=True,
 )
@@ -58,12 +62,13 @@ ADAPTER = Adapter(
     env_for_child=_child_env,
     grammar=ArgvGrammar(
         value_options=frozenset({"-m", "--model", "-s", "--session", "--agent", "--port",
-                                 "--hostname", "--log-level"}),
+                                 "--hostname", "--log-level", "--mdns-domain", "--replay-limit"}),
         flag_options=frozenset({"-c", "--continue", "--print-logs", "-h", "--help", "-v",
-                                "--version", "--fork"}),
+                                "--version", "--fork", "--pure", "--mdns", "--auto", "--mini",
+                                "--no-replay"}),
         prompt_options=frozenset({"--prompt"}),
         positional_prompt=False,
-        subcommands=frozenset({"auth", "agent", "upgrade", "uninstall", "serve", "web",
+        subcommands=frozenset({"auth", "providers", "plug", "agent", "upgrade", "uninstall", "serve", "web",
                                "models", "stats", "export", "import", "github", "pr", "mcp",
                                "acp", "debug", "session", "attach", "completion", "generate",
                                "plugin", "db"}),
