@@ -133,3 +133,21 @@ def test_write_starter_reports_unwritable_path_in_one_line(tmp_path: Path) -> No
         write_starter(blocker / "sub" / "hooks.toml")
     assert str(err.value).startswith(f"cannot write {blocker / 'sub' / 'hooks.toml'}: ")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("variant", ["as shipped", "all examples uncommented"])
+def test_real_loader_accepts_the_starter_without_problems(tmp_path: Path, variant: str) -> None:
+    config = pytest.importorskip("wrapagent.config")
+    load_config = getattr(config, "load_config", None)
+    if load_config is None:
+        pytest.skip("wrapagent.config has no load_config")
+    text = STARTER_HOOKS_TOML if variant == "as shipped" else uncommented()
+    hooks = tmp_path / "xdg" / "wrapagent" / "hooks.toml"
+    hooks.parent.mkdir(parents=True)
+    hooks.write_text(text, encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    cfg = load_config(project, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)})
+    assert [str(p) for p in cfg.problems] == []
+    expected = 3 if variant == "as shipped" else len(tomllib.loads(text)["prompt_guard"])
+    assert len(cfg.guards) == expected
