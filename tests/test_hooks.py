@@ -127,6 +127,27 @@ def test_hostile_values_are_never_executed(tmp_path, template):
         assert "SHOULD-NOT-APPEAR" not in out
 
 
+def test_here_document_bodies_are_left_alone(tmp_path):
+    canary = tmp_path / "canary"
+    value = f"x\nEOF\ntouch {canary}\n$(touch {canary})"
+    for template in (
+        "cat <<EOF\n{v}\nEOF\nprintf '%s' {v}",
+        "cat <<-'E O'\n\t{v}\n\tE O\nprintf '%s' {v}",
+        "cat <<A <<\"B\"\n{v}\nA\n{v}\nB\nprintf '%s' {v}",
+    ):
+        command = substitute(template, {"v": value})
+        assert command.endswith("printf '%s' " + _quoted(value)), command
+        out = subprocess.run(["sh", "-c", command], capture_output=True, cwd=tmp_path, timeout=10).stdout.decode()
+        assert not canary.exists(), command
+        assert out.startswith("{v}\n") and out.endswith(value)
+    assert substitute("cat <<< {v}", {"v": "x"}) == "cat <<< 'x'"
+    assert substitute("echo $((1<<2)) {v}", {"v": "x"}) == "echo $((1<<2)) 'x'"
+
+
+def _quoted(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
 def test_exact_round_trip_of_values(tmp_path):
     for raw in HOSTILE_VALUES:
         for template in ("printf '%s' {v}", "printf '%s' '{v}'", 'printf \'%s\' "{v}"'):

@@ -75,6 +75,8 @@ class Problem:
 
 @dataclass(frozen=True)
 class LifecycleHook:
+    """One lifecycle event's hook; `command` still holds its `{placeholders}`."""
+
     event: str
     command: str
     enabled: bool
@@ -96,6 +98,8 @@ class GuardSpec:
 
 @dataclass(frozen=True)
 class PreSessionHook:
+    """The global pre_session hook: its stdout becomes the `<system-reminder>` block."""
+
     command: str
     enabled: bool
     transports: tuple[str, ...]  # canonical names; empty = every tool
@@ -374,10 +378,15 @@ def _check_table(check: _FileCheck, value: Any, key: str, parts: tuple) -> dict 
 # --------------------------------------------------------------------------- hooks.toml
 
 
-@dataclass
 class _HooksFile:
-    lifecycle: dict[str, LifecycleHook]
-    guards: tuple[GuardSpec, ...] | None  # None: the file does not define prompt_guard
+    """What one hooks.toml defines (before merging). A plain class: every
+    dataclass costs ~1 ms of start-up, and this one is internal."""
+
+    __slots__ = ("lifecycle", "guards")
+
+    def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
+        self.lifecycle = lifecycle
+        self.guards = guards  # None: the file does not define prompt_guard
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:

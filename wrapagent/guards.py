@@ -33,6 +33,8 @@ class GuardRun:
 
 @dataclass
 class Collected:
+    """The prefix to inject and every run behind it (for the session record)."""
+
     prefix: str  # blocks.build_prefix(...): "" or the blocks followed by a blank line
     runs: list[GuardRun] = field(default_factory=list)
 

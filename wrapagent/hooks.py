@@ -47,18 +47,23 @@ def substitute(template: str, variables: Mapping[str, str]) -> str:
 
     * unquoted: `'value'`
     * inside `'…'`: the quote is closed, the value quoted, the quote reopened
-      (`'session {session_id} done'` → `'session '\\''…` style concatenation)
+      (`'session {session_id} done'` → `'session ''01J…'' done'`)
     * inside `"…"`: the same with double quotes (`"…"'value'"…"`)
+    * inside backticks: additionally backslash-escaped for the backtick pass
 
-    The scanner follows `'…'`, `"…"`, backslash escapes, `$(…)` and backticks
-    (so `"$(cmd {x})"` is treated as unquoted inside the substitution). It is
-    not a full shell parser: here-documents and `$'…'` are not understood.
+    The scanner follows `'…'`, `"…"`, backslash escapes (`\\{tool}` stays
+    literal), comments, `$(…)` and backticks (so `"$(cmd {x})"` is treated as
+    unquoted inside the substitution). Placeholders inside here-document
+    bodies are left unchanged: no quoting is safe there (a value holding the
+    delimiter line would end the document). It is not a full shell parser:
+    `$'…'` and `case` patterns inside `$(…)` are not understood.
     """
     out: list[str] = []
     # Stack of contexts: "U" unquoted, "S" single quotes, "D" double quotes,
     # "C" inside $( … ), "P" inside a plain ( … ) within an unquoted context,
     # "B" inside backticks.
     stack = ["U"]
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) awaiting their bodies
     i, n = 0, len(template)
     while i < n:
         ch = template[i]
@@ -94,6 +99,24 @@ def substitute(template: str, variables: Mapping[str, str]) -> str:
             out.append(template[i:end])
             i = end
             continue
+        if ctx != "D" and template.startswith("<<<", i):  # bash here-string, not a document
+            out.append("<<<")
+            i += 3
+            continue
+        if ctx != "D" and template.startswith("<<", i):
+            end, delimiter, strip_tabs = _heredoc_operator(template, i)
+            if delimiter:
+                heredocs.append((delimiter, strip_tabs))
+            out.append(template[i:end])
+            i = end
+            continue
+        if ch == "\n" and heredocs and ctx != "D":
+            out.append(ch)
+            i += 1
+            for delimiter, strip_tabs in heredocs:
+                i = _copy_heredoc_body(template, i, delimiter, strip_tabs, out)
+            heredocs.clear()
+            continue
         if ch == "$" and template.startswith("$(", i):
             stack.append("C")
             out.append("$(")
@@ -118,6 +141,46 @@ def substitute(template: str, variables: Mapping[str, str]) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _heredoc_operator(template: str, i: int) -> tuple[int, str, bool]:
+    """Parse `<<[-] WORD` at `i`: (index after it, delimiter with quotes removed, strip tabs)."""
+    n = len(template)
+    j = i + 2
+    strip_tabs = j < n and template[j] == "-"
+    j += 1 if strip_tabs else 0
+    while j < n and template[j] in " \t":
+        j += 1
+    word: list[str] = []
+    while j < n and template[j] not in " \t\n;&|<>()":
+        ch = template[j]
+        if ch in "'\"":
+            close = template.find(ch, j + 1)
+            close = n if close == -1 else close
+            word.append(template[j + 1 : close])
+            j = close + 1
+        elif ch == "\\":
+            word.append(template[j + 1 : j + 2])
+            j += 2
+        else:
+            word.append(ch)
+            j += 1
+    return min(j, n), "".join(word), strip_tabs
+
+
+def _copy_heredoc_body(template: str, i: int, delimiter: str, strip_tabs: bool, out: list[str]) -> int:
+    """Copy a here-document body and its delimiter line verbatim; index after them."""
+    n = len(template)
+    while i < n:
+        end = template.find("\n", i)
+        end = n if end == -1 else end + 1
+        line = template[i:end]
+        out.append(line)
+        i = end
+        text = line.rstrip("\n")
+        if (text.lstrip("\t") if strip_tabs else text) == delimiter:
+            break
+    return i
 
 
 def _in_backticks(text: str, stack: list[str]) -> str:
