@@ -210,7 +210,6 @@ _QUIET_ENV = {
     "GCM_INTERACTIVE": "never",
     "GIT_ASKPASS": "",
     "SSH_ASKPASS": "",
-    "GIT_SSH_COMMAND": "ssh -oBatchMode=yes",
     "GIT_PAGER": "cat",
     "PAGER": "cat",
     "GIT_OPTIONAL_LOCKS": "0",  # status must not rewrite the user's index
@@ -627,7 +626,8 @@ def _unpushed(st: _Status, root: Path, deadline: float) -> str:
             return ""
         out = _git(("log", fmt, "-n", "10", "@{upstream}..HEAD"), root, deadline) or ""
         head = f'Unpushed commits on "{st.head}" ({st.ahead} ahead of {st.upstream})'
-        return head + (":\n" + out.rstrip("\n") if out.strip() else ".")
+        more = f"\n… ({st.ahead - 10} more)" if st.ahead > 10 else ""
+        return head + (":\n" + out.rstrip("\n") + more if out.strip() else ".")
     remotes = _git(("remote",), root, deadline)
     if not remotes or not remotes.strip():
         return ""  # a local-only repository: everything is "unpushed", say nothing
