@@ -92,12 +92,14 @@ def _alive(pid: int) -> bool:
 
 
 def test_substitute_basic_and_unknown():
-    assert substitute("echo {tool} {nope} {}", {"tool": "codex"}) == "echo 'codex' {nope} {}"
+    assert substitute("echo {tool} {nope} {}", {"tool": "codex"}) == "echo codex {nope} {}"
+    assert substitute("echo {tool}", {"tool": "a b"}) == "echo 'a b'"
+    assert substitute("echo {tool}", {"tool": ""}) == "echo ''"
 
 
 def test_substitute_is_one_pass():
     out = substitute("echo {a} {b}", {"a": "{b}", "b": "B"})
-    assert out == "echo '{b}' 'B'"
+    assert out == "echo '{b}' B"
 
 
 def test_shell_parameter_syntax_and_escaped_braces_left_alone():
@@ -107,6 +109,7 @@ def test_shell_parameter_syntax_and_escaped_braces_left_alone():
 def test_substitute_quotes_inside_single_and_double_quotes():
     assert substitute("echo 'a {v} b'", {"v": "x y"}) == "echo 'a ''x y'' b'"
     assert substitute('echo "a {v} b"', {"v": "x y"}) == "echo \"a \"'x y'\" b\""
+    assert substitute("git commit -m 'session {v} complete'", {"v": "01J"}) == "git commit -m 'session '01J' complete'"
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
@@ -140,12 +143,21 @@ def test_here_document_bodies_are_left_alone(tmp_path):
         out = subprocess.run(["sh", "-c", command], capture_output=True, cwd=tmp_path, timeout=10).stdout.decode()
         assert not canary.exists(), command
         assert out.startswith("{v}\n") and out.endswith(value)
-    assert substitute("cat <<< {v}", {"v": "x"}) == "cat <<< 'x'"
-    assert substitute("echo $((1<<2)) {v}", {"v": "x"}) == "echo $((1<<2)) 'x'"
+    assert substitute("cat <<< {v}", {"v": "x y"}) == "cat <<< 'x y'"
+    assert substitute("echo $((1<<2)) {v}", {"v": "x y"}) == "echo $((1<<2)) 'x y'"
+
+
+def test_unquoted_form_matches_shlex_quote():
+    import shlex
+
+    for raw in HOSTILE_VALUES + ["01JABC", "/a/b-c_d.e", "a=b:c,d@e%f+g", "é", "a\tb"]:
+        assert substitute("{v}", {"v": raw}) == shlex.quote(raw)
 
 
 def _quoted(value: str) -> str:
-    return "'" + value.replace("'", "'\"'\"'") + "'"
+    import shlex
+
+    return shlex.quote(value)
 
 
 def test_exact_round_trip_of_values(tmp_path):

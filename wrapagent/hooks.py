@@ -30,8 +30,17 @@ PIPE_GRACE = 0.2  # seconds to wait for pipes to close after the shell has exite
 # --------------------------------------------------------------------------- substitution
 
 
+_SAFE_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
 def _sq(value: str) -> str:
-    """POSIX single-quoting; always quoted, so the result is one literal word."""
+    """`shlex.quote` semantics without importing shlex: one literal shell word.
+
+    Values made only of safe characters (ULIDs, tool names, most paths) stay
+    bare, which keeps the commands in session records readable.
+    """
+    if value and all(ch in _SAFE_WORD for ch in value):
+        return value
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
@@ -45,7 +54,7 @@ def substitute(template: str, variables: Mapping[str, str]) -> str:
     The quoting depends on where the placeholder sits, so a value can never
     break out of the surrounding shell syntax:
 
-    * unquoted: `'value'`
+    * unquoted: `shlex.quote(value)` (bare when only safe characters, else `'…'`)
     * inside `'…'`: the quote is closed, the value quoted, the quote reopened
       (`'session {session_id} done'` → `'session ''01J…'' done'`)
     * inside `"…"`: the same with double quotes (`"…"'value'"…"`)
