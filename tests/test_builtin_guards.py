@@ -532,7 +532,8 @@ def test_git_diff_no_commits_yet(tmp_path: Path) -> None:
     git(repo, "add", "a.txt")
     out = run("git_diff", repo)
     assert out.splitlines()[0] == (
-        "Uncommitted changes to tracked files (diffstat no commits yet; untracked files not shown):"
+        "Uncommitted changes to tracked files "
+        "(diffstat against an empty tree: no commits yet; untracked files not shown):"
     )
     assert " a.txt | 1 +" in out
 
@@ -735,3 +736,12 @@ def test_dirty_tree_tiny_cap_is_still_respected(tmp_path: Path) -> None:
     out = run("dirty_tree", repo, resume=True, max_bytes=60)
     assert len(out.encode()) <= 60
     assert out.endswith(bg.TRUNCATED)
+
+
+@pytest.mark.parametrize("name", GIT_NAMES)
+def test_git_builtins_are_silent_on_a_broken_repo(tmp_path: Path, name: str) -> None:
+    """A `.git` that git rejects (here: empty) makes git fail; that is "" too."""
+    root = tmp_path / "broken"
+    (root / ".git").mkdir(parents=True)
+    (root / "a.txt").write_text("x")
+    assert run(name, root, resume=True) == ""

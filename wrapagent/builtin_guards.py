@@ -557,6 +557,8 @@ def _branch_protection(args: Mapping[str, object], ctx: GuardContext, deadline: 
     """Warn before the agent commits on a shared branch; one cheap git call."""
     from fnmatch import fnmatchcase
 
+    if _find_dot_git(ctx.project_root) is None:
+        return ""  # not a repository: no fork at all
     branch = _git(("symbolic-ref", "--quiet", "--short", "HEAD"), ctx.project_root, deadline)
     if not branch:
         return ""  # detached HEAD, not a repository, or no git
@@ -576,7 +578,7 @@ def _dirty_tree(args: Mapping[str, object], ctx: GuardContext, deadline: float) 
     if not (ctx.is_resume or args["always"]):
         return ""
     root = ctx.project_root
-    st = _status(root, deadline)
+    st = _status(root, deadline) if _find_dot_git(root) is not None else None
     if st is None:
         return ""
     sections: list[str] = []
@@ -646,7 +648,7 @@ def _commit_list(title: str, out: str, shown: int = 10) -> str:
 def _git_status(args: Mapping[str, object], ctx: GuardContext, deadline: float) -> str:
     """Branch, upstream and short status from a single `git status` call."""
     root = ctx.project_root
-    st = _status(root, deadline)
+    st = _status(root, deadline) if _find_dot_git(root) is not None else None
     if st is None:
         return _jj_status(root, deadline, args) if _is_jj_repo(root) else ""
     lines = [_head_text(st, root)]
@@ -688,9 +690,11 @@ def _git_diff(args: Mapping[str, object], ctx: GuardContext, deadline: float) ->
     root = ctx.project_root
     max_bytes = args["max_bytes"]
     assert isinstance(max_bytes, int)
+    if _find_dot_git(root) is None:
+        return ""
     base = "HEAD"
     if _git(("rev-parse", "--verify", "--quiet", "HEAD"), root, deadline) is None:
-        # No commits yet (or not a repo): diff against the empty tree instead.
+        # No commits yet: diff against the empty tree instead.
         empty = _git(_EMPTY_TREE_ARGS, root, deadline)
         if not empty:
             return ""
@@ -705,7 +709,7 @@ def _git_diff(args: Mapping[str, object], ctx: GuardContext, deadline: float) ->
     if not out or not out.strip():
         return ""
     if base != "HEAD":
-        title = title.replace("against HEAD", "no commits yet")
+        title = title.replace("against HEAD", "against an empty tree: no commits yet")
     return cap_text(f"{title}\n{out}", max_bytes)
 
 
@@ -714,6 +718,8 @@ def _recent_commits(args: Mapping[str, object], ctx: GuardContext, deadline: flo
     count = args["count"]
     max_bytes = args["max_bytes"]
     assert isinstance(count, int) and isinstance(max_bytes, int)
+    if _find_dot_git(ctx.project_root) is None:
+        return ""
     out = _git(
         ("log", "-n", str(count), "--date=short", "--format=%h%x1f%ad%x1f%an%x1f%D%x1f%s", "HEAD"),
         ctx.project_root,
