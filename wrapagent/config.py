@@ -307,7 +307,11 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
     try:
         import tomllib
     except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            check.error(None, "cannot parse TOML on this Python: install tomli")
+            return None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
