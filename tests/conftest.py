@@ -1,0 +1,129 @@
+"""Shared fixtures for every test.
+
+- `isolated_home` (autouse): each test gets its own HOME and XDG_* dirs, so no
+  test reads or writes the real ~/.config, ~/.local/state or ~/.local/share,
+  and no WRAPAGENT_* variable of an outer session leaks in. The dirs live in a
+  separate temporary folder, so `tmp_path` stays empty for the test itself.
+- `run_wrapagent` (opt-in): starts wrapagent on a fresh outer PTY with pexpect,
+  the way a user's terminal does, and cleans up whatever is left at teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+HELPERS = Path(__file__).parent / "helpers"
+
+_LEAKY_VARS = ("WRAPAGENT_DISABLE", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSION_ID",
+               "WRAPAGENT_SESSIONS_ROOT", "WRAPAGENT_ACTIVE_SHIMS")
+
+
+def wrapagent_argv() -> list[str]:
+    """How to start the installed wrapagent: its console script (as users do), else `python -m`.
+
+    The console script is looked up next to the interpreter, not on PATH: a
+    pyenv shim on PATH would add a bash + pyenv start-up to every test.
+    """
+    script = Path(sysconfig.get_path("scripts")) / "wrapagent"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "wrapagent"]
+
+
+def helper(name: str, *args: str) -> list[str]:
+    """argv of a helper program from tests/helpers, run with this interpreter."""
+    return [sys.executable, str(HELPERS / name), *args]
+
+
+def default_signals() -> None:
+    """preexec_fn: undo what Python did at start-up (SIGPIPE/SIGXFSZ ignored).
+
+    A login shell starts programs with default dispositions; wrapagent must be
+    tested from that state, or inherited SIG_IGN would hide its own mistakes.
+    """
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> Path:
+    base = tmp_path_factory.mktemp("home")
+    home = base / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(base / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
+    for var in _LEAKY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return base
+
+
+def exit_code_of(child) -> int:
+    """Shell-style exit code of a finished pexpect child: status, or 128+N for signal N."""
+    if child.signalstatus is not None:
+        return 128 + child.signalstatus
+    return child.exitstatus
+
+
+@pytest.fixture
+def run_wrapagent() -> Callable:
+    """`run_wrapagent(*args, env=None, cwd=None, dimensions=(24, 80), timeout=10)`.
+
+    Starts `wrapagent ARGS…` as session leader of a new outer PTY (pexpect), in
+    bytes mode, with default signal dispositions. Returns the pexpect child,
+    with two extra methods:
+    - `child.finish(timeout=10) -> int`: read to EOF, reap, return the
+      shell-style exit code; the whole output is in `child.output`.
+    - every child still alive at teardown is SIGKILLed.
+    """
+    import pexpect
+
+    children: list = []
+
+    def spawn(*args: str, env: dict | None = None, cwd: str | os.PathLike | None = None,
+              dimensions: tuple[int, int] = (24, 80), timeout: float = 10,
+              argv: list[str] | None = None):
+        full = list(argv) if argv is not None else [*wrapagent_argv(), *args]
+        child = pexpect.spawn(full[0], full[1:], env=dict(os.environ if env is None else env),
+                              cwd=None if cwd is None else str(cwd), dimensions=dimensions,
+                              timeout=timeout, maxread=65536, preexec_fn=default_signals)
+        # pexpect sleeps 0.1 s in close() by default, even from __del__.
+        child.delayafterclose = 0
+        child.delaybeforesend = None  # no 50 ms nap before each send
+        child.delayafterterminate = 0
+        child.ptyproc.delayafterclose = 0
+        child.ptyproc.delayafterterminate = 0
+        child.started_at = time.monotonic()
+
+        def finish(timeout: float = 10) -> int:
+            child.expect(pexpect.EOF, timeout=timeout)
+            child.output = child.before
+            child.wait()
+            return exit_code_of(child)
+
+        child.finish = finish
+        children.append(child)
+        return child
+
+    yield spawn
+    for child in children:
+        if child.isalive():
+            try:
+                os.kill(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            child.close(force=True)
+        except Exception:
+            pass

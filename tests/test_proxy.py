@@ -1,0 +1,142 @@
+"""The PTY proxy, driven from outside: wrapagent on a real outer PTY (pexpect).
+
+Each test starts `wrapagent` the way a user's terminal does and runs a tiny
+program under it (tests/helpers, or `sh -c`) that prints what it sees: the
+window size, the bytes it read, the signals it got. Assertions are on those
+lines, on wrapagent's exit code, and on the processes left behind.
+Most tests use `--no-hooks` (the bare proxy); the session-record tests and one
+idle test run the full mode with the default configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import psutil
+import pytest
+
+from conftest import default_signals, exit_code_of, helper, wrapagent_argv
+
+NO_HOOKS = "--no-hooks"
+
+
+# -- every byte reaches the user ------------------------------------------------
+
+def test_tail_of_instantly_exiting_child(run_wrapagent):
+    child = run_wrapagent(NO_HOOKS, "printf", "tail-without-newline")
+    assert child.finish() == 0
+    assert child.output == b"tail-without-newline"
+
+
+def test_big_burst_arrives_complete(run_wrapagent):
+    child = run_wrapagent(NO_HOOKS, "seq", "1", "200000")
+    assert child.finish(timeout=30) == 0
+    lines = child.output.split(b"\r\n")
+    assert lines[-1] == b""  # ends with a complete line
+    assert len(lines) - 1 == 200000
+    assert lines[-2] == b"200000"
+    assert lines[:-1] == [str(i).encode() for i in range(1, 200001)]
+
+
+# -- exit status ------------------------------------------------------------------
+
+@pytest.mark.parametrize("code", [0, 7, 255])
+def test_exit_status_is_the_childs(run_wrapagent, code):
+    child = run_wrapagent(NO_HOOKS, "sh", "-c", f"echo bye; exit {code}")
+    assert child.finish() == code
+    assert child.output == b"bye\r\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_child_killed_by_signal_gives_128_plus_n(run_wrapagent, sig):
+    child = run_wrapagent(NO_HOOKS, "sh", "-c", f"kill -{sig.name[3:]} $$; echo not-reached")
+    code = child.finish()
+    assert code == 128 + sig
+    # wrapagent exits normally with that code; it is not itself killed
+    assert child.signalstatus is None
+    assert b"not-reached" not in child.output
+
+
+# -- window size ------------------------------------------------------------------
+
+def test_window_size_before_start_and_on_every_sigwinch(run_wrapagent):
+    child = run_wrapagent(NO_HOOKS, *helper("winsize.py"), dimensions=(33, 101))
+    child.expect(rb"SIZE (\d+) (\d+)\r\n")
+    assert child.match.groups() == (b"33", b"101")
+    child.expect(b"READY")
+    for rows, cols in ((40, 120), (12, 50), (41, 121)):
+        child.setwinsize(rows, cols)
+        child.expect(rb"WINCH (\d+) (\d+)\r\n")
+        assert child.match.groups() == (str(rows).encode(), str(cols).encode())
+    child.send(b"q\r")  # the helper's terminal is cooked: a line ends its read
+    assert child.finish() == 0
+
+
+def test_stty_size_at_start(run_wrapagent):
+    child = run_wrapagent(NO_HOOKS, "stty", "size", dimensions=(17, 93))
+    assert child.finish() == 0
+    assert child.output == b"17 93\r\n"
+
+
+# -- keys -------------------------------------------------------------------------
+
+def test_control_keys_reach_a_raw_child_as_bytes(run_wrapagent):
+    child = run_wrapagent(NO_HOOKS, *helper("rawbytes.py"))
+    child.expect(b"READY\r\n")
+    for key, hexa in ((b"\x03", b"03"), (b"\x1a", b"1a"), (b"\x1c", b"1c"),
+                      (b"\x04", b"04"), (b"\x11", b"11"), (b"\x13", b"13")):
+        child.send(key)
+        child.expect(b"GOT " + hexa + b"\r\n")
+    child.send(b"q")
+    # Still alive after Ctrl-C/Ctrl-Z/Ctrl-\\: no key became a signal on the way (a
+    # forwarded SIGINT would have killed the helper with KeyboardInterrupt).
+    child.expect(b"GOT 71\r\n")
+    assert child.finish() == 0
+
+
+def test_ctrl_c_typed_interrupts_a_cooked_child(run_wrapagent):
+    child = run_wrapagent(NO_HOOKS, "sh", "-c", "echo READY; exec sleep 30")
+    child.expect(b"READY\r\n")
+    time.sleep(0.05)  # let `exec sleep` happen; the result is the same either way
+    child.send(b"\x03")
+    assert child.finish() == 130
+    # the child's own line discipline turned the byte into SIGINT (and echoed it)
+    assert child.output.endswith(b"^C")
+
+
+# -- signals sent to wrapagent ------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT])
+def test_signal_to_wrapagent_is_forwarded_and_waited_for(run_wrapagent, sig):
+    child = run_wrapagent(NO_HOOKS, *helper("sigtrap.py"))
+    child.expect(rb"READY pid=(\d+) pgid=(\d+)")
+    pid, pgid = map(int, child.match.groups())
+    assert pgid != os.getpgid(child.pid)  # the child has its own group (and session)
+    child.kill(sig)
+    if sig != signal.SIGHUP:  # after SIGHUP the terminal counts as gone: nothing is shown
+        child.expect(f"GOT {sig.name}".encode())
+    # wrapagent waited for the child and exits with the child's own code
+    assert child.finish() == 100 + sig
+    assert not psutil.pid_exists(pid)
+
+
+def test_sigkill_only_after_the_grace_period(run_wrapagent):
+    child = run_wrapagent(NO_HOOKS, *helper("sigtrap.py", "--ignore"))
+    child.expect(rb"READY pid=(\d+)")
+    pid = int(child.match.group(1))
+    sent = time.monotonic()
+    child.kill(signal.SIGTERM)
+    child.expect(b"GOT SIGTERM")
+    assert child.finish(timeout=15) == 128 + signal.SIGKILL
+    # SIGKILL came after pty_proxy.KILL_GRACE_SECS (5 s), not before, not much later
+    elapsed = time.monotonic() - sent
+    assert 4.9 <= elapsed < 8.0
+    assert not psutil.pid_exists(pid)
