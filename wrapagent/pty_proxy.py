@@ -384,6 +384,25 @@ def _killpg(pid: int, sig: int) -> None:
             pass
 
 
+def _terminate(pid: int, grace: float) -> tuple[int, object, bool]:
+    """SIGTERM the child's group, SIGKILL after `grace`; reap. Returns (status, rusage, killed)."""
+    _killpg(pid, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while True:
+        try:
+            wpid, status, rusage = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0, None, False
+        if wpid == pid:
+            return status, rusage, False
+        if time.monotonic() >= end:
+            break
+        time.sleep(0.02)  # only on this error path; the loop proper never polls
+    _killpg(pid, signal.SIGKILL)
+    _, status, rusage = os.wait4(pid, 0)
+    return status, rusage, True
+
+
 def session_leftovers(sid: int) -> list[int]:
     """Processes still in the child's session (it was the session leader).
 
@@ -458,22 +477,26 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
     rows, cols = (size[0], size[1]) if size and size[0] and size[1] else (24, 80)
     with _SignalPipe((signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)) as sigpipe:
         pid, master = spawn(argv, env=env, cwd=cwd, size=(rows, cols))
-        if size:
-            terminal.set_winsize(master, size)  # pixels too
-        if on_spawn is not None:
-            on_spawn(pid)
         loop = _Loop(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace)
-        os.set_blocking(master, False)
         try:
+            if size:
+                terminal.set_winsize(master, size)  # pixels too
+            if on_spawn is not None:
+                on_spawn(pid)
+            os.set_blocking(master, False)
             with terminal.raw_mode(stdin_fd):
                 loop.run(sigpipe)
         finally:
             if loop.status is None:
-                # An exception in the loop: don't leave the child behind.
-                _killpg(pid, signal.SIGTERM)
-                _, loop.status, loop.rusage = os.wait4(pid, 0)
+                # An exception in the loop (or in on_spawn): don't leave the
+                # child behind. SIGTERM first, as for a forwarded signal, but
+                # never wait forever: a child that ignores SIGTERM used to hang
+                # wrapagent here in a blocking wait4.
+                loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
             os.close(master)
-    orphans = reap_leftovers(pid)
+            # In the finally too: an exception must not orphan the child's
+            # background jobs either.
+            orphans = reap_leftovers(pid)
     exit_code, sig = status_to_exit_code(loop.status)
     ru = loop.rusage
     cpu = (ru.ru_utime + ru.ru_stime) if ru is not None else 0.0  # type: ignore[attr-defined]
