@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -140,3 +141,115 @@ def test_sigkill_only_after_the_grace_period(run_wrapagent):
     elapsed = time.monotonic() - sent
     assert 4.9 <= elapsed < 8.0
     assert not psutil.pid_exists(pid)
+
+
+# -- the user's terminal settings are restored on every path ------------------------
+
+def _wrapagent_cmd(*args: str) -> str:
+    return shlex.join([*wrapagent_argv(), *args])
+
+
+def _is_raw(fd: int) -> bool:
+    import termios
+
+    lflag = termios.tcgetattr(fd)[3]
+    return not lflag & (termios.ICANON | termios.ECHO | termios.ISIG)
+
+
+class ShellRun:
+    """`sh -c 'stty -g; COMMAND; echo RC=$?; stty -g'` on an outer PTY.
+
+    A non-interactive shell: no line editor that would fix the terminal up
+    for wrapagent. `before`/`after` are the `stty -g` lines around COMMAND.
+    """
+
+    def __init__(self, run_wrapagent, command: str) -> None:
+        script = f'echo "S1=$(stty -g)"; {command}; echo "RC=$?"; echo "S2=$(stty -g)"'
+        self.child = run_wrapagent(argv=["sh", "-c", script])
+        self.child.expect(rb"S1=([0-9a-f:]+)\r\n")
+        self.before = self.child.match.group(1)
+
+    def saw_raw(self) -> bool:
+        """The outer terminal is raw now (wrapagent is running)."""
+        return _is_raw(self.child.child_fd)
+
+    def finish(self, timeout: float = 10) -> int:
+        self.child.expect(rb"RC=(\d+)\r\n", timeout=timeout)
+        self.output = self.child.before
+        rc = int(self.child.match.group(1))
+        self.child.expect(rb"S2=([0-9a-f:]+)\r\n")
+        self.after = self.child.match.group(1)
+        assert self.child.finish() == 0
+        return rc
+
+
+def _wait_for(predicate, timeout: float = 5.0, what: str = "condition") -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def test_terminal_restored_after_normal_exit(run_wrapagent):
+    run = ShellRun(run_wrapagent, _wrapagent_cmd(NO_HOOKS, "sh", "-c", "echo RUNNING; read x; exit 3"))
+    run.child.expect(b"RUNNING")
+    assert run.saw_raw()
+    run.child.send(b"\r")
+    assert run.finish() == 3
+    assert run.after == run.before
+    assert not _is_raw(run.child.child_fd)
+
+
+def test_terminal_restored_after_child_crash(run_wrapagent):
+    run = ShellRun(run_wrapagent, _wrapagent_cmd(NO_HOOKS, "sh", "-c", "echo RUNNING; read x; kill -SEGV $$"))
+    run.child.expect(b"RUNNING")
+    assert run.saw_raw()
+    run.child.send(b"\r")
+    assert run.finish() == 128 + signal.SIGSEGV
+    assert run.after == run.before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_terminal_restored_after_signal_to_wrapagent(run_wrapagent, sig):
+    run = ShellRun(run_wrapagent, _wrapagent_cmd(NO_HOOKS, "sh", "-c", "echo WPID=$PPID; exec sleep 30"))
+    run.child.expect(rb"WPID=(\d+)")
+    assert run.saw_raw()
+    os.kill(int(run.child.match.group(1)), sig)
+    assert run.finish() == 128 + sig  # the child (sleep) died of the forwarded signal
+    assert run.after == run.before
+
+
+def test_terminal_restored_after_wrapagent_exception(run_wrapagent):
+    """A bug in the copy loop: traceback after the terminal is back, child terminated."""
+    marker = f"{os.getpid() % 10000 + 20000}"
+    command = shlex.join([*helper("broken_wrapagent.py"), NO_HOOKS,
+                          "sh", "-c", f"echo x; exec sleep {marker}"])
+    run = ShellRun(run_wrapagent, command)
+    assert run.finish() == 1
+    assert run.after == run.before
+    assert b"ZeroDivisionError: injected failure" in run.output
+    # the traceback was printed with the terminal cooked again (\n became \r\n)
+    assert b"injected failure\r\n" in run.output
+    sleeps = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]]
+    assert sleeps == []
+
+
+def test_wrapagent_exception_with_a_child_that_ignores_sigterm(run_wrapagent):
+    """The exception path must not wait forever: SIGTERM, grace, SIGKILL, then the traceback."""
+    env = dict(os.environ, BROKEN_KILL_GRACE="0.5")
+    tag = f"tag-{os.getpid()}-{time.monotonic_ns()}"
+    child = run_wrapagent(argv=[*helper("broken_wrapagent.py"), NO_HOOKS,
+                                *helper("sigtrap.py", "--ignore", tag)], env=env)
+    assert child.finish(timeout=5) == 1
+    assert b"ZeroDivisionError: injected failure" in child.output
+    assert time.monotonic() - child.started_at < 3.0
+    assert _processes_with_arg(tag) == []
+
+
+def _processes_with_arg(arg: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if arg in (proc.info["cmdline"] or []):
+            found.append(proc)
+    return found

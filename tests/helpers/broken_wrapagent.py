@@ -1,0 +1,24 @@
+"""wrapagent with a bug injected into the copy loop: the first read of the child's output raises.
+
+Usage: broken_wrapagent.py [WRAPAGENT-ARGS...] — same as `wrapagent`. Used to
+check what a wrapagent exception leaves behind (terminal settings, the child).
+BROKEN_KILL_GRACE=SECS shortens the SIGTERM→SIGKILL grace (default 5 s).
+"""
+
+import os
+import sys
+
+import wrapagent.pty_proxy as pty_proxy
+
+
+def boom(self: object) -> None:
+    raise ZeroDivisionError("injected failure")
+
+
+pty_proxy._Loop.read_master = boom  # type: ignore[method-assign]
+if os.environ.get("BROKEN_KILL_GRACE"):
+    pty_proxy.run.__kwdefaults__["kill_grace"] = float(os.environ["BROKEN_KILL_GRACE"])
+
+from wrapagent.__main__ import main  # noqa: E402
+
+sys.exit(main(sys.argv[1:]))
