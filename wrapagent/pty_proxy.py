@@ -112,7 +112,8 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
     from ptyprocess import PtyProcess
 
     try:
-        proc = PtyProcess.spawn(list(argv), env=dict(env), cwd=cwd, dimensions=size)
+        proc = PtyProcess.spawn(list(argv), env=dict(env), cwd=cwd, dimensions=size,
+                                preexec_fn=_default_signals)
     except FileNotFoundError as exc:
         raise ToolNotFound(f"{argv[0]}: command not found ({exc})") from None
     except PermissionError as exc:
@@ -129,6 +130,18 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
     except OSError:
         pass
     return proc.pid, master
+
+
+def _default_signals() -> None:
+    """In the child before exec: undo Python's start-up SIG_IGN of SIGPIPE and SIGXFSZ.
+
+    Ignored dispositions survive exec, and ptyprocess (unlike subprocess's
+    restore_signals) does not reset them: the tool and every shell it ran
+    would ignore SIGPIPE, so `yes | head -1` printed "Broken pipe" errors.
+    Caught signals (our no-op handlers) are reset by exec itself.
+    """
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 class _SignalPipe:
