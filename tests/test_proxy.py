@@ -253,3 +253,18 @@ def _processes_with_arg(arg: str) -> list[psutil.Process]:
         if arg in (proc.info["cmdline"] or []):
             found.append(proc)
     return found
+
+
+# -- the child starts like it would from a shell ----------------------------------
+
+def test_child_gets_default_signal_dispositions(run_wrapagent):
+    """Python ignores SIGPIPE/SIGXFSZ at start-up; the tool must not inherit that.
+
+    Otherwise `yes | head -1` inside the agent's shell prints "Broken pipe"
+    errors instead of ending quietly, and pipelines behave unlike a terminal.
+    """
+    child = run_wrapagent(NO_HOOKS, "sh", "-c",
+                          "grep -E '^Sig(Ign|Blk)' /proc/self/status; yes | head -n 1; echo done")
+    assert child.finish() == 0
+    assert child.output == (b"SigBlk:\t0000000000000000\r\nSigIgn:\t0000000000000000\r\n"
+                            b"y\r\ndone\r\n")
