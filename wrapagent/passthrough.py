@@ -14,8 +14,7 @@ import signal
 import threading
 from typing import Callable, Mapping, Sequence
 
-from .errors import ToolNotExecutable, ToolNotFound
-from .pty_proxy import FORWARDED_SIGNALS, ProxyResult, status_to_exit_code
+from .pty_proxy import FORWARDED_SIGNALS, ProxyResult, exec_error, status_to_exit_code
 
 
 
@@ -42,10 +41,8 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
     try:
         proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=stdin_arg,
                                 close_fds=True, restore_signals=True)
-    except FileNotFoundError:
-        raise ToolNotFound(f"{argv[0]}: command not found") from None
     except OSError as exc:
-        raise ToolNotExecutable(f"{argv[0]}: cannot execute: {exc.strerror}") from None
+        raise exec_error(argv[0], exc.errno) from None
     finally:
         if rfd >= 0:
             os.close(rfd)

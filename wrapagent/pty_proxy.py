@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Protocol, Sequence
 
 from . import terminal
-from .errors import ToolNotExecutable, ToolNotFound
+from .errors import ToolNotExecutable, ToolNotFound, WrapagentError
 
 READ_SIZE = 64 * 1024
 """16-64 KiB: bigger reads cost more in Python than they save (../shared/PERF.md)."""
@@ -102,6 +102,21 @@ def status_to_exit_code(status: int) -> tuple[int, int | None]:
     return 1, None
 
 
+def exec_error(path: str, err: int | None) -> WrapagentError:
+    """A failed exec as a shell reports it: 127 when a file is missing, 126 otherwise.
+
+    ENOENT for a file that exists means its `#!` interpreter (or ELF loader)
+    is missing; saying "No such file" about the tool itself would mislead.
+    """
+    if err == errno.ENOENT:
+        if os.path.exists(path):
+            return ToolNotFound(f"{path}: cannot execute: required file not found"
+                                " (missing #! interpreter?)")
+        return ToolNotFound(f"{path}: command not found")
+    reason = os.strerror(err) if err else "exec failed"
+    return ToolNotExecutable(f"{path}: cannot execute: {reason}")
+
+
 def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
           size: tuple[int, int]) -> tuple[int, int]:
     """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd).
@@ -114,12 +129,12 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
     try:
         proc = PtyProcess.spawn(list(argv), env=dict(env), cwd=cwd, dimensions=size,
                                 preexec_fn=_default_signals)
-    except FileNotFoundError as exc:
-        raise ToolNotFound(f"{argv[0]}: command not found ({exc})") from None
-    except PermissionError as exc:
-        raise ToolNotExecutable(f"{argv[0]}: cannot execute: {exc}") from None
+    except FileNotFoundError:
+        # ptyprocess's own PATH lookup found nothing executable.
+        raise ToolNotFound(f"{argv[0]}: command not found") from None
     except OSError as exc:
-        raise ToolNotExecutable(f"{argv[0]}: cannot execute: {exc}") from None
+        # exec failed in the child: a plain OSError carrying the errno.
+        raise exec_error(argv[0], exc.errno) from None
     # We own the fd and the reaping from here on; make ptyprocess forget both
     # so its __del__ neither closes our fd nor sleeps `delayafterclose`.
     master = os.dup(proc.fd)
