@@ -224,3 +224,25 @@ def test_typed_delivery_for_claude_chunks_without_paste_markers() -> None:
 def test_lost_when_never_ready() -> None:
     inj, clock, _ = make()
     assert inj.finalize().status == "lost"
+
+
+def test_internal_error_releases_held_keys_and_switches_off() -> None:
+    inj, clock, box = make(prefix=None)
+    become_ready(inj, clock)
+    assert inj.on_input(b"abc", clock.t) == b""
+
+    def boom() -> str:
+        raise RuntimeError("guard thread exploded")
+
+    inj.get_prefix = boom
+    assert inj.poll(clock.t) == b"abc"
+    assert inj.done and inj.report.status == "lost"
+    assert inj.finalize().status == "lost"
+
+
+def test_emulator_surprise_does_not_break_readiness() -> None:
+    inj, clock, _ = make()
+    inj.on_output(b"\x1b[>4;?m\x1b[>4;1m" + READY_SCREEN, clock.t)  # gemini's modifyOtherKeys query
+    clock.t += 0.2
+    inj.poll(clock.t)
+    assert inj.state == "armed"

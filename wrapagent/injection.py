@@ -237,6 +237,7 @@ class FirstMessageInjector:
         self._cmd_len = 0
         self._in_paste = False
         self._prefix: str | None = None
+        self._release_on_error = b""
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -260,7 +261,49 @@ class FirstMessageInjector:
         if self.state in (STARTING, ARMED, COMMAND):
             self.screen.resize(rows, cols)
 
+    # Public entry points never raise: a bug or an emulator surprise must not
+    # cost the user a key or take the session down. On error, injection is
+    # switched off for this session, held keys are released, and the
+    # session record says so.
+
     def on_output(self, data: bytes, now: float) -> None:
+        try:
+            self._on_output(data, now)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        try:
+            return self._on_input(data, now)
+        except Exception as exc:
+            return self._fail(exc, data)
+
+    def poll(self, now: float) -> bytes:
+        if self._release_on_error:
+            out, self._release_on_error = self._release_on_error, b""
+            return out
+        if self.done:
+            return b""
+        try:
+            return self._poll(now)
+        except Exception as exc:
+            self._fail(exc)
+            out, self._release_on_error = self._release_on_error, b""
+            return out
+
+    def _fail(self, exc: Exception, data: bytes = b"") -> bytes:
+        self._note(f"internal error ({exc!r}): injection switched off, keys passed through")
+        self.report.status = "lost"
+        held = bytes(self._held) + data
+        self._held.clear()
+        self.state = DONE
+        self.done = True
+        if not data:
+            self._release_on_error += held
+            return b""
+        return held
+
+    def _on_output(self, data: bytes, now: float) -> None:
         self._last_output = now
         if self.state in (STARTING, ARMED, COMMAND):
             self.screen.feed(data)
@@ -275,7 +318,7 @@ class FirstMessageInjector:
         elif self.state == SETTLING:
             self._output_since_delivery = True
 
-    def on_input(self, data: bytes, now: float) -> bytes:
+    def _on_input(self, data: bytes, now: float) -> bytes:
         if self.state in (HOLDING, DELIVERING, SETTLING):
             self._held += data
             return b""
@@ -286,7 +329,7 @@ class FirstMessageInjector:
             return data
         return self._armed_input(data, now)
 
-    def poll(self, now: float) -> bytes:
+    def _poll(self, now: float) -> bytes:
         if self.state == STARTING:
             self._check_ready(now)
             return b""
@@ -475,6 +518,8 @@ class FirstMessageInjector:
 
     def finalize(self) -> InjectionReport:
         """Called when the tool exits: an injection never delivered or never submitted is said so."""
+        if self.report.status == "lost":
+            return self.report
         if self.state in (STARTING, ARMED, COMMAND, HOLDING):
             if self._prefix == "":
                 self.report.status = "none"

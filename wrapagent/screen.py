@@ -3,22 +3,46 @@
 A terminal emulator (pyte) is the right tool: markers such as claude's `❯`
 between two rules are drawn with cursor movement, not printed in order. It
 is fed only until injection is done, so the proxy costs nothing afterwards.
+
+pyte does not know every sequence today's TUIs send (gemini's `ESC[>4;?m`
+makes pyte 0.8 call `select_graphic_rendition(private=True)`, which it does
+not accept). An emulator hiccup must never reach the user: unknown private
+SGR is ignored, and if the parser still fails it is rebuilt on the same
+screen and the chunk is dropped from the emulator (never from the output).
 """
 
 from __future__ import annotations
 
 
+def _screen_class():
+    import pyte
+
+    class _TolerantScreen(pyte.Screen):
+        def select_graphic_rendition(self, *attrs: int, private: bool = False) -> None:
+            if private:
+                return  # xterm modifyOtherKeys & co.: not a rendition change
+            super().select_graphic_rendition(*attrs)
+
+    return pyte, _TolerantScreen
+
+
 class Screen:
     def __init__(self, rows: int, cols: int) -> None:
-        import pyte
-
-        self._screen = pyte.Screen(max(cols, 1), max(rows, 1))
+        pyte, cls = _screen_class()
+        self._pyte = pyte
+        self._screen = cls(max(cols, 1), max(rows, 1))
         self._stream = pyte.ByteStream(self._screen)
         self._closed = False
+        self.errors = 0
 
     def feed(self, data: bytes) -> None:
-        if not self._closed:
+        if self._closed:
+            return
+        try:
             self._stream.feed(data)
+        except Exception:
+            self.errors += 1
+            self._stream = self._pyte.ByteStream(self._screen)
 
     def resize(self, rows: int, cols: int) -> None:
         if not self._closed:
