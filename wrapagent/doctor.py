@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Mapping, Sequence
 
 VERSION_TIMEOUT_SECS = 10.0
-PROBE_TIMEOUT_SECS = 20.0
+PROBE_TIMEOUT_SECS = 30.0
+"""opencode's first start took 17 s on a 2-core machine; a ready tool ends the wait at once."""
 PROBE_ROWS, PROBE_COLS = 40, 120
 QUIT_KEY_GAP_SECS = 0.3
 """Between quit key groups (claude and gemini want Ctrl-C twice, not as one read)."""
@@ -45,6 +46,9 @@ QUIT_WAIT_SECS = 3.0
 """After the last quit key: how long the tool gets to exit before SIGTERM."""
 TERM_WAIT_SECS = 3.0
 """After SIGTERM: how long before SIGKILL."""
+SETTLE_QUIET_SECS, SETTLE_MAX_SECS = 0.5, 2.0
+"""Before the quit keys: output quiet this long (at most SETTLE_MAX_SECS). gemini ignores keys
+for about a second after its input box appears."""
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
@@ -714,6 +718,8 @@ class _Probe:
         self._bp_tail = b""
         self.replies = 0
         self.output_bytes = 0
+        self.emulator_error: str | None = None
+        self.last_output = self.t0
 
     # -- io ------------------------------------------------------------------
 
@@ -725,7 +731,12 @@ class _Probe:
         return cursor.y + 1, cursor.x + 1
 
     def _feed(self, data: bytes, now: float) -> None:
-        self.injector.on_output(data, now)
+        if self.emulator_error is None:
+            try:
+                self.injector.on_output(data, now)
+            except Exception as exc:
+                # The live proxy would hit the same exception: say so instead of crashing.
+                self.emulator_error = f"{type(exc).__name__}: {exc} (on output {data[-80:]!r})"
         hay = self._bp_tail + data
         if b"\x1b[?2004h" in hay:
             self.bracketed_paste = True
@@ -733,6 +744,7 @@ class _Probe:
 
     def _on_data(self, data: bytes, now: float) -> None:
         self.output_bytes += len(data)
+        self.last_output = now
         pos = 0
         for match in _QUERY_RE.finditer(data):
             reply = query_reply(match, (1, 1), self.rows, self.cols)
@@ -871,7 +883,8 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
                               "rows": rows, "cols": cols, "timeout_s": timeout, "started": False,
                               "error": None, "ready": False, "ready_after_s": None, "markers": [],
                               "bracketed_paste": None, "bracketed_paste_required": None,
-                              "screen": None, "queries_answered": 0, "quit": None}
+                              "screen": None, "queries_answered": 0, "emulator_error": None,
+                              "quit": None}
     try:
         argv, executable, name = _probe_command(tool, extra, env)
     except WrapagentError as exc:
@@ -891,8 +904,10 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
         return result
     result["started"] = True
     try:
-        run.pump(timeout, lambda: run.injector.state != STARTING or not run.alive)
-        ready = run.injector.state != STARTING
+        run.pump(timeout, lambda: run.injector.state != STARTING or not run.alive
+                 or run.emulator_error is not None)
+        ready = run.injector.state != STARTING and run.emulator_error is None
+        result["emulator_error"] = run.emulator_error
         result["ready"] = ready
         result["ready_after_s"] = run.injector.report.ready_after_s if ready else None
         screen = run.screen_text()
@@ -922,6 +937,10 @@ def _quit(run: _Probe, keys: Sequence[bytes]) -> dict[str, Any]:
                             "exit_code": None, "signal": None, "seconds": None}
     start = time.monotonic()
     if not info["exited_before_quit"]:
+        settle_end = start + SETTLE_MAX_SECS
+        run.pump(SETTLE_MAX_SECS, lambda: not run.alive or time.monotonic() >= settle_end
+                 or time.monotonic() - run.last_output >= SETTLE_QUIET_SECS)
+        start = time.monotonic()
         for key in keys:
             if not run.alive:
                 break
@@ -957,8 +976,16 @@ def render_probe(result: Mapping[str, Any]) -> str:
                    f"(wrapagent would inject into the first message)")
     else:
         quit_info = result["quit"] or {}
-        why = "the tool exited first" if quit_info.get("exited_before_quit") else f"within {result['timeout_s']:g}s"
+        if result.get("emulator_error"):
+            why = "wrapagent's screen emulator failed on the tool's output"
+        elif quit_info.get("exited_before_quit"):
+            why = "the tool exited first"
+        else:
+            why = f"within {result['timeout_s']:g}s; a first start can be slow: try --timeout 120"
         out.append(f"  readiness     NOT FIRED ({why})")
+        if result.get("emulator_error"):
+            out.append(f"  emulator      {result['emulator_error']}")
+            out.append("                (a wrapagent bug: the live proxy fails the same way; please report it)")
     for m in result["markers"]:
         out.append(f"  marker        {m['pattern']!r}: {'on screen' if m['on_screen'] else 'NOT on screen'}")
     if not result["markers"]:
