@@ -1,0 +1,268 @@
+"""`wrapagent sessions list/show/path` on real sessions recorded by wrapagent running the demo agent.
+
+One module fixture records three sessions with isolated HOME/XDG dirs:
+an interactive demo session in project A (a guard injected into "hello"),
+a pipe-mode demo session in project A (`echo hi | wrapagent demo -p`), and
+`wrapagent sh -c 'exit 3'` in project B.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from wrapagent import paths, sessions_cmd
+
+WRAPAGENT = [sys.executable, "-m", "wrapagent"]
+GUARD_TOML = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'
+INJECTED = '<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n'
+
+
+def isolated_env(base: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WRAPAGENT_", "XDG_"))}
+    env.update(HOME=str(base / "home"), XDG_CONFIG_HOME=str(base / "config"),
+               XDG_STATE_HOME=str(base / "state"), XDG_DATA_HOME=str(base / "data"),
+               TERM="xterm", GIT_CONFIG_NOSYSTEM="1")
+    for key in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def make_project(path: Path) -> Path:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path.resolve()
+
+
+def interactive_demo_session(env: dict[str, str], cwd: Path) -> None:
+    """Type "hello" into `wrapagent demo` at a real terminal, wait for the echo, /quit."""
+    child = pexpect.spawn(WRAPAGENT[0], [*WRAPAGENT[1:], "demo"], env=env, cwd=str(cwd),
+                          dimensions=(40, 120), timeout=20)
+    child.delaybeforesend = None
+    try:
+        child.expect_exact("demo> ")
+        time.sleep(0.3)  # a person reads the screen first; readiness detection needs ~0.1 s
+        for ch in "hello":
+            child.send(ch)
+            time.sleep(0.03)
+        time.sleep(0.3)
+        child.send("\r")
+        child.expect_exact("end of message 1")
+        child.send("/quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
+
+
+def pipe_demo_session(env: dict[str, str], cwd: Path) -> None:
+    proc = subprocess.run([*WRAPAGENT, "demo", "-p"], input=b"hi\n", env=env, cwd=cwd,
+                          capture_output=True, timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    assert b"guard says hi" in proc.stdout
+
+
+def exit3_session(env: dict[str, str], cwd: Path) -> None:
+    proc = subprocess.run([*WRAPAGENT, "sh", "-c", "exit 3"], env=env, cwd=cwd,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+    assert proc.returncode == 3, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    base = tmp_path_factory.mktemp("sessions_world")
+    env = isolated_env(base)
+    (Path(env["XDG_CONFIG_HOME"]) / "wrapagent").mkdir()
+    (Path(env["XDG_CONFIG_HOME"]) / "wrapagent" / "hooks.toml").write_text(GUARD_TOML)
+    project_a = make_project(base / "alpha")
+    project_b = make_project(base / "beta")
+    interactive_demo_session(env, project_a)
+    pipe_demo_session(env, project_a)
+    exit3_session(env, project_b)
+    records = sessions_cmd.all_records(env)
+    assert len(records) == 3
+    sh, pipe, tty = records  # newest first
+    return {"env": env, "a": project_a, "b": project_b, "tty": tty, "pipe": pipe, "sh": sh}
+
+
+def run(world: dict, *args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = sessions_cmd.main(list(args), out=out, err=err, env=world["env"])
+    return code, out.getvalue(), err.getvalue()
+
+
+def table_rows(text: str) -> list[list[str]]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines[0].split()[:3] == ["ID", "TOOL", "PROJECT"]
+    return [line.split() for line in lines[1:] if not line.startswith("(")]
+
+
+# --------------------------------------------------------------------------- the records
+
+
+def test_fixture_recorded_what_the_runs_did(world: dict) -> None:
+    tty, pipe, sh = world["tty"], world["pipe"], world["sh"]
+    assert (tty["tool"], tty["mode"], tty["injection"]["status"]) == ("demo", "pty", "submitted")
+    assert (pipe["tool"], pipe["mode"], pipe["injection"]["status"]) == ("demo", "pipe", "delivered")
+    assert (sh["tool"], sh["exit_code"], sh["injection"]["status"]) == ("sh", 3, "none")
+    assert tty["injection"]["text"].startswith(INJECTED)
+
+
+# --------------------------------------------------------------------------- list
+
+
+def test_list_all_projects_newest_first(world: dict) -> None:
+    code, out, err = run(world, "list")
+    assert code == 0 and err == ""
+    rows = table_rows(out)
+    assert [r[0] for r in rows] == [world["sh"]["id"], world["pipe"]["id"], world["tty"]["id"]]
+    # ID TOOL PROJECT DATE TIME DURATION EXIT INJECTED
+    assert [(r[1], r[2], r[6], r[7]) for r in rows] == [
+        ("sh", "beta", "3", "no"),
+        ("demo", "alpha", "0", "yes"),
+        ("demo", "alpha", "0", "yes"),
+    ]
+    assert all(r[5].endswith("s") for r in rows)  # a duration
+
+
+def test_list_filters_project_tool_limit(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(world["a"])
+    code, out, _ = run(world, "list", "--project", ".")
+    assert code == 0
+    assert [r[0] for r in table_rows(out)] == [world["pipe"]["id"], world["tty"]["id"]]
+
+    code, out, _ = run(world, "list", "--project", str(world["b"]))
+    assert [r[0] for r in table_rows(out)] == [world["sh"]["id"]]
+
+    code, out, _ = run(world, "list", "--tool", "demo")
+    assert [r[1] for r in table_rows(out)] == ["demo", "demo"]
+
+    code, out, _ = run(world, "list", "--tool", "codex")
+    assert code == 0 and out == "no sessions recorded\n"
+
+    code, out, _ = run(world, "list", "--limit", "1")
+    assert [r[0] for r in table_rows(out)] == [world["sh"]["id"]]
+    assert "2 older session(s) not shown" in out
+
+
+def test_list_json(world: dict) -> None:
+    code, out, _ = run(world, "list", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [d["id"] for d in data] == [world["sh"]["id"], world["pipe"]["id"], world["tty"]["id"]]
+    assert [d["exit_code"] for d in data] == [3, 0, 0]
+    assert [d["injected"] for d in data] == [False, True, True]
+    assert [d["injection_status"] for d in data] == ["none", "delivered", "submitted"]
+    assert data[2]["project_root"] == str(world["a"])
+    assert data[2]["mode"] == "pty" and data[1]["mode"] == "pipe"
+    assert isinstance(data[0]["duration_s"], (int, float))
+    assert Path(data[0]["dir"], "session.json").is_file()
+
+
+# --------------------------------------------------------------------------- show
+
+
+def test_show_by_prefix(world: dict) -> None:
+    tty = world["tty"]
+    code, out, err = run(world, "show", tty["id"][:12].lower())
+    assert code == 0, err
+    assert out.startswith(f"session {tty['id']}\n")
+    assert "demo (transport demo, mode pty)" in out
+    assert "Injection: submitted (path interactive" in out
+    # the injected text, verbatim (with the blank line that ends the blocks)
+    assert f"verbatim ---\n{INJECTED}\n--- end of injected text ---" in out
+    hooks = out.split("Hooks:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert hooks[0].split() == ["NAME", "KIND", "EXIT", "DURATION", "TIMED", "OUT"]
+    cells = [line.split() for line in hooks[1:]]
+    assert [(c[0], c[1], c[2], c[4]) for c in cells] == [("g", "guard", "0", "no"),
+                                                         ("session_complete", "lifecycle", "0", "no")]
+    log = out.split("Log (", 1)[1]
+    assert "injection: demo ready after" in log
+    assert "first message submitted with the blocks" in log
+
+
+def test_show_pipe_session_without_log(world: dict) -> None:
+    code, out, _ = run(world, "show", world["pipe"]["id"])
+    assert code == 0
+    assert "Injection: delivered (path stdin" in out
+    assert INJECTED in out
+    has_log = (Path(world["pipe"]["_dir"]) / "session.log").exists()
+    assert ("Log (" if has_log else "Log: (none: nothing was logged)") in out
+
+
+def test_show_exit_code_and_no_injection(world: dict) -> None:
+    code, out, _ = run(world, "show", "last")
+    assert code == 0
+    assert out.startswith(f"session {world['sh']['id']}\n")
+    assert "  exit        3\n" in out
+    assert "argv        sh -c 'exit 3'" in out
+    assert "(no injected text)" in out
+
+
+def test_show_json(world: dict) -> None:
+    code, out, _ = run(world, "show", world["tty"]["id"][:10], "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["id"] == world["tty"]["id"]
+    assert data["injection"]["text"].startswith(INJECTED)
+    assert [h["name"] for h in data["hooks"]] == ["g", "session_complete"]
+    assert "injection: demo ready after" in data["log"]
+    assert Path(data["dir"]).name == world["tty"]["id"]
+
+
+def test_show_unknown_and_ambiguous_ids(world: dict) -> None:
+    code, out, err = run(world, "show", "ZZZZ")
+    assert (code, out) == (1, "")
+    assert err == "wrapagent sessions: no session matches 'ZZZZ' (see `wrapagent sessions list`)\n"
+
+    common = os.path.commonprefix([world["tty"]["id"], world["pipe"]["id"], world["sh"]["id"]])
+    code, out, err = run(world, "show", common or "0")
+    assert code == 1 and out == ""
+    assert "matches 3 sessions" in err and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- path
+
+
+def test_path_is_the_sessions_repository(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(world["a"])
+    code, out, err = run(world, "path")
+    assert code == 0 and err == ""
+    root = Path(out.strip())
+    assert root == paths.sessions_root(world["a"], world["env"])
+    log = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True,
+                         check=True).stdout
+    assert f"session {world['tty']['id']} complete" in log
+    assert f"session {world['pipe']['id']} complete" in log
+
+    code, out, _ = run(world, "path", "--project", str(world["b"]))
+    assert Path(out.strip()) == paths.sessions_root(world["b"], world["env"])
+
+    fresh = world["a"].parent / "gamma"
+    fresh.mkdir(exist_ok=True)
+    code, out, err = run(world, "path", "--project", str(fresh))
+    assert code == 0 and out.strip().endswith(paths.sessions_root(fresh.resolve(), world["env"]).name)
+    assert "does not exist" in err
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+
+def test_cli_wiring(world: dict) -> None:
+    proc = subprocess.run([*WRAPAGENT, "sessions", "list", "--json", "--limit", "0"], env=world["env"],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)) == 3
+
+    proc = subprocess.run([*WRAPAGENT, "sessions", "show", "nope"], env=world["env"],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "no session matches 'nope'" in proc.stderr
