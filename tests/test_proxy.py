@@ -268,3 +268,94 @@ def test_child_gets_default_signal_dispositions(run_wrapagent):
     assert child.finish() == 0
     assert child.output == (b"SigBlk:\t0000000000000000\r\nSigIgn:\t0000000000000000\r\n"
                             b"y\r\ndone\r\n")
+
+
+# -- no busy polling -------------------------------------------------------------
+
+def _context_switches(pid: int) -> int:
+    """Voluntary + involuntary context switches of every thread of `pid`."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            continue  # a thread that just ended
+    return total
+
+
+def test_no_wakeups_while_idle(run_wrapagent, tmp_path):
+    """Bare proxy and full mode (default config, no guards): 0 wakeups/s with an idle child.
+
+    Both run at once to keep the suite fast; each gets its own 2 s window.
+    """
+    runs = {"--no-hooks": run_wrapagent(NO_HOOKS, "sleep", "4", cwd=tmp_path),
+            "full mode": run_wrapagent("sleep", "4", cwd=tmp_path)}
+    procs = {name: psutil.Process(child.pid) for name, child in runs.items()}
+    for name, proc in procs.items():
+        _wait_for(lambda: any(c.name() == "sleep" for c in proc.children()), what=f"{name} child")
+    time.sleep(0.2)  # start-up done: the child runs, the loop sits in select()
+    before = {name: _context_switches(proc.pid) for name, proc in procs.items()}
+    time.sleep(2.0)
+    after = {name: _context_switches(proc.pid) for name, proc in procs.items()}
+    for name, proc in procs.items():
+        assert any(c.name() == "sleep" for c in proc.children()), f"{name}: window not idle"
+    wakeups = {name: after[name] - before[name] for name in procs}
+    assert all(n <= 2 for n in wakeups.values()), wakeups
+    for child in runs.values():
+        assert child.finish() == 0
+
+
+# -- no orphans ------------------------------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_no_orphans_left_in_the_childs_session(run_wrapagent):
+    """Background jobs the child leaves in its session die with the session, even
+    if they ignore SIGHUP (and SIGTERM), hold the terminal, or sit in their own
+    process group (job control)."""
+    script = ('trap "" HUP; sleep 300 & echo BG1=$!; '
+              'trap "" TERM; sleep 301 & echo BG2=$!; '
+              'set -m; sleep 302 & echo BG3=$!; '
+              'exit 5')
+    child = run_wrapagent(NO_HOOKS, "sh", "-c", script)
+    pids = []
+    for n in (1, 2, 3):
+        child.expect(rb"BG%d=(\d+)" % n)
+        pids.append(int(child.match.group(1)))
+    try:
+        assert child.finish(timeout=5) == 5
+        elapsed = time.monotonic() - child.started_at
+        assert [pid for pid in pids if _alive(pid)] == []
+        assert elapsed < 3.0  # drained without waiting for the sleeps
+    finally:
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_daemon_left_on_purpose_survives(run_wrapagent):
+    """A process the child moved to its own session (setsid) was left on purpose."""
+    # wait until setsid() happened (field 6 of /proc/PID/stat is the session),
+    # or the test races the child's exit
+    script = ('setsid sleep 303 & bg=$!; '
+              'until [ "$(cut -d" " -f6 /proc/$bg/stat)" = "$bg" ]; do :; done; '
+              'echo BG=$bg; exit 0')
+    child = run_wrapagent(NO_HOOKS, "sh", "-c", script)
+    child.expect(rb"BG=(\d+)")
+    pid = int(child.match.group(1))
+    try:
+        assert child.finish(timeout=5) == 0
+        assert time.monotonic() - child.started_at < 3.0
+        assert _alive(pid)
+        assert psutil.Process(pid).cmdline() == ["sleep", "303"]
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
