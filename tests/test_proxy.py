@@ -359,3 +359,49 @@ def test_daemon_left_on_purpose_survives(run_wrapagent):
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+# -- the session record (full mode) ---------------------------------------------------
+
+def _records(state: Path) -> list[tuple[Path, dict]]:
+    return [(p, json.loads(p.read_text()))
+            for p in sorted(state.glob("wrapagent/projects/*/*/session.json"))]
+
+
+def _git_log(repo: Path) -> list[str]:
+    out = subprocess.run(["git", "-C", str(repo), "log", "--format=%s"], capture_output=True,
+                         text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def test_session_record_and_commit(run_wrapagent, tmp_path, isolated_home):
+    # ~0.2 s of CPU in the child, so cpu_seconds has something to measure
+    script = ('echo "SID=$WRAPAGENT_SESSION_ID"; '
+              'i=0; while [ $i -lt 80000 ]; do i=$((i+1)); done; exit 3')
+    child = run_wrapagent("sh", "-c", script, cwd=tmp_path)
+    assert child.finish() == 3
+    sid = re.search(rb"SID=(\w+)\r\n", child.output).group(1).decode()
+    (path, rec), = _records(isolated_home / "state")
+    assert path.parent.name == sid == rec["id"]
+    assert rec["tool"] == "sh"
+    assert rec["argv"] == ["sh", "-c", script]
+    assert rec["mode"] == "pty"
+    assert rec["state"] == "finished"
+    assert rec["exit_code"] == 3 and rec["signal"] is None
+    assert rec["cpu_seconds"] >= 0.1
+    assert rec["cpu_seconds"] <= rec["duration_s"] + 0.05 < 10
+    assert rec["peak_rss_bytes"] > 100_000  # sh's, from wait4: kilobytes turned into bytes
+    assert rec["project_root"] == str(tmp_path.resolve())
+    assert f"session {sid} complete" in _git_log(path.parent.parent)
+
+
+def test_session_record_saved_and_committed_on_sighup(run_wrapagent, tmp_path, isolated_home):
+    child = run_wrapagent("sh", "-c", "echo READY; exec sleep 30", cwd=tmp_path)
+    child.expect(b"READY")
+    child.kill(signal.SIGHUP)
+    assert child.finish() == 128 + signal.SIGHUP
+    (path, rec), = _records(isolated_home / "state")
+    assert rec["state"] == "finished"
+    assert rec["exit_code"] == 128 + signal.SIGHUP and rec["signal"] == signal.SIGHUP
+    assert rec["ended_at"] is not None
+    assert f"session {rec['id']} complete" in _git_log(path.parent.parent)
