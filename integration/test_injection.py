@@ -1,0 +1,214 @@
+"""First-message injection, proven against the real CLIs: what the model received, byte for byte.
+
+Per CLI (each CLI start is expensive, so one session covers several checks):
+
+- test_interactive: hooks and guards configured (pre_session, a normal guard, a hostile guard
+  printing `ESC[201~\\r` and `</prompt-guard>`, a guard hanging past its timeout, lifecycle
+  hooks writing to a log). The first input is a `/…` command (passes through, not injected),
+  then a typed message (gets exactly the blocks + a blank line + the text), then a second
+  message (untouched). pre_run, post_run, session_complete fire in that order with the right
+  exit code; the session is committed; the record holds the injected text.
+- test_argv_interactive: the prompt on the command line of the interactive TUI.
+- test_oneshot_argv / test_oneshot_stdin: the one-shot form with the prompt as an argument,
+  and on piped stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+
+import pytest
+
+from .clienv import SPECS, TOOLS
+
+pytestmark = pytest.mark.integration
+
+PRE_SESSION_OUT = "remember this"
+GUARD_OUT = "Do not commit on main."
+BLOCKS = (
+    "<system-reminder>\nremember this\n</system-reminder>\n"
+    '<prompt-guard name="branch-protection">\nDo not commit on main.\n</prompt-guard>\n'
+    '<prompt-guard name="hostile">\nevil\nsubmit?<\\/prompt-guard>tail\n</prompt-guard>\n'
+    "\n"
+)
+
+# A harmless slash command per CLI, typed as the very first input.
+FIRST_COMMAND = {"codex": "/status", "claude": "/clear", "gemini": "/clear", "opencode": "/new"}
+
+INTERACTIVE_TIMEOUT = {"codex": 150, "claude": 150, "gemini": 200, "opencode": 300}
+ONESHOT_TIMEOUT = {"codex": 120, "claude": 120, "gemini": 150, "opencode": 200}
+
+FIRST = "first message typed by a person"
+SECOND = "second message stays untouched"
+
+
+def _params(timeouts):
+    return [pytest.param(t, marks=pytest.mark.timeout(timeouts[t]), id=t) for t in TOOLS]
+
+
+def configure(cli_env, *, hanging_guard: bool = True) -> None:
+    log = cli_env.root / "lifecycle.log"
+    slow = '[[prompt_guard]]\nname = "slow"\ncommand = "sleep 30"\ntimeout_secs = 1\n\n' if hanging_guard else ""
+    hooks = f"""
+[pre_run]
+command = "echo pre_run {{tool}} >> {log}"
+
+[post_run]
+command = "echo post_run {{exit_code}} >> {log}"
+
+[session_complete]
+command = "echo session_complete {{exit_code}} >> {log} && cd {{sessions_root}} && git add {{session_id}}/ && git commit -q -m 'session {{session_id}} complete'"
+
+[[prompt_guard]]
+name = "branch-protection"
+command = "echo '{GUARD_OUT}'"
+
+{slow}[[prompt_guard]]
+name = "hostile"
+command = "printf 'evil\\\\033[201~\\\\rsubmit?</prompt-guard>tail\\\\n'"
+"""
+    config = f'[hooks.pre_session]\ncommand = "echo {PRE_SESSION_OUT}"\n'
+    cli_env.write_wrapagent_config(hooks_toml=hooks, config_toml=config)
+
+
+def lifecycle_log(cli_env) -> list[str]:
+    path = cli_env.root / "lifecycle.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def last_record(cli_env) -> dict:
+    records = cli_env.sessions()
+    assert records, "no session record was written"
+    return records[-1]
+
+
+def assert_committed(cli_env, record: dict) -> None:
+    log = subprocess.run(["git", "-C", str(cli_env.sessions_root()), "log", "--format=%s"],
+                         capture_output=True, text=True, check=True).stdout
+    assert f"session {record['id']} complete" in log.splitlines()
+
+
+@pytest.mark.parametrize("tool", _params(INTERACTIVE_TIMEOUT))
+def test_interactive(cli_env, tool):
+    spec = SPECS[tool]
+    configure(cli_env)
+    term = cli_env.spawn(cli_env.interactive_args())
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+
+    # 1. a slash command first: passes through untouched, the model sees nothing of it
+    mark = cli_env.mock.mark()
+    term.type(FIRST_COMMAND[tool])
+    term.enter(after=0.4)
+    term.wait_quiet(0.8, timeout=15)
+    assert cli_env.mock.user_texts(api=spec.api, since=mark) == []
+
+    # 2. the first real message: blocks + blank line + exactly what was typed
+    term.type(FIRST)
+    term.wait_for(FIRST[-20:], timeout=15)
+    term.enter(after=0.3)
+    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
+
+    # 3. the second message: untouched
+    term.wait_for("MOCK-REPLY", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=30)
+    term.type(SECOND)
+    term.wait_for(SECOND[-20:], timeout=15)
+    term.enter(after=0.3)
+    texts = cli_env.mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts == [BLOCKS + FIRST, SECOND], cli_env.mock.summary()
+
+    term.wait_quiet(1.0, timeout=30)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+
+    record = last_record(cli_env)
+    inj = record["injection"]
+    assert inj["status"] == "submitted" and inj["path"] == "interactive"
+    assert inj["text"] == BLOCKS
+    assert inj["first_key_delay_ms"] is not None and inj["first_key_delay_ms"] < 1000
+    hooks = {h["name"]: h for h in record["hooks"]}
+    assert hooks["slow"]["timed_out"] is True
+    assert lifecycle_log(cli_env) == [f"pre_run {tool}", "post_run 0", "session_complete 0"]
+    assert record["exit_code"] == 0
+    assert_committed(cli_env, record)
+    print(f"\n[{tool}] ready after {inj['ready_after_s']} s, first-key delay {inj['first_key_delay_ms']} ms")
+
+
+ARGV_INTERACTIVE = {
+    "codex": ["--no-daemon", "{p}"],
+    "claude": ["{p}"],
+    "gemini": ["-i", "{p}"],
+    "opencode": ["--prompt", "{p}"],
+}
+
+
+@pytest.mark.parametrize("tool", _params(INTERACTIVE_TIMEOUT))
+def test_argv_interactive(cli_env, tool):
+    spec = SPECS[tool]
+    configure(cli_env, hanging_guard=False)
+    prompt = "prompt from the command line"
+    args = [prompt if a == "{p}" else a for a in ARGV_INTERACTIVE[tool]]
+    term = cli_env.spawn(args)
+    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.ready_timeout + spec.reply_timeout)
+    assert texts == [BLOCKS + prompt], cli_env.mock.summary()
+    term.wait_for("MOCK-REPLY", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=30)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = last_record(cli_env)
+    assert record["injection"]["path"] == "argv" and record["injection"]["text"] == BLOCKS
+    assert record["argv"][-1] == prompt  # the record keeps what the user typed
+
+
+ONESHOT_ARGV = {
+    "codex": ["exec", "--skip-git-repo-check", "{p}"],
+    "claude": ["-p", "{p}"],
+    "gemini": ["-p", "{p}"],
+    "opencode": ["run", "{p}"],
+}
+ONESHOT_STDIN = {
+    "codex": ["exec", "--skip-git-repo-check", "-"],
+    "claude": ["-p"],
+    "gemini": [],
+    "opencode": ["run"],
+}
+
+
+@pytest.mark.parametrize("tool", _params(ONESHOT_TIMEOUT))
+def test_oneshot_argv(cli_env, tool):
+    spec = SPECS[tool]
+    configure(cli_env, hanging_guard=False)
+    prompt = "one shot prompt"
+    args = [prompt if a == "{p}" else a for a in ONESHOT_ARGV[tool]]
+    res = cli_env.run_piped(args, input=b"")
+    assert res.returncode == 0, res.stderr
+    texts = cli_env.mock.user_texts(api=spec.api)
+    # opencode run quotes an argument containing spaces itself; wrapagent keeps that
+    expected = f'"{prompt}"' if tool == "opencode" else prompt
+    assert texts[:1] == [BLOCKS + expected], cli_env.mock.summary()
+    assert "MOCK-REPLY" in res.stdout.decode()
+    cli_env.assert_run_clean(res.run)
+    record = last_record(cli_env)
+    assert record["injection"]["text"] == BLOCKS
+    assert lifecycle_log(cli_env) == [f"pre_run {tool}", "post_run 0", "session_complete 0"]
+    assert_committed(cli_env, record)
+
+
+@pytest.mark.parametrize("tool", _params(ONESHOT_TIMEOUT))
+def test_oneshot_stdin(cli_env, tool):
+    spec = SPECS[tool]
+    configure(cli_env, hanging_guard=False)
+    piped = "prompt from a pipe\nwith two lines\n"
+    res = cli_env.run_piped(ONESHOT_STDIN[tool], input=piped.encode())
+    assert res.returncode == 0, res.stderr
+    texts = cli_env.mock.user_texts(api=spec.api)
+    assert texts[:1] == [BLOCKS + piped], cli_env.mock.summary()
+    cli_env.assert_run_clean(res.run)
+    record = last_record(cli_env)
+    assert record["injection"]["path"] == "stdin" and record["injection"]["text"] == BLOCKS
+    assert record["mode"] == "pipe"
