@@ -598,12 +598,13 @@ def render(report: Mapping[str, Any]) -> str:
         out.append(f"Last session: {last['id']} ({last['tool']}, {format_time(last['started_at'])}, "
                    f"exit {format_exit(last)})")
         inj = last["injection"]
-        line = f"  injection: {inj.get('status') or 'none'}"
+        details = []
         if inj.get("path") and inj.get("path") != "none":
-            line += f" (path {inj['path']})"
+            details.append(f"path {inj['path']}")
         if inj.get("ready_after_s") is not None:
-            line += f", tool ready after {inj['ready_after_s']:.2f}s"
-        out.append(line)
+            details.append(f"tool ready after {inj['ready_after_s']:.2f}s")
+        line = f"  injection: {inj.get('status') or 'none'}"
+        out.append(line + (f" ({', '.join(details)})" if details else ""))
         for note in inj.get("notes") or []:
             out.append(f"    note: {visible_text(str(note))}")
         out.append("  hooks:")
