@@ -48,6 +48,7 @@ class ToolSpec:
     api: str  # mock API name (see mock_server.TOOL_API)
     interactive_args: tuple[str, ...]  # args for an interactive session under test
     ready: str  # regex: the screen shows this when typed input is accepted
+    redrawn: str  # regex: a full redraw after the first reply (transcript + prompt) shows this
     settle: float  # seconds of quiet output to wait after `ready` before typing
     quit_keys: tuple[bytes, ...]  # written one by one with `quit_gap` between
     quit_gap: float
@@ -63,6 +64,7 @@ SPECS: dict[str, ToolSpec] = {
         interactive_args=("--no-daemon",),
         # the status line (model + cwd) comes after the `› Ask Codex to do anything` prompt line
         ready=r"Ask Codex to do anything[\s\S]*mock-model",
+        redrawn=r"MOCK-REPLY-1[\s\S]*Ask Codex to do anything[\s\S]*mock-model",
         settle=0.3,
         quit_keys=(b"\x03",),
         quit_gap=0.3,
@@ -75,6 +77,7 @@ SPECS: dict[str, ToolSpec] = {
         api="messages",
         interactive_args=(),
         ready=r"❯[\s\S]*(\? for shortcuts|shift\+tab to cycle)",
+        redrawn=r"MOCK-REPLY-1[\s\S]*❯[\s\S]*(\? for shortcuts|shift\+tab to cycle)",
         settle=0.3,
         quit_keys=(b"\x03", b"\x03"),
         quit_gap=0.3,
@@ -87,6 +90,9 @@ SPECS: dict[str, ToolSpec] = {
         api="gemini",
         interactive_args=(),
         ready=r"Type your message or @path/to/file",
+        # inline renderer: on SIGWINCH only the live region (prompt + footer) is redrawn, the
+        # transcript stays in the terminal's scrollback
+        redrawn=r"Type your message or @path/to/file[\s\S]*no sandbox",
         # gemini ignores Enter for ~1 s after the input box appears
         settle=1.0,
         quit_keys=(b"\x03", b"\x03"),
@@ -100,6 +106,8 @@ SPECS: dict[str, ToolSpec] = {
         api="chat",
         interactive_args=(),
         ready=r"Ask anything",
+        # after the first turn the composer shows the agent/model line instead of the placeholder
+        redrawn=r"MOCK-REPLY-1[\s\S]*Mock Model Mock LLM",
         settle=0.3,
         quit_keys=(b"\x03",),
         quit_gap=0.3,

@@ -256,9 +256,12 @@ class Terminal:
             time.sleep(wait)
         self.write(b"\r")
 
-    def paste(self, text: str) -> None:
-        """A bracketed paste, as a terminal delivers it: one write ESC[200~ text ESC[201~."""
-        self.write(PASTE_START + text.encode("utf-8") + PASTE_END)
+    def paste(self, text: str, after: float = 0.0) -> None:
+        """A bracketed paste, as a terminal delivers it: one write ESC[200~ text ESC[201~.
+
+        `after`: at least this many seconds after the previous input.
+        """
+        self.key(PASTE_START + text.encode("utf-8") + PASTE_END, after=after)
 
     def key(self, data: bytes, after: float = 0.0) -> None:
         wait = self.last_input + after - time.monotonic()

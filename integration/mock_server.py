@@ -232,7 +232,7 @@ class MockServer:
         handler = type("BoundMockHandler", (_Handler,), {"mock": self})
         self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="mock-model-server", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="mock-model-server", daemon=True)
         self._thread.start()
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)

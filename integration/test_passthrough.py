@@ -62,11 +62,11 @@ def test_interactive(cli_env, tool):
     term.wait_for("MOCK-REPLY-1", timeout=30)
     timings["reply"] = time.monotonic() - t0
 
-    # 4. resize: the tool redraws its prompt on the (blanked) screen at the new size
+    # 4. resize: the tool redraws transcript and prompt on the (blanked) screen at the new size
     term.wait_quiet(0.5, timeout=10)
     offset = term.resize(100, 30, blank=True)
     term.wait_output(offset, timeout=15)
-    term.wait_for(re.compile(spec.ready), timeout=20)
+    term.wait_for(re.compile(spec.redrawn), timeout=20)
     lines = term.screen_lines()
     assert len(lines) == 30 and all(len(line) <= 100 for line in lines)
     timings["resize"] = time.monotonic() - t0
