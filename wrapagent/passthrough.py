@@ -27,42 +27,79 @@ def _feed(wfd: int, feeder: Callable[[int], None]) -> None:
         os.close(wfd)
 
 
+def _typed_signal_reached(pid: int) -> bool:
+    """Did a SIGINT/SIGQUIT we got most likely come from the keyboard, and so reach `pid` too?
+
+    A key typed at the terminal (^C, ^\\) signals its whole foreground
+    process group. In this mode the tool shares wrapagent's group, so when
+    that group is in the foreground the tool got the key's signal already:
+    forwarding it would deliver it twice (and claude and codex read a second
+    ^C as "exit"). Without siginfo a `kill -INT` aimed at wrapagent alone
+    while it is in the foreground looks the same and is not forwarded; from
+    a supervisor without a terminal (the usual sender) it is.
+    """
+    try:
+        if os.getpgid(pid) != os.getpgrp():
+            return False
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
         stdin_feeder: Callable[[int], None] | None = None,
         on_spawn: Callable[[int], None] | None = None) -> ProxyResult:
     """Run the tool with wrapagent's own stdio; forward signals; return its status."""
     import subprocess
 
-    stdin_arg = None
-    rfd = wfd = -1
-    if stdin_feeder is not None:
-        rfd, wfd = os.pipe()
-        stdin_arg = rfd
-    try:
-        proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=stdin_arg,
-                                close_fds=True, restore_signals=True)
-    except OSError as exc:
-        raise exec_error(argv[0], exc.errno) from None
-    finally:
-        if rfd >= 0:
-            os.close(rfd)
-    if on_spawn is not None:
-        on_spawn(proc.pid)
-    feeder = None
-    if stdin_feeder is not None:
-        feeder = threading.Thread(target=_feed, args=(wfd, stdin_feeder), daemon=True)
-        feeder.start()
     forwarded: list[int] = []
+    pending: list[int] = []
+    child: list[int] = []  # the tool's pid, once started
 
     def forward(signum: int, frame: object) -> None:
+        if not child:
+            pending.append(signum)  # delivered as soon as the tool exists
+            return
+        if signum in (signal.SIGINT, signal.SIGQUIT) and _typed_signal_reached(child[0]):
+            return
         forwarded.append(signum)
         try:
-            os.kill(proc.pid, signum)
+            os.kill(child[0], signum)
         except ProcessLookupError:
             pass
 
+    # Handlers before the tool starts: a SIGTERM between Popen and installing
+    # them used to kill wrapagent and leave the tool running, unrecorded.
     old = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
     try:
+        stdin_arg = None
+        rfd = wfd = -1
+        if stdin_feeder is not None:
+            rfd, wfd = os.pipe()
+            stdin_arg = rfd
+        try:
+            proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=stdin_arg,
+                                    close_fds=True, restore_signals=True)
+        except OSError as exc:
+            if wfd >= 0:
+                os.close(wfd)
+            raise exec_error(argv[0], exc.errno) from None
+        finally:
+            if rfd >= 0:
+                os.close(rfd)
+        child.append(proc.pid)
+        for signum in pending:
+            forward(signum, None)
+        if on_spawn is not None:
+            on_spawn(proc.pid)
+        if stdin_feeder is not None:
+            threading.Thread(target=_feed, args=(wfd, stdin_feeder), daemon=True).start()
         _, status, ru = os.wait4(proc.pid, 0)
     finally:
         for sig, handler in old.items():
