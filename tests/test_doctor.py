@@ -350,6 +350,18 @@ def test_probe_not_ready_shows_the_screen_and_terminates(tmp_path: Path,
     assert "  | Loading opencode, please wait..." in text
 
 
+def test_probe_tool_exiting_before_ready_keeps_its_last_words(tmp_path: Path) -> None:
+    write_exe(tmp_path / "codex", "#!/bin/sh\necho 'error: not logged in'\nexit 4\n")
+    result = doctor.probe("codex", timeout=5, env={**os.environ, "PATH": str(tmp_path)})
+    assert result["ready"] is False
+    assert result["quit"]["exited_before_quit"] and result["quit"]["exit_code"] == 4
+    assert result["screen"].splitlines()[0] == "error: not logged in"
+    text = doctor.render_probe(result)
+    assert "  readiness     NOT FIRED (the tool exited first)" in text
+    assert "  exit          the tool exited by itself with code 4" in text
+    assert "  | error: not logged in" in text
+
+
 def test_probe_survives_output_the_emulator_chokes_on(tmp_path: Path) -> None:
     # gemini 0.61 writes `CSI > 4 ; ? m` (XTQMODKEYS query) at start-up.
     write_exe(tmp_path / "weirdtool",

@@ -788,54 +788,63 @@ class _Probe:
         self._reap()
         return self.status is None
 
-    def pump(self, seconds: float, stop: Callable[[], bool]) -> None:
-        """Read output and drive readiness checks for up to `seconds`, or until `stop()`."""
+    def _read(self, wait: float) -> bool:
+        """One select + read of the master; True when output arrived."""
         import select
 
+        if self.eof:
+            time.sleep(wait)
+            return False
+        try:
+            ready, _, _ = select.select([self.fd], [], [], wait)
+        except InterruptedError:
+            return False
+        if not ready:
+            return False
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:  # EIO: every holder of the terminal is gone
+            data = b""
+        if not data:
+            self.eof = True
+            return False
+        self._on_data(data, time.monotonic())
+        return True
+
+    def _drain_after_exit(self, quiet: float = 0.2) -> None:
+        """What the tool wrote before it exited; a leftover holding the terminal must not keep us."""
+        until = time.monotonic() + quiet
+        while not self.eof and time.monotonic() < until:
+            if self._read(0.05):
+                until = time.monotonic() + quiet
+
+    def pump(self, seconds: float, stop: Callable[[], bool]) -> None:
+        """Read output and drive readiness checks for up to `seconds`, or until `stop()`.
+
+        Once the tool has exited, its remaining output is drained first, so
+        the last screen is complete.
+        """
         from .injection import STARTING
 
         end = time.monotonic() + seconds
-        quiet_since_exit: float | None = None
-        while not stop():
+        while True:
+            if not self.alive:
+                self._drain_after_exit()
+                return
             now = time.monotonic()
-            if now >= end:
+            if stop() or now >= end:
                 return
             wait = min(end - now, 0.05)
             deadline = self.injector.deadline()
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - now))
-            if self.eof:
-                time.sleep(wait)
-            else:
-                try:
-                    ready, _, _ = select.select([self.fd], [], [], wait)
-                except InterruptedError:
-                    ready = []
-                if ready:
-                    try:
-                        data = os.read(self.fd, 65536)
-                    except BlockingIOError:
-                        data = None
-                    except OSError:
-                        data = b""
-                    if data == b"":
-                        self.eof = True
-                    elif data:
-                        self._on_data(data, time.monotonic())
-                        quiet_since_exit = None
+            self._read(wait)
             now = time.monotonic()
             deadline = self.injector.deadline()
             if self.injector.state == STARTING and deadline is not None and now >= deadline:
                 self.injector.poll(now)
-            if not self.alive:
-                # Drain what the tool wrote before it exited; a leftover holding the
-                # terminal must not keep us here.
-                if self.eof:
-                    return
-                if quiet_since_exit is None:
-                    quiet_since_exit = now
-                elif now - quiet_since_exit > 0.2:
-                    return
 
     def signal_group(self, sig: int) -> None:
         try:
@@ -1035,6 +1044,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
     out = sys.stdout if out is None else out
     args = list(args)
@@ -1050,6 +1066,10 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
         timeout = PROBE_TIMEOUT_SECS if ns.timeout is None else ns.timeout
         if not timeout > 0:
             parser.error("--timeout must be a positive number of seconds")
+        if not ns.json and _isatty(sys.stderr):
+            sys.stderr.write(f"wrapagent doctor: starting {ns.probe} in a private {PROBE_COLS}x{PROBE_ROWS} "
+                             f"terminal, waiting up to {timeout:g}s for its ready screen...\n")
+            sys.stderr.flush()
         result = probe(ns.probe, extra, timeout=timeout)
         if ns.json:
             json.dump(result, out, indent=2, ensure_ascii=False)
