@@ -127,3 +127,38 @@ def run_wrapagent() -> Callable:
             child.close(force=True)
         except Exception:
             pass
+
+
+def is_raw(fd: int) -> bool:
+    """The terminal on `fd` (a PTY master reads its slave's settings) is in raw mode."""
+    import termios
+
+    lflag = termios.tcgetattr(fd)[3]
+    return not lflag & (termios.ICANON | termios.ECHO | termios.ISIG)
+
+
+class ShellRun:
+    """`sh -c 'stty -g; COMMAND; echo RC=$?; stty -g'` on an outer PTY.
+
+    A non-interactive shell: no line editor that would fix the terminal up
+    for wrapagent. `before`/`after` are the `stty -g` lines around COMMAND.
+    """
+
+    def __init__(self, run_wrapagent, command: str, cwd: str | os.PathLike | None = None) -> None:
+        script = f'echo "S1=$(stty -g)"; {command}; echo "RC=$?"; echo "S2=$(stty -g)"'
+        self.child = run_wrapagent(argv=["sh", "-c", script], cwd=cwd)
+        self.child.expect(rb"S1=([0-9a-f:]+)\r\n")
+        self.before = self.child.match.group(1)
+
+    def saw_raw(self) -> bool:
+        """The outer terminal is raw now (wrapagent is running)."""
+        return is_raw(self.child.child_fd)
+
+    def finish(self, timeout: float = 10) -> int:
+        self.child.expect(rb"RC=(\d+)\r\n", timeout=timeout)
+        self.output = self.child.before
+        rc = int(self.child.match.group(1))
+        self.child.expect(rb"S2=([0-9a-f:]+)\r\n")
+        self.after = self.child.match.group(1)
+        assert self.child.finish() == 0
+        return rc

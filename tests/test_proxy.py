@@ -24,7 +24,7 @@ import pexpect
 import psutil
 import pytest
 
-from conftest import default_signals, exit_code_of, helper, wrapagent_argv
+from conftest import ShellRun, helper, is_raw, wrapagent_argv
 
 NO_HOOKS = "--no-hooks"
 
@@ -149,40 +149,6 @@ def _wrapagent_cmd(*args: str) -> str:
     return shlex.join([*wrapagent_argv(), *args])
 
 
-def _is_raw(fd: int) -> bool:
-    import termios
-
-    lflag = termios.tcgetattr(fd)[3]
-    return not lflag & (termios.ICANON | termios.ECHO | termios.ISIG)
-
-
-class ShellRun:
-    """`sh -c 'stty -g; COMMAND; echo RC=$?; stty -g'` on an outer PTY.
-
-    A non-interactive shell: no line editor that would fix the terminal up
-    for wrapagent. `before`/`after` are the `stty -g` lines around COMMAND.
-    """
-
-    def __init__(self, run_wrapagent, command: str) -> None:
-        script = f'echo "S1=$(stty -g)"; {command}; echo "RC=$?"; echo "S2=$(stty -g)"'
-        self.child = run_wrapagent(argv=["sh", "-c", script])
-        self.child.expect(rb"S1=([0-9a-f:]+)\r\n")
-        self.before = self.child.match.group(1)
-
-    def saw_raw(self) -> bool:
-        """The outer terminal is raw now (wrapagent is running)."""
-        return _is_raw(self.child.child_fd)
-
-    def finish(self, timeout: float = 10) -> int:
-        self.child.expect(rb"RC=(\d+)\r\n", timeout=timeout)
-        self.output = self.child.before
-        rc = int(self.child.match.group(1))
-        self.child.expect(rb"S2=([0-9a-f:]+)\r\n")
-        self.after = self.child.match.group(1)
-        assert self.child.finish() == 0
-        return rc
-
-
 def _wait_for(predicate, timeout: float = 5.0, what: str = "condition") -> None:
     end = time.monotonic() + timeout
     while not predicate():
@@ -198,7 +164,7 @@ def test_terminal_restored_after_normal_exit(run_wrapagent):
     run.child.send(b"\r")
     assert run.finish() == 3
     assert run.after == run.before
-    assert not _is_raw(run.child.child_fd)
+    assert not is_raw(run.child.child_fd)
 
 
 def test_terminal_restored_after_child_crash(run_wrapagent):
