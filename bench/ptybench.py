@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -29,6 +30,7 @@ import shutil
 import signal
 import statistics
 import struct
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -284,10 +286,8 @@ class OuterPty:
 
     def sleep(self, seconds: float) -> None:
         """Keep serving the terminal for `seconds` (a real terminal never stops reading)."""
-        try:
+        with contextlib.suppress(TimeoutError):  # the normal way out, or the session ended early
             self.pump(lambda: False, seconds)
-        except TimeoutError:  # the normal way out, or the session ended early
-            pass
 
     def finish(self, timeout: float = 30.0) -> ExitInfo:
         """Drain to EOF and reap the leader."""
@@ -682,46 +682,68 @@ def interleaved(rounds: int, proxies: Sequence[Proxy]) -> Iterator[tuple[int, Pr
             yield r, proxy
 
 
+def attempt(results: Results, test: str, proxy: str, run: Callable[[], Record]) -> Record | None:
+    """One measured run; a proxy that hangs or breaks costs its record, not the whole benchmark."""
+    try:
+        return run()
+    except (TimeoutError, OSError, AssertionError) as exc:
+        results.notes.append(f"{test}: a {proxy} run failed: {type(exc).__name__}: {exc}")
+        log(results.notes[-1])
+        return None
+
+
+def measure_rounds(
+    test: str, opts: Options, proxies: Sequence[Proxy], results: Results, *,
+    run: Callable[[Proxy], Record], describe: Callable[[Record], str],
+) -> None:
+    """The A B C A B C … schedule shared by throughput, latency and idle."""
+    records = results.records.setdefault(test, [])
+    for r, proxy in interleaved(opts.rounds, proxies):
+        rec = attempt(results, test, proxy.name, lambda: run(proxy))  # noqa: B023 - called at once
+        if rec is not None:
+            log(f"{test} r{r} {proxy.name}: {describe(rec)}")
+            records.append({"round": r, "proxy": proxy.name, **rec})
+
+
+def measure_startup(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], results: Results) -> None:
+    """Several launches per round (start-up is short and jittery), the interpreter floors alongside."""
+    records = results.records.setdefault("startup", [])
+    runs: list[tuple[str, Callable[[], Record]]] = [
+        *((p.name, lambda p=p: run_startup(p, env)) for p in proxies),
+        *((name, lambda argv=argv: run_floor(argv, env)) for name, argv in PYTHON_FLOORS.items()),
+    ]
+    for r in range(opts.rounds):
+        for i in range(opts.startup_n):
+            for name, run in runs:
+                rec = attempt(results, "startup", name, run)
+                if rec is not None:
+                    records.append({"round": r, "i": i, "proxy": name, **rec})
+        log(f"startup r{r} done")
+
+
+def measure_correctness(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], results: Results) -> None:
+    for name, case in correctness_cases(opts.tail_runs).items():
+        per = results.correctness[name] = {p.name: run_case(case, p, env) for p in proxies}
+        log(f"correctness {name}: " + ", ".join(f"{p}={'ok' if c.passed else 'FAIL'}" for p, c in per.items()))
+
+
 def measure(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], results: Results) -> None:
-    """Run each selected test, proxies interleaved within every round."""
+    """Run each selected test in a fixed order, proxies interleaved within every round."""
     if "throughput" in opts.tests:
         log(f"throughput: preparing {opts.size_mb} MB payload")
         payload = make_payload(opts.size_mb)
-        results.records["throughput"] = []
-        for r, proxy in interleaved(opts.rounds, proxies):
-            rec = run_throughput(proxy, payload, env)
-            log(f"throughput r{r} {proxy.name}: {rec['mb_per_s']:.1f} MB/s cpu {rec['cpu_self']:.2f}s")
-            results.records["throughput"].append({"round": r, "proxy": proxy.name, **rec})
+        measure_rounds("throughput", opts, proxies, results, run=lambda p: run_throughput(p, payload, env),
+                       describe=lambda r: f"{r['mb_per_s']:.1f} MB/s, CPU {r['cpu_self']:.2f} s")
     if "latency" in opts.tests:
-        results.records["latency"] = []
-        for r, proxy in interleaved(opts.rounds, proxies):
-            rec = run_latency(proxy, opts.keystrokes, env)
-            log(f"latency r{r} {proxy.name}: p50 {rec['p50_us']:.0f} µs p99 {rec['p99_us']:.0f} µs")
-            results.records["latency"].append({"round": r, "proxy": proxy.name, **rec})
+        measure_rounds("latency", opts, proxies, results, run=lambda p: run_latency(p, opts.keystrokes, env),
+                       describe=lambda r: f"p50 {r['p50_us']:.0f} µs, p99 {r['p99_us']:.0f} µs")
     if "startup" in opts.tests:
-        results.records["startup"] = []
-        for r in range(opts.rounds):
-            for i in range(opts.startup_n):
-                for proxy in proxies:
-                    rec = run_startup(proxy, env)
-                    results.records["startup"].append({"round": r, "i": i, "proxy": proxy.name, **rec})
-                for name, argv in PYTHON_FLOORS.items():
-                    rec = run_floor(argv, env)
-                    results.records["startup"].append({"round": r, "i": i, "proxy": name, **rec})
-            log(f"startup r{r} done")
+        measure_startup(opts, proxies, env, results)
     if "idle" in opts.tests:
-        results.records["idle"] = []
-        for r, proxy in interleaved(opts.rounds, proxies):
-            rec = run_idle(proxy, opts.idle_s, env)
-            log(f"idle r{r} {proxy.name}: {rec['cpu_percent']:.2f}% {rec['wakeups_per_s']:.2f}/s")
-            results.records["idle"].append({"round": r, "proxy": proxy.name, **rec})
+        measure_rounds("idle", opts, proxies, results, run=lambda p: run_idle(p, opts.idle_s, env),
+                       describe=lambda r: f"{r['cpu_percent']:.2f} % CPU, {r['wakeups_per_s']:.2f} wake-ups/s")
     if "correctness" in opts.tests:
-        for name, case in correctness_cases(opts.tail_runs).items():
-            results.correctness[name] = {}
-            for proxy in proxies:
-                results.correctness[name][proxy.name] = run_case(case, proxy, env)
-            log(f"correctness {name}: " + ", ".join(
-                f"{p}={'ok' if c.passed else 'FAIL'}" for p, c in results.correctness[name].items()))
+        measure_correctness(opts, proxies, env, results)
 
 
 # ---------------------------------------------------------------------------
@@ -737,8 +759,10 @@ def by_round(records: Sequence[Record], metric: str) -> dict[str, dict[int, floa
     return {p: {r: statistics.median(v) for r, v in rounds.items()} for p, rounds in samples.items()}
 
 
-def median_of(records: Sequence[Record], metric: str, proxy: str) -> float:
-    return statistics.median(by_round(records, metric)[proxy].values())
+def median_of(records: Sequence[Record], metric: str, proxy: str) -> float | None:
+    """Median over rounds of the per-round medians; None if the proxy has no record."""
+    rounds = by_round(records, metric).get(proxy)
+    return statistics.median(rounds.values()) if rounds else None
 
 
 def ratio(records: Sequence[Record], metric: str, proxy: str, base: str) -> float | None:
@@ -746,7 +770,7 @@ def ratio(records: Sequence[Record], metric: str, proxy: str, base: str) -> floa
     table = by_round(records, metric)
     if base not in table or proxy not in table:
         return None
-    pairs = [table[proxy][r] / table[base][r] for r in table[proxy] if table[base].get(r)]
+    pairs = [v / table[base][r] for r, v in table[proxy].items() if table[base].get(r)]
     return statistics.median(pairs) if pairs else None
 
 
@@ -755,7 +779,8 @@ def added(records: Sequence[Record], metric: str, proxy: str, base: str = "direc
     table = by_round(records, metric)
     if base not in table or proxy not in table:
         return None
-    return statistics.median(table[proxy][r] - table[base][r] for r in table[proxy])
+    diffs = [v - table[base][r] for r, v in table[proxy].items() if r in table[base]]
+    return statistics.median(diffs) if diffs else None
 
 
 def fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
@@ -785,7 +810,7 @@ def throughput_table(records: Sequence[Record], proxies: Sequence[str]) -> str:
             fmt(median_of(records, "cpu_fixed", p) if proxied else None),
             fmt(ratio(records, "cpu_net_ns_per_byte", p, "script") if proxied else None),
             f"{sum(r['intact'] for r in mine)}/{len(mine)}",
-            str(max(r["bytes_lost"] for r in mine)),
+            str(max((r["bytes_lost"] for r in mine), default="—")),
         ])
     return md_table(
         ["proxy", "MB/s", "×direct", "×script", "proxy CPU s", "tree CPU s", "CPU ns/B", "CPU/B ×script",
@@ -828,7 +853,7 @@ def startup_table(records: Sequence[Record], proxies: Sequence[str]) -> str:
 def idle_table(records: Sequence[Record], proxies: Sequence[str]) -> str:
     rows = [
         [p, fmt(median_of(records, "cpu_percent", p), ".2f"), fmt(median_of(records, "wakeups_per_s", p), ".2f"),
-         fmt(max(r["wakeups_per_s"] for r in records if r["proxy"] == p), ".2f")]
+         fmt(max((r["wakeups_per_s"] for r in records if r["proxy"] == p), default=None), ".2f")]
         for p in proxies
     ]
     return md_table(["proxy", "CPU %", "wake-ups/s (median)", "wake-ups/s (max)"], rows)
@@ -863,12 +888,12 @@ def targets(results: Results, proxy: str) -> list[Target]:
         t = rec["throughput"]
         thr = ratio(t, "mb_per_s", proxy, "script")
         cpu = ratio(t, "cpu_ns_per_byte", proxy, "script")
-        lost = max(r["bytes_lost"] for r in t if r["proxy"] == proxy)
+        lost = max((r["bytes_lost"] for r in t if r["proxy"] == proxy), default=None)
         out.append(Target("throughput ×script ≥ 1.0", fmt(thr), None if thr is None else thr >= 1.0))
         net = ratio(t, "cpu_net_ns_per_byte", proxy, "script")
         out.append(Target("CPU per byte ×script ≤ 1.1", fmt(cpu), None if cpu is None else cpu <= 1.1))
         out.append(Target("(same, net of start-up CPU) ≤ 1.1", fmt(net), None if net is None else net <= 1.1))
-        out.append(Target("0 bytes lost (throughput)", str(lost), lost == 0))
+        out.append(Target("0 bytes lost (throughput)", fmt(lost, "d"), None if lost is None else lost == 0))
     if "latency" in rec:
         mine, base = added(rec["latency"], "p50_us", proxy), added(rec["latency"], "p50_us", "script")
         ok = None if mine is None or base is None else mine <= base
@@ -877,8 +902,8 @@ def targets(results: Results, proxy: str) -> list[Target]:
         fb = ratio(rec["startup"], "first_byte_ms", proxy, "script")
         out.append(Target("first byte ≤ 2.5× script", fmt(fb), None if fb is None else fb <= 2.5))
     if "idle" in rec:
-        wk = max(r["wakeups_per_s"] for r in rec["idle"] if r["proxy"] == proxy)
-        out.append(Target("0 idle wake-ups/s", fmt(wk), wk == 0))
+        wk = max((r["wakeups_per_s"] for r in rec["idle"] if r["proxy"] == proxy), default=None)
+        out.append(Target("0 idle wake-ups/s", fmt(wk), None if wk is None else wk == 0))
     if results.correctness:
         failed = [n for n, per in results.correctness.items() if not per[proxy].passed]
         failed += ["termios"] if not all(per[proxy].termios_restored for per in results.correctness.values()) else []
@@ -925,8 +950,6 @@ def report(results: Results, meta: Mapping[str, Any]) -> str:
 
 
 def git_rev() -> str:
-    import subprocess  # only here: nothing else needs it
-
     try:
         out = subprocess.run(["git", "-C", str(BENCH_DIR), "describe", "--always", "--dirty"],
                              capture_output=True, text=True, timeout=10, check=False)
