@@ -51,6 +51,16 @@ exits; a background process the child left holding the terminal must not
 keep wrapagent alive.
 """
 
+DRAIN_MAX_SECS = 1.0
+"""After the child was reaped, stop draining this long after it even if output keeps coming.
+
+The child's own tail is bounded by the kernel's PTY buffer (tens of KiB),
+read in milliseconds; output that keeps coming is a leftover process (a
+server the agent started in the background, ignoring SIGHUP) writing to
+the terminal, and used to keep wrapagent running forever after the tool
+exited. Leftovers in the child's session are then terminated.
+"""
+
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 
 
@@ -397,9 +407,10 @@ class _Loop:
             _killpg(self.pid, signal.SIGKILL)
             self.killed = True
             self.kill_deadline = None
-        if (self.status is not None and self.master_open and self.master not in ready
-                and self.reaped_at is not None and now - self.reaped_at >= DRAIN_QUIET_SECS):
-            self.master_open = False
+        if self.status is not None and self.master_open and self.reaped_at is not None:
+            since = now - self.reaped_at
+            if (since >= DRAIN_QUIET_SECS and self.master not in ready) or since >= DRAIN_MAX_SECS:
+                self.master_open = False
 
 
 def _killpg(pid: int, sig: int) -> None:
