@@ -307,6 +307,25 @@ def test_no_orphans_left_in_the_childs_session(run_wrapagent):
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_leftover_that_keeps_writing_does_not_keep_wrapagent_alive(run_wrapagent):
+    """A background job that ignores SIGHUP and writes to the terminal every 50 ms
+    (a dev server's log) must not hold wrapagent open after the tool exited."""
+    script = ('trap "" HUP; (while :; do echo spam; sleep 0.05; done) & echo BG=$!; '
+              'sleep 0.2; echo TOOL-DONE; exit 4')
+    child = run_wrapagent(NO_HOOKS, "sh", "-c", script)
+    child.expect(rb"BG=(\d+)")
+    pid = int(child.match.group(1))
+    try:
+        child.expect(b"TOOL-DONE")
+        done = time.monotonic()
+        assert child.finish(timeout=5) == 4
+        assert time.monotonic() - done < 3.0
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
 def test_daemon_left_on_purpose_survives(run_wrapagent):
     """A process the child moved to its own session (setsid) was left on purpose."""
     # wait until setsid() happened (field 6 of /proc/PID/stat is the session),
