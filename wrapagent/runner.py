@@ -51,6 +51,15 @@ def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
     return 126  # not reached
 
 
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def _is_tty(fd: int) -> bool:
     try:
         return os.isatty(fd)
@@ -178,8 +187,6 @@ class Session:
 
             plan = replace(plan, index=None if plan.index is None else plan.index + shift,
                            args=tuple(a + shift for a in plan.args))
-        if stdin_piped and plan.kind == "argv" and self.adapter.stdin_before_arg:
-            plan = PromptPlan("stdin", oneshot=True, reason="stdin comes before the argument")
         if stdin_piped and plan.kind == "interactive" and self.adapter.piped_stdin_is_prompt:
             plan = PromptPlan("stdin", oneshot=True)
         if plan.kind == "interactive" and not self.interactive:
@@ -243,6 +250,15 @@ class Session:
                 inj["notes"].append(plan.reason)
             self.child_env = self.adapter.child_env(self.child_env)
         argv = list(self.argv)
+        stdin_data = self._pre_read_stdin(plan)
+        if plan is not None and plan.kind == "argv" and stdin_data:
+            # gemini puts piped stdin BEFORE the prompt argument: the blocks go
+            # on stdin then, so they still come first.
+            inj["path"] = "stdin"
+            feeder = self._stdin_feeder(cfg, ctx, initial=stdin_data, read_stdin=False,
+                                        prompt=stdin_data.decode("utf-8", "replace")
+                                        + "\n\n" + argv[plan.index])
+            return self._finish(passthrough.run(argv, env=self.child_env, stdin_feeder=feeder))
         if plan is not None and plan.kind == "argv":
             prefix = self._collect(cfg, ctx, argv[plan.index], "argv")
             if prefix:
@@ -251,7 +267,7 @@ class Session:
             else:
                 inj["status"] = "none"
         if plan is not None and plan.kind == "stdin-args":
-            return self._run_stdin_args(cfg, ctx, argv, plan)
+            return self._run_stdin_args(cfg, ctx, argv, plan, stdin_data or b"")
         if plan is not None and plan.kind == "stdin":
             feeder = self._stdin_feeder(cfg, ctx, initial=b"")
             return self._finish(passthrough.run(argv, env=self.child_env, stdin_feeder=feeder))
@@ -267,34 +283,39 @@ class Session:
                 self._interactive_report(interceptor)
         return self._finish(result)
 
-    def _run_stdin_args(self, cfg, ctx, argv, plan):
+    def _pre_read_stdin(self, plan) -> bytes | None:
+        """Read piped stdin up front where the tool mixes it with argv prompts.
+
+        gemini (stdin first, then the argument) and `opencode run` (arguments,
+        then "\n" + stdin, nothing when stdin is empty) need to know whether
+        stdin holds anything before wrapagent decides where the blocks go.
+        """
+        if plan is None or _is_tty(0):
+            return None
+        if plan.kind == "stdin-args" or (plan.kind == "argv" and self.adapter.stdin_before_arg):
+            return _read_all(0)
+        return None
+
+    def _run_stdin_args(self, cfg, ctx, argv, plan, stdin_data: bytes):
         """`opencode run a b`: message args move to stdin, joined the way the tool joins them."""
         from . import passthrough
         from .adapters.opencode import quote_join
 
-        message = quote_join([argv[i] for i in plan.args])
+        message = quote_join([argv[i] for i in plan.args]).encode()
+        if stdin_data:
+            message += b"\n" + stdin_data  # the tool's own join of args and piped stdin
         rest = [a for i, a in enumerate(argv) if i not in set(plan.args)]
-        initial = message.encode()
-        if not _is_tty(0):
-            initial += b"\n"  # the tool's own join of args and piped stdin
-        feeder = self._stdin_feeder(cfg, ctx, initial=initial, read_stdin=not _is_tty(0))
+        feeder = self._stdin_feeder(cfg, ctx, initial=message, read_stdin=False)
         return self._finish(passthrough.run(rest, env=self.child_env, stdin_feeder=feeder))
 
-    def _stdin_feeder(self, cfg, ctx, *, initial: bytes, read_stdin: bool = True):
+    def _stdin_feeder(self, cfg, ctx, *, initial: bytes, read_stdin: bool = True,
+                      prompt: str | None = None):
         """Feed the tool's stdin: blocks, then the prompt, byte for byte."""
 
         def feed(wfd: int) -> None:
-            data = initial
-            if read_stdin:
-                chunks = []
-                while True:
-                    chunk = os.read(0, 65536)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                data += b"".join(chunks)
-            prompt = data.decode("utf-8", "replace")
-            prefix = self._collect(cfg, ctx, prompt, "stdin")
+            data = initial + (_read_all(0) if read_stdin else b"")
+            text = data.decode("utf-8", "replace") if prompt is None else prompt
+            prefix = self._collect(cfg, ctx, text, "stdin")
             if prefix:
                 self._injected(prefix, "stdin")
             else:
