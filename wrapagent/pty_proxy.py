@@ -512,9 +512,11 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
 
     Raises ToolNotFound / ToolNotExecutable before touching the terminal.
     """
-    size = terminal.get_winsize(stdin_fd) or terminal.get_winsize(stdout_fd)
-    rows, cols = (size[0], size[1]) if size and size[0] and size[1] else (24, 80)
     with _SignalPipe((signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)) as sigpipe:
+        # Size read after the SIGWINCH handler is in place: a resize in between
+        # is then seen by the loop instead of lost (SIGWINCH's default is ignore).
+        size = terminal.get_winsize(stdin_fd) or terminal.get_winsize(stdout_fd)
+        rows, cols = (size[0], size[1]) if size and size[0] and size[1] else (24, 80)
         pid, master = spawn(argv, env=env, cwd=cwd, size=(rows, cols))
         loop = _Loop(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace)
         try:
