@@ -118,7 +118,11 @@ def run_wrapagent() -> Callable:
 
     yield spawn
     for child in children:
-        if child.isalive():
+        try:
+            alive = child.isalive()
+        except Exception:  # reaped by the test itself (psutil wait)
+            continue
+        if alive:
             try:
                 os.kill(child.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -390,3 +390,30 @@ def test_session_record_saved_and_committed_on_sighup(run_wrapagent, tmp_path, i
     assert rec["exit_code"] == 128 + signal.SIGHUP and rec["signal"] == signal.SIGHUP
     assert rec["ended_at"] is not None
     assert f"session {rec['id']} complete" in _git_log(path.parent.parent)
+
+
+# -- the terminal goes away; the child closes its terminal ---------------------------------
+
+def test_terminal_closed_under_wrapagent(run_wrapagent, tmp_path, isolated_home):
+    """The user closes the window: wrapagent gets SIGHUP and EIO on the terminal,
+    passes the hang-up on, waits for the child, saves and commits the record."""
+    child = run_wrapagent(*helper("sigtrap.py"), cwd=tmp_path)
+    child.expect(rb"READY pid=(\d+)")
+    pid = int(child.match.group(1))
+    wrapagent_proc = psutil.Process(child.pid)
+    os.close(child.child_fd)  # hang up: the outer PTY's master goes away
+    child.child_fd = -1
+    assert wrapagent_proc.wait(timeout=5) == 100 + signal.SIGHUP
+    assert not _alive(pid)
+    (path, rec), = _records(isolated_home / "state")
+    assert (rec["state"], rec["exit_code"]) == ("finished", 100 + signal.SIGHUP)
+    assert f"session {rec['id']} complete" in _git_log(path.parent.parent)
+
+
+def test_child_that_closes_its_terminal_is_still_waited_for(run_wrapagent):
+    """EIO on the master before the child exits: keep waiting, keep its exit code."""
+    child = run_wrapagent(NO_HOOKS, "sh", "-c",
+                          "echo CLOSING; exec </dev/null >/dev/null 2>&1; sleep 0.3; exit 4")
+    child.expect(b"CLOSING")
+    assert child.finish() == 4
+    assert time.monotonic() - child.started_at >= 0.3
