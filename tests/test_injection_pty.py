@@ -241,3 +241,42 @@ def test_untouched_without_guards(world) -> None:
     quit_demo(child)
     assert world.messages() == ["plain"]
     assert world.records()[-1]["injection"]["status"] == "none"
+
+
+def test_nested_wrapped_tool_records_its_parent(world) -> None:
+    inner = f"{sys.executable} -m wrapagent sh -c 'exit 4'"
+    proc = subprocess.run([sys.executable, "-m", "wrapagent", "sh", "-c", f"{inner}; exit $?"],
+                          env=world.env(), cwd=world.project, timeout=30)
+    assert proc.returncode == 4
+    records = sorted(world.records(), key=lambda r: r["depth"])
+    assert [r["depth"] for r in records] == [0, 1]
+    outer, nested = records
+    assert outer["parent_session"] is None
+    assert nested["parent_session"] == outer["id"]
+    assert nested["exit_code"] == 4 and outer["exit_code"] == 4
+    root = next(world.state.glob("wrapagent/projects/*"))
+    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True,
+                            text=True).stdout
+    log = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True,
+                         text=True).stdout.splitlines()
+    assert f"session {outer['id']} complete" in log and f"session {nested['id']} complete" in log
+    assert ".gitignore" not in status
+
+
+def test_nesting_is_bounded(world) -> None:
+    proc = subprocess.run([sys.executable, "-m", "wrapagent", "sh", "-c", "echo $WRAPAGENT_DEPTH"],
+                          env=world.env(WRAPAGENT_DEPTH="4"), cwd=world.project, timeout=30,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "5"
+    assert world.records() == []  # at the limit the tool runs directly: no session
+
+
+def test_concurrent_sessions_are_all_committed(world) -> None:
+    procs = [subprocess.Popen([sys.executable, "-m", "wrapagent", "sh", "-c", "exit 0"],
+                              env=world.env(), cwd=world.project) for _ in range(4)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    ids = {r["id"] for r in world.records()}
+    root = next(world.state.glob("wrapagent/projects/*"))
+    log = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True,
+                         text=True).stdout.splitlines()
+    assert len(ids) == 4 and all(f"session {i} complete" in log for i in ids)

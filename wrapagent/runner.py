@@ -13,25 +13,32 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from .errors import WrapagentError
 
+if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: not on the hot path
+    from typing import Callable, Mapping, Sequence
 
-@dataclass
+
 class RunOptions:
-    tool: str
-    args: list[str]
-    no_hooks: bool = False
-    strict: bool = False
-    shim_dir: str | None = None
-    display_name: str | None = None
-    """Name used for the session record and adapter (`demo` for the demo agent)."""
-    argv_override: list[str] | None = None
-    """Run this argv instead of resolving `tool` (the demo agent)."""
-    config_factory: Callable[[Path, Mapping[str, str]], object] | None = None
+    """What `__main__` parsed. A plain class: `dataclasses` costs ~20 ms to import."""
+
+    def __init__(self, tool: str, args: list[str], *, no_hooks: bool = False,
+                 strict: bool = False, shim_dir: str | None = None,
+                 display_name: str | None = None, argv_override: list[str] | None = None,
+                 config_factory: Callable[[Path, Mapping[str, str]], object] | None = None) -> None:
+        self.tool = tool
+        self.args = args
+        self.no_hooks = no_hooks
+        self.strict = strict
+        self.shim_dir = shim_dir
+        self.display_name = display_name
+        """Name used for the session record and adapter (`demo` for the demo agent)."""
+        self.argv_override = argv_override
+        """Run this argv instead of resolving `tool` (the demo agent)."""
+        self.config_factory = config_factory
 
 
 def _stderr(line: str) -> None:
@@ -93,14 +100,14 @@ def run(opts: RunOptions) -> int:
     return Session(opts, env, child_env, executable, argv, interactive).run()
 
 
-@dataclass
 class _Prefix:
     """The injected prefix, computed in a background thread while the tool starts."""
 
-    wake_r: int = -1
-    wake_w: int = -1
-    value: str | None = None
-    done: threading.Event = field(default_factory=threading.Event)
+    def __init__(self) -> None:
+        self.wake_r = -1
+        self.wake_w = -1
+        self.value: str | None = None
+        self.done = threading.Event()
 
     def open_wake(self) -> None:
         self.wake_r, self.wake_w = os.pipe()
@@ -398,11 +405,11 @@ class Session:
         if event == "session_complete":
             from .sessions import commit_lock, ensure_repo
 
-            try:
-                ensure_repo(self.record.root)
-            except Exception as exc:
-                self.record.warn(f"cannot initialise the sessions repository: {exc}")
             with commit_lock(self.record.root):
+                try:
+                    ensure_repo(self.record.root)  # under the lock: two first sessions race
+                except Exception as exc:
+                    self.record.warn(f"cannot initialise the sessions repository: {exc}")
                 result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
                                        exit_code=exit_code)
         else:

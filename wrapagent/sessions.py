@@ -153,7 +153,12 @@ def ensure_repo(root: Path) -> None:
                        ("commit.gpgsign", "false"), ("core.hooksPath", "/dev/null")):
         subprocess.run(["git", "-C", str(root), "config", key, value], check=True, env=env,
                        stdin=subprocess.DEVNULL)
-    (root / ".gitignore").write_text("*.lock\n*.tmp\n")
+    (root / ".gitignore").write_text("*.lock\n.*.tmp\n")
+    # Commit it at once, so the repository starts clean and `git status`
+    # there only ever shows sessions.
+    for cmd in (["add", ".gitignore"], ["commit", "-q", "-m", "sessions repository"]):
+        subprocess.run(["git", "-C", str(root), *cmd], check=True, env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
