@@ -280,3 +280,46 @@ def test_concurrent_sessions_are_all_committed(world) -> None:
     log = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True,
                          text=True).stdout.splitlines()
     assert len(ids) == 4 and all(f"session {i} complete" in log for i in ids)
+
+
+def test_project_hooks_run_only_when_trusted(world) -> None:
+    from wrapagent.trust import TrustStore
+
+    hooks = world.project / ".wrapagent" / "hooks.toml"
+    hooks.parent.mkdir()
+    hooks.write_text('[[prompt_guard]]\nname = "proj"\ncommand = "echo project rule"\n')
+
+    def run_once() -> tuple[str, list[str]]:
+        before = len(world.messages())
+        child = world.spawn()
+        ready(child)
+        notice = child.before.decode(errors="replace")
+        type_text(child, "m")
+        submit(child, 1)
+        quit_demo(child)
+        return notice, world.messages()[before:]
+
+    notice, msgs = run_once()  # freshly cloned: untrusted, skipped, one notice before the screen
+    assert f"skipping untrusted project hooks in {hooks}" in notice
+    assert msgs == ["m"]
+
+    store = TrustStore(env=world.env())
+    store.trust(hooks, hooks.read_bytes())  # what `wrapagent trust` does after the user said yes
+    notice, msgs = run_once()
+    assert "skipping" not in notice
+    assert msgs == ['<prompt-guard name="proj">\nproject rule\n</prompt-guard>\n\nm']
+
+    hooks.write_text('[[prompt_guard]]\nname = "proj"\ncommand = "echo edited after trust"\n')
+    notice, msgs = run_once()
+    assert "changed since you trusted them" in notice
+    assert msgs == ["m"]
+
+
+def test_trust_refused_without_terminal(world) -> None:
+    hooks = world.project / ".wrapagent" / "hooks.toml"
+    hooks.parent.mkdir()
+    hooks.write_text('[pre_run]\ncommand = "echo hi"\n')
+    proc = subprocess.run([sys.executable, "-m", "wrapagent", "trust"], env=world.env(),
+                          cwd=world.project, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 1 and "terminal" in proc.stderr

@@ -169,9 +169,14 @@ class Session:
             _stderr(f"wrapagent: config {level}: {problem}{suffix}")
         for layer in cfg.layers:
             if layer.exists and layer.trusted is False:
-                from .trust import untrusted_notice
+                from .trust import TrustStore, untrusted_notice
 
-                _stderr(untrusted_notice(Path(layer.path)))
+                path = Path(layer.path)
+                try:
+                    changed = TrustStore(env=self.env).check(path, path.read_bytes()) == "changed"
+                except OSError:
+                    changed = False
+                _stderr(untrusted_notice(path, changed=changed))
         if self.opts.strict and cfg.has_errors:
             raise WrapagentError("invalid configuration (--strict): fix the errors above", 2)
         return cfg
