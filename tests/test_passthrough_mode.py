@@ -16,7 +16,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pexpect
 import psutil
 import pytest
 
