@@ -18,7 +18,11 @@ ADAPTER = Adapter(
     delivery="typed",
     typed_chunk_bytes=256,
     typed_gap_secs=0.03,
-    settle_secs=0.06,
+    # claude echoes typed input ~100 ms late (it batches input to detect
+    # pastes); once the echo came, the block is one closed input event and
+    # the held keys can follow almost at once (measured: 223-byte block,
+    # echo after 94-163 ms).
+    settle_secs=0.02,
     command_prefixes=("/", "!", "#", "&"),
     resume_flags=("-c", "--continue", "-r", "--resume"),
     grammar=ArgvGrammar(
