@@ -156,7 +156,7 @@ def test_sessions_repo_and_last_session(world: dict, text: str) -> None:
     sessions = section(text, "Sessions (this project):")
     root = paths.sessions_root(world["project"], world["env"])
     assert f"root      {root}" in sessions
-    assert "git       repository, 1 commit(s)" in sessions
+    assert "git       repository, 2 commit(s)\n" in sessions + "\n"  # clean: no "dirty"
     assert "sessions  1" in sessions
     last = section(text, "Last session: ")
     assert last.startswith(f"{world['last']['id']} (demo, ")
@@ -209,7 +209,7 @@ def test_json_through_the_cli(world: dict) -> None:
     assert tools["codex"]["found"] and tools["codex"]["version"] == "codex-cli 9.9.9"
     assert tools["codex"]["alias"]["state"] == "alias" and tools["codex"]["wrapped"] == "alias"
     assert not tools["claude"]["found"] and "command not found" in tools["claude"]["error"]
-    assert data["sessions"]["git"]["repo"] and data["sessions"]["git"]["commits"] == 1
+    assert data["sessions"]["git"]["repo"] and data["sessions"]["git"]["commits"] == 2
     assert data["last_session"]["id"] == world["last"]["id"]
     assert data["last_session"]["injection"]["status"] == "submitted"
     assert {f["level"] for f in data["findings"]} >= {"error", "warning"}

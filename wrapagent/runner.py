@@ -408,7 +408,7 @@ class Session:
         if hook is None:
             return
         if event == "session_complete":
-            from .sessions import commit_lock, ensure_repo
+            from .sessions import amend_session_commit, commit_lock, ensure_repo
 
             with commit_lock(self.record.root):
                 try:
@@ -417,6 +417,13 @@ class Session:
                     self.record.warn(f"cannot initialise the sessions repository: {exc}")
                 result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
                                        exit_code=exit_code)
+                if hook.source == "<default>" and result.ok():
+                    # The record now gets the commit's own outcome; fold that
+                    # into the same commit so the repository stays clean.
+                    self.record.add_hook(result.to_record())
+                    self.record.save()
+                    amend_session_commit(self.record.root, self.record.id)
+                    return
         else:
             result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
                                    exit_code=exit_code)

@@ -161,6 +161,18 @@ def ensure_repo(root: Path) -> None:
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
+def amend_session_commit(root: Path, session_id: str) -> None:
+    """Add the final record to the commit the default session_complete just made."""
+    env = git_env()
+    head = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%s"], env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if head.stdout.strip() != f"session {session_id} complete":
+        return  # not the commit we expect (another hook, another session): leave history alone
+    for cmd in (["add", f"{session_id}/"], ["commit", "-q", "--amend", "--no-edit"]):
+        subprocess.run(["git", "-C", str(root), *cmd], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env.update(GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat")
