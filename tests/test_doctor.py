@@ -156,7 +156,7 @@ def test_sessions_repo_and_last_session(world: dict, text: str) -> None:
     sessions = section(text, "Sessions (this project):")
     root = paths.sessions_root(world["project"], world["env"])
     assert f"root      {root}" in sessions
-    assert "git       repository, 2 commit(s)\n" in sessions + "\n"  # clean: no "dirty"
+    assert "git       repository, 2 commit(s), clean" in sessions
     assert "sessions  1" in sessions
     last = section(text, "Last session: ")
     assert last.startswith(f"{world['last']['id']} (demo, ")
