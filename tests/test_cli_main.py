@@ -133,16 +133,9 @@ def test_tool_cannot_run_at_a_terminal(run_wrapagent, bad_tools, case, mode, tmp
     assert shell.after == shell.before
 
 
-EXEC_DIRECT_ENOENT = pytest.mark.xfail(
-    strict=True, reason="known bug in runner._exec_direct (not ours to edit): execve ENOENT of an "
-    "existing file (missing #! interpreter) gives 126 'No such file or directory', not 127")
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", CASES)
-def test_tool_cannot_run_in_pipe_mode(bad_tools, case, mode, tmp_path, request):
-    if case == "bad-interpreter" and mode:
-        request.applymarker(EXEC_DIRECT_ENOENT)
+def test_tool_cannot_run_in_pipe_mode(bad_tools, case, mode, tmp_path):
     tool, code, words = bad_tools[case]
     result = run(*mode, tool, cwd=tmp_path)
     assert result.returncode == code
@@ -152,8 +145,6 @@ def test_tool_cannot_run_in_pipe_mode(bad_tools, case, mode, tmp_path, request):
     assert words in lines[0]
 
 
-@pytest.mark.xfail(strict=True, reason="known bug in runner._exec_direct (not ours to edit): "
-                   "execve keeps Python's SIG_IGN for SIGPIPE/SIGXFSZ")
 @pytest.mark.parametrize("how", ["WRAPAGENT_DISABLE=1", "--no-hooks in pipe mode"])
 def test_directly_execd_tool_gets_default_signal_dispositions(how, tmp_path):
     """`yes | head -1` must end quietly; an inherited SIG_IGN makes `yes` report EPIPE."""

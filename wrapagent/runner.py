@@ -50,11 +50,21 @@ def _stderr(line: str) -> None:
 
 
 def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
-    """Replace wrapagent with the tool: WRAPAGENT_DISABLE=1, nesting limit, bare pipe mode."""
+    """Replace wrapagent with the tool: WRAPAGENT_DISABLE=1, nesting limit, bare pipe mode.
+
+    Python starts with SIGPIPE and SIGXFSZ ignored, and ignored dispositions
+    survive exec: put them back, or `yes | head -1` under wrapagent complains.
+    """
+    import signal
+
+    from .pty_proxy import exec_error
+
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
     try:
         os.execve(path, list(argv), dict(env))
     except OSError as exc:
-        raise WrapagentError(f"{argv[0]}: cannot execute: {exc.strerror}", 126) from None
+        raise exec_error(path, exc.errno) from None
     return 126  # not reached
 
 
