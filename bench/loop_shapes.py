@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Three minimal Python PTY copy loops, to measure what the *shape* of a loop costs.
+
+Not a proxy to use: no signal forwarding, no SIGWINCH, no interceptor. Only
+what the throughput and keystroke tests exercise, so that ptybench can put a
+lean loop next to wrapagent's and show how much of the gap to `script` is the
+loop and how much is Python itself:
+
+    py=$(python -c 'import sys; print(sys.executable)')
+    python bench/ptybench.py --tests throughput,latency --size-mb 100 \
+        --extra "py-select=$py -S bench/loop_shapes.py select" \
+        --extra "py-poll=$py -S bench/loop_shapes.py poll" \
+        --extra "py-drain=$py -S bench/loop_shapes.py drain"
+
+`-S` skips site-packages: these loops need nothing from it, and it keeps the
+machine's `.pth` start-up cost out of the "fixed CPU" column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import sys
+import termios
+import tty
+from collections.abc import Callable
+
+BUF_SIZE = 64 * 1024
+PTY_CHUNK = 4096  # n_tty's buffer: a full PTY read is about this much (N_TTY_BUF_SIZE)
+
+
+def spawn(argv: list[str]) -> tuple[int, int]:
+    """The child on a new PTY with our terminal's size; returns (pid, master)."""
+    master, slave = os.openpty()
+    with contextlib.suppress(OSError):  # not a terminal: keep the default size
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, fcntl.ioctl(0, termios.TIOCGWINSZ, b"\0" * 8))
+    pid = os.fork()
+    if pid == 0:
+        os.close(master)
+        os.login_tty(slave)
+        try:
+            os.execvp(argv[0], argv)
+        finally:
+            os._exit(127)
+    os.close(slave)
+    os.set_blocking(master, False)
+    return pid, master
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            select.select([], [fd], [])
+
+
+def forward_keys(master: int) -> None:
+    data = os.read(0, BUF_SIZE)
+    if data:
+        write_all(master, data)
+
+
+def loop_select(master: int) -> None:
+    """wrapagent's shape today: select() with fresh lists, one os.read(64 KiB) per wake-up."""
+    while True:
+        ready, _, _ = select.select([0, master], [], [], None)
+        if master in ready:
+            try:
+                data = os.read(master, BUF_SIZE)
+            except OSError:  # EIO: every slave fd closed
+                return
+            if not data:
+                return
+            write_all(1, data)
+        if 0 in ready:
+            forward_keys(master)
+
+
+def loop_poll(master: int) -> None:
+    """poll() registered once; readv into one reused buffer; one read per wake-up."""
+    buf = bytearray(BUF_SIZE)
+    view = memoryview(buf)
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(master, select.POLLIN)
+    while True:
+        for fd, _ in poller.poll():
+            if fd != master:
+                forward_keys(master)
+                continue
+            try:
+                n = os.readv(master, [buf])
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
+            if n == 0:
+                return
+            write_all(1, view[:n])
+
+
+def loop_drain(master: int) -> None:
+    """As `poll`, but keep reading while reads come back full, then write once."""
+    buf = bytearray(BUF_SIZE)
+    view = memoryview(buf)
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(master, select.POLLIN)
+    while True:
+        for fd, _ in poller.poll():
+            if fd != master:
+                forward_keys(master)
+                continue
+            filled, eof = 0, False
+            while filled <= BUF_SIZE - PTY_CHUNK:
+                try:
+                    n = os.readv(master, [view[filled:]])
+                except BlockingIOError:
+                    break
+                except OSError:
+                    n = 0
+                if n == 0:
+                    eof = True
+                    break
+                filled += n
+                if n < PTY_CHUNK:  # a short read: the PTY is empty, don't pay for an EAGAIN
+                    break
+            if filled:
+                write_all(1, view[:filled])
+            if eof:
+                return
+
+
+LOOPS: dict[str, Callable[[int], None]] = {"select": loop_select, "poll": loop_poll, "drain": loop_drain}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in LOOPS:
+        sys.stderr.write(f"usage: loop_shapes.py {{{','.join(LOOPS)}}} CMD [ARGS…]\n")
+        return 2
+    pid, master = spawn(argv[1:])
+    saved = termios.tcgetattr(0)
+    tty.setraw(0)
+    try:
+        LOOPS[argv[0]](master)
+    finally:
+        termios.tcsetattr(0, termios.TCSADRAIN, saved)
+    _, status, _ = os.wait4(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
