@@ -250,13 +250,19 @@ class Session:
         record.record["is_resume"] = ctx.is_resume
         self.child_env["WRAPAGENT_SESSION_ID"] = record.id
         self._lifecycle("pre_run", None)
-        result = None
         try:
             result = self._run_tool(cfg, record, ctx)
-        finally:
-            if result is None:
-                record.finish(exit_code=1, signal=None, cpu_seconds=0.0, peak_rss_bytes=0)
-                record.warn("wrapagent failed while the tool was running")
+        except WrapagentError as exc:
+            # The tool could not start (e.g. a missing #! interpreter): the
+            # session still ends properly, with the shell's exit code.
+            record.warn(exc.message)
+            record.finish(exit_code=exc.exit_code, signal=None, cpu_seconds=0.0, peak_rss_bytes=0)
+            self._after(exc.exit_code)
+            raise
+        except BaseException as exc:
+            record.warn(f"wrapagent failed while the tool was running: {exc!r}")
+            record.finish(exit_code=1, signal=None, cpu_seconds=0.0, peak_rss_bytes=0)
+            raise
         self._after(result.exit_code)
         return result.exit_code
 
