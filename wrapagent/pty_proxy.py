@@ -21,11 +21,18 @@ import os
 import select
 import signal
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING
 
 from . import terminal
 from .errors import ToolNotExecutable, ToolNotFound, WrapagentError
+
+if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: annotations only
+    from typing import Callable, Mapping, Protocol, Sequence
+
+POLLIN, POLLOUT, POLLHUP, POLLERR = select.POLLIN, select.POLLOUT, select.POLLHUP, select.POLLERR
+
+PTY_CHUNK = 4095
+"""A PTY master hands out at most about this much per read; a shorter read means "drained"."""
 
 READ_SIZE = 64 * 1024
 """16-64 KiB: bigger reads cost more in Python than they save (../shared/PERF.md)."""
@@ -64,42 +71,48 @@ exited. Leftovers in the child's session are then terminated.
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 
 
-class Interceptor(Protocol):
-    """Sees the user's input and the child's output until it says it is done.
+if TYPE_CHECKING:
+    class Interceptor(Protocol):
+        """Sees the user's input and the child's output until it says it is done.
 
-    Used for first-message injection; when `done` is true the proxy stops
-    calling it, so the steady state costs nothing.
+        Used for first-message injection; when `done` is true the proxy stops
+        calling it, so the steady state costs nothing.
+        """
+
+        done: bool
+
+        def on_input(self, data: bytes, now: float) -> bytes:
+            """Bytes to forward to the child now (the rest may be held)."""
+
+        def on_output(self, data: bytes, now: float) -> None:
+            """The child wrote `data` (already copied to the user)."""
+
+        def poll(self, now: float) -> bytes:
+            """Bytes due to the child now (timed deliveries, released keys)."""
+
+        def deadline(self) -> float | None:
+            """Monotonic time at which `poll` must run next, or None."""
+
+        def wake_fd(self) -> int | None:
+            """A readable fd that signals "call poll" (a background job finished)."""
+
+
+class ProxyResult:
+    """How the child ended, and what it cost (from wait4: the child and its waited-for descendants).
+
+    A plain class, not a dataclass: `dataclasses` costs ~20 ms to import.
     """
 
-    done: bool
-
-    def on_input(self, data: bytes, now: float) -> bytes:
-        """Bytes to forward to the child now (the rest may be held)."""
-
-    def on_output(self, data: bytes, now: float) -> None:
-        """The child wrote `data` (already copied to the user)."""
-
-    def poll(self, now: float) -> bytes:
-        """Bytes due to the child now (timed deliveries, released keys)."""
-
-    def deadline(self) -> float | None:
-        """Monotonic time at which `poll` must run next, or None."""
-
-    def wake_fd(self) -> int | None:
-        """A readable fd that signals "call poll" (a background job finished)."""
-
-
-@dataclass
-class ProxyResult:
-    """How the child ended, and what it cost (from wait4: the child and its waited-for descendants)."""
-
-    exit_code: int
-    signal: int | None
-    cpu_seconds: float
-    peak_rss_bytes: int
-    forwarded_signals: list[int] = field(default_factory=list)
-    killed_after_grace: bool = False
-    orphans_killed: int = 0
+    def __init__(self, exit_code: int, signal: int | None, cpu_seconds: float,
+                 peak_rss_bytes: int, forwarded_signals: list[int] | None = None,
+                 killed_after_grace: bool = False, orphans_killed: int = 0) -> None:
+        self.exit_code = exit_code
+        self.signal = signal
+        self.cpu_seconds = cpu_seconds
+        self.peak_rss_bytes = peak_rss_bytes
+        self.forwarded_signals = forwarded_signals if forwarded_signals is not None else []
+        self.killed_after_grace = killed_after_grace
+        self.orphans_killed = orphans_killed
 
 
 def status_to_exit_code(status: int) -> tuple[int, int | None]:
@@ -246,26 +259,45 @@ class _Loop:
         self.kill_deadline: float | None = None
         self.result_signals: list[int] = []
         self.killed = False
+        self.buf = bytearray(READ_SIZE)
+        self.mv = memoryview(self.buf)
 
     # -- events -------------------------------------------------------------
 
     def read_master(self) -> None:
-        try:
-            data = os.read(self.master, READ_SIZE)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            # Linux reports the departed child (all slave fds closed) as EIO
-            # rather than as end of file.
-            if exc.errno == errno.EIO:
+        """Copy the child's output to the user.
+
+        Reads go into one reused buffer (no allocation per read) and are
+        repeated while the PTY hands out full chunks, then written at once:
+        fewer passes through the Python loop per byte (bench/ptybench.py).
+        """
+        mv = self.mv
+        got = 0
+        while got < READ_SIZE:
+            try:
+                n = os.readv(self.master, (mv[got:],))
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                # Linux reports the departed child (all slave fds closed) as
+                # EIO rather than as end of file.
+                if exc.errno != errno.EIO:
+                    raise
                 self.master_open = False
-                return
-            raise
-        if not data:
-            self.master_open = False
+                break
+            if n == 0:
+                self.master_open = False
+                break
+            got += n
+            if n < PTY_CHUNK:
+                break
+        if not got:
             return
         if self.stdout_ok:
-            self.stdout_ok = _write_all(self.stdout_fd, data)
+            self.stdout_ok = _write_all(self.stdout_fd, mv[:got])
+        if self.on_output is None and self.interceptor is None:
+            return
+        data = bytes(mv[:got])
         if self.on_output is not None:
             self.on_output(data)
         icpt = self.interceptor
@@ -288,9 +320,23 @@ class _Loop:
         if icpt is not None:
             data = icpt.on_input(data, time.monotonic())
             self._after_interceptor()
-        if data:
-            self.pending += data
-            self.flush_input()
+        if not data:
+            return
+        if not self.pending:
+            # The keystroke path: straight to the child, queue only a remainder.
+            try:
+                n = os.write(self.master, data)
+            except BlockingIOError:
+                n = 0
+            except OSError as exc:
+                if exc.errno in (errno.EIO, errno.EBADF):
+                    return
+                raise
+            if n < len(data):
+                self.pending += data[n:]
+            return
+        self.pending += data
+        self.flush_input()
 
     def _after_interceptor(self) -> None:
         icpt = self.interceptor
@@ -368,40 +414,63 @@ class _Loop:
             return None
         return max(0.0, min(deadlines) - now)
 
+    def _masks(self, wake: int | None, sigfd: int) -> dict[int, int]:
+        want = {sigfd: POLLIN}
+        if self.master_open:
+            want[self.master] = POLLIN | (POLLOUT if self.pending else 0)
+            if self.stdin_open and len(self.pending) < MAX_PENDING_INPUT:
+                want[self.stdin_fd] = POLLIN
+        if wake is not None:
+            want[wake] = POLLIN
+        return want
+
     def run(self, sigpipe: _SignalPipe) -> None:
+        """poll() with fds registered once and changed only when the state changes.
+
+        Rebuilding select()'s lists on every pass was measurable CPU per byte.
+        """
+        poller = select.poll()
+        registered: dict[int, int] = {}
+        sigfd = sigpipe.rfd
+        master, stdin_fd = self.master, self.stdin_fd
         while self.master_open or self.status is None:
-            now = time.monotonic()
-            rlist = [sigpipe.rfd]
-            wlist = []
-            if self.master_open:
-                rlist.append(self.master)
-                if self.pending:
-                    wlist.append(self.master)
-                if self.stdin_open and len(self.pending) < MAX_PENDING_INPUT:
-                    rlist.append(self.stdin_fd)
             wake = self.interceptor.wake_fd() if self.interceptor is not None else None
-            if wake is not None:
-                rlist.append(wake)
-            r, w, _ = select.select(rlist, wlist, [], self.timeout(now))
-            if sigpipe.rfd in r:
+            want = self._masks(wake, sigfd)
+            if want != registered:
+                for fd in registered.keys() - want.keys():
+                    poller.unregister(fd)
+                for fd, mask in want.items():
+                    if registered.get(fd) != mask:
+                        poller.register(fd, mask)  # register() also modifies
+                registered = want
+            if self.interceptor is None and self.kill_deadline is None and self.status is None:
+                timeout = None  # the steady state: sleep until something happens
+            else:
+                t = self.timeout(time.monotonic())
+                timeout = None if t is None else t * 1000.0
+            events = poller.poll(timeout)
+            ready = {fd: ev for fd, ev in events}
+            if sigfd in ready:
                 self.handle_signals(sigpipe.read())
-            if self.master in w:
+            mev = ready.get(master, 0)
+            if mev & POLLOUT:
                 self.flush_input()
-            if self.master_open and self.master in r:
+            if self.master_open and mev & (POLLIN | POLLHUP | POLLERR):
                 self.read_master()
-            if self.master_open and self.stdin_fd in r:
+            if self.master_open and stdin_fd in ready:
                 self.read_stdin()
-            if wake is not None and wake in r and self.interceptor is not None:
+            if wake is not None and wake in ready and self.interceptor is not None:
                 self._after_interceptor()
-            elif self.interceptor is not None and not r and not w:
+            elif self.interceptor is not None and not events:
                 self._after_interceptor()
             if self.status is None and not self.master_open:
                 # EIO came first: the child closed its terminal; wait for it
                 # to exit (SIGCHLD wakes us), still forwarding signals.
                 self.try_reap()
-            self.check_deadlines(r)
+            if self.kill_deadline is not None or self.status is not None:
+                self.check_deadlines(master in ready)
 
-    def check_deadlines(self, ready: list[int]) -> None:
+    def check_deadlines(self, master_ready: bool) -> None:
         now = time.monotonic()
         if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
             _killpg(self.pid, signal.SIGKILL)
@@ -409,7 +478,7 @@ class _Loop:
             self.kill_deadline = None
         if self.status is not None and self.master_open and self.reaped_at is not None:
             since = now - self.reaped_at
-            if (since >= DRAIN_QUIET_SECS and self.master not in ready) or since >= DRAIN_MAX_SECS:
+            if (since >= DRAIN_QUIET_SECS and not master_ready) or since >= DRAIN_MAX_SECS:
                 self.master_open = False
 
 
