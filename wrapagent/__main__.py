@@ -8,7 +8,10 @@ else is imported only by the path that needs it.
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Sequence
 
 SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "help")
 
@@ -119,5 +122,23 @@ def _main(argv: list[str]) -> int:
                           strict=opts["strict"], shim_dir=opts["shim_dir"]))
 
 
+def entry() -> None:
+    """Console-script entry: run, flush, and leave without interpreter teardown.
+
+    Everything wrapagent must do (terminal restored, record saved, hooks
+    run) is done when `main` returns; tearing the interpreter down after
+    that only delays the user's prompt (~15-30 ms measured).
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    import os
+
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
