@@ -246,3 +246,35 @@ def test_emulator_surprise_does_not_break_readiness() -> None:
     clock.t += 0.2
     inj.poll(clock.t)
     assert inj.state == "armed"
+
+
+def test_backslash_enter_is_a_newline_not_a_submit() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    inj.on_input(b"a", clock.t)
+    inj.poll(clock.t)
+    clock.t += 2
+    inj.poll(clock.t)
+    inj.on_input(b"line\\", clock.t)
+    inj.on_input(b"\r", clock.t)
+    assert not inj.done
+    inj.on_input(b"more\r", clock.t)
+    assert inj.done and inj.report.status == "submitted"
+
+
+def test_claude_question_mark_is_a_command() -> None:
+    inj, clock, _ = make(adapter=adapter_for("claude"))
+    inj.on_output(b"\x1b[?2004h\xe2\x9d\xaf \r\n? for shortcuts", clock.t)
+    clock.t += 0.5
+    inj.poll(clock.t)
+    assert inj.on_input(b"?", clock.t) == b"?"
+    assert inj.state == "command"
+
+
+def test_gemini_at_file_message_gets_blocks() -> None:
+    inj, clock, _ = make(adapter=adapter_for("gemini"))
+    inj.on_output(b"\x1b[?2004h> Type your message or @path/to/file", clock.t)
+    clock.t += 0.5
+    inj.poll(clock.t)
+    assert inj.on_input(b"@", clock.t) == b""
+    assert inj.state == "holding"

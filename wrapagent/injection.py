@@ -238,6 +238,7 @@ class FirstMessageInjector:
         self._in_paste = False
         self._prefix: str | None = None
         self._release_on_error = b""
+        self._last_text_backslash = False
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -477,12 +478,16 @@ class FirstMessageInjector:
     def _watch_submit(self, data: bytes) -> None:
         """After delivery: the user's Enter submits (done); Ctrl-C/Esc clear the composer (re-arm)."""
         for tok in tokenize(data):
+            backslash = self._last_text_backslash
+            self._last_text_backslash = tok.kind == TEXT and tok.data.endswith(b"\\")
             if tok.kind == PASTE_START:
                 self._in_paste = True
             elif tok.kind == PASTE_END:
                 self._in_paste = False
             elif self._in_paste:
                 continue
+            elif tok.kind == ENTER and backslash:
+                continue  # `\` + Enter inserts a newline in claude and gemini
             elif tok.kind == ENTER:
                 self.report.status = "submitted"
                 self.log("injection: first message submitted with the blocks")

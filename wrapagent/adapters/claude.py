@@ -23,7 +23,9 @@ ADAPTER = Adapter(
     # the held keys can follow almost at once (measured: 223-byte block,
     # echo after 94-163 ms).
     settle_secs=0.02,
-    command_prefixes=("/", "!", "#", "&"),
+    # `/` commands, `!` bash mode, `#` memory mode, `?` (on an empty composer)
+    # the shortcuts panel.
+    command_prefixes=("/", "!", "#", "?"),
     resume_flags=("-c", "--continue", "-r", "--resume"),
     grammar=ArgvGrammar(
         value_options=frozenset({

@@ -38,7 +38,8 @@ ADAPTER = Adapter(
     name="codex",
     ready_patterns=(r"Ask Codex to do anything",),
     delivery="paste",
-    command_prefixes=("/", "!"),
+    # `/` commands, `!` shell commands, `?` (on an empty composer) the shortcuts.
+    command_prefixes=("/", "!", "?"),
     resume_subcommands=("resume",),
     grammar=ArgvGrammar(
         value_options=_COMMON_VALUES,

@@ -18,7 +18,8 @@ ADAPTER = Adapter(
     ready_quiet_secs=0.1,
     delivery="paste",
     settle_secs=0.06,
-    command_prefixes=("/", "!", "@"),
+    # `/` commands, `!` shell mode. (`@path` is part of a message: it gets the blocks.)
+    command_prefixes=("/", "!"),
     resume_flags=("-r", "--resume"),
     stdin_before_arg=True,
     piped_stdin_is_prompt=True,
