@@ -17,13 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from wrapagent import doctor, paths
 from wrapagent.trust import TrustStore
 
-WRAPAGENT = [sys.executable, "-m", "wrapagent"]
+from demo_sessions import WRAPAGENT, interactive_demo_session
 GUARD_TOML = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'
 BROKEN_CONFIG = '[hooks.pre_session]\ncommand = "echo x"\ntransports = [codex]\n'  # line 3: bare word
 PROJECT_HOOKS = '[[prompt_guard]]\nname = "proj-guard"\ncommand = "echo from the project"\n'
@@ -55,26 +54,6 @@ def system_bin(base: Path) -> Path:
         assert found, f"{name} is needed for these tests"
         (folder / name).symlink_to(found)
     return folder
-
-
-def interactive_demo_session(env: dict[str, str], cwd: Path) -> None:
-    child = pexpect.spawn(WRAPAGENT[0], [*WRAPAGENT[1:], "demo"], env=env, cwd=str(cwd),
-                          dimensions=(40, 120), timeout=20)
-    child.delaybeforesend = None
-    try:
-        child.expect_exact("demo> ")
-        time.sleep(0.3)
-        for ch in "hello":
-            child.send(ch)
-            time.sleep(0.03)
-        time.sleep(0.3)
-        child.send("\r")
-        child.expect_exact("end of message 1")
-        child.send("/quit\r")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    assert child.exitstatus == 0, child.before
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,13 @@ import io
 import json
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from wrapagent import paths, sessions_cmd
 
-WRAPAGENT = [sys.executable, "-m", "wrapagent"]
+from demo_sessions import WRAPAGENT, interactive_demo_session
 GUARD_TOML = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'
 INJECTED = '<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n'
 
@@ -40,27 +37,6 @@ def make_project(path: Path) -> Path:
     path.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     return path.resolve()
-
-
-def interactive_demo_session(env: dict[str, str], cwd: Path) -> None:
-    """Type "hello" into `wrapagent demo` at a real terminal, wait for the echo, /quit."""
-    child = pexpect.spawn(WRAPAGENT[0], [*WRAPAGENT[1:], "demo"], env=env, cwd=str(cwd),
-                          dimensions=(40, 120), timeout=20)
-    child.delaybeforesend = None
-    try:
-        child.expect_exact("demo> ")
-        time.sleep(0.3)  # a person reads the screen first; readiness detection needs ~0.1 s
-        for ch in "hello":
-            child.send(ch)
-            time.sleep(0.03)
-        time.sleep(0.3)
-        child.send("\r")
-        child.expect_exact("end of message 1")
-        child.send("/quit\r")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    assert child.exitstatus == 0, child.before
 
 
 def pipe_demo_session(env: dict[str, str], cwd: Path) -> None:
