@@ -15,10 +15,8 @@ Per CLI (each CLI start is expensive, so one session covers several checks):
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-import time
 
 import pytest
 

@@ -14,7 +14,6 @@ import pytest
 
 from wrapagent.trust import (
     CHANGED,
-    TRUSTED,
     UNTRUSTED,
     TrustStore,
     cmd_trust,
