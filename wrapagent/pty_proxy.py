@@ -367,6 +367,10 @@ class _Loop:
         for sig in signals:
             if sig == signal.SIGWINCH:
                 terminal.copy_winsize(self.stdin_fd, self.master)
+                resize = getattr(self.interceptor, "on_resize", None)
+                size = terminal.get_winsize(self.stdin_fd) if resize is not None else None
+                if resize is not None and size:
+                    resize(size[0], size[1])  # its screen emulator redraws at the new size too
             elif sig == signal.SIGCHLD:
                 self.try_reap()
             elif sig in FORWARDED_SIGNALS:
@@ -414,7 +418,7 @@ class _Loop:
             return None
         return max(0.0, min(deadlines) - now)
 
-    def _masks(self, wake: int | None, sigfd: int) -> dict[int, int]:
+    def _register(self, poller, registered: dict[int, int], wake: int | None, sigfd: int) -> dict[int, int]:
         want = {sigfd: POLLIN}
         if self.master_open:
             want[self.master] = POLLIN | (POLLOUT if self.pending else 0)
@@ -422,53 +426,65 @@ class _Loop:
                 want[self.stdin_fd] = POLLIN
         if wake is not None:
             want[wake] = POLLIN
+        for fd in registered.keys() - want.keys():
+            poller.unregister(fd)
+        for fd, mask in want.items():
+            if registered.get(fd) != mask:
+                poller.register(fd, mask)  # register() also modifies
         return want
 
     def run(self, sigpipe: _SignalPipe) -> None:
-        """poll() with fds registered once and changed only when the state changes.
+        """poll() with fds registered once, re-registered only when the state changes.
 
-        Rebuilding select()'s lists on every pass was measurable CPU per byte.
+        Rebuilding select()'s lists on every pass was measurable CPU per byte
+        and keystroke latency (bench/ptybench.py), so the pass is kept lean.
         """
         poller = select.poll()
         registered: dict[int, int] = {}
+        last_key: tuple | None = None
         sigfd = sigpipe.rfd
         master, stdin_fd = self.master, self.stdin_fd
         while self.master_open or self.status is None:
-            wake = self.interceptor.wake_fd() if self.interceptor is not None else None
-            want = self._masks(wake, sigfd)
-            if want != registered:
-                for fd in registered.keys() - want.keys():
-                    poller.unregister(fd)
-                for fd, mask in want.items():
-                    if registered.get(fd) != mask:
-                        poller.register(fd, mask)  # register() also modifies
-                registered = want
-            if self.interceptor is None and self.kill_deadline is None and self.status is None:
+            icpt = self.interceptor
+            wake = icpt.wake_fd() if icpt is not None else None
+            key = (self.master_open, bool(self.pending), self.stdin_open,
+                   len(self.pending) < MAX_PENDING_INPUT, wake)
+            if key != last_key:
+                registered = self._register(poller, registered, wake, sigfd)
+                last_key = key
+            if icpt is None and self.kill_deadline is None and self.status is None:
                 timeout = None  # the steady state: sleep until something happens
             else:
                 t = self.timeout(time.monotonic())
                 timeout = None if t is None else t * 1000.0
             events = poller.poll(timeout)
-            ready = {fd: ev for fd, ev in events}
-            if sigfd in ready:
+            master_ev = 0
+            stdin_ready = sig_ready = wake_ready = False
+            for fd, ev in events:
+                if fd == master:
+                    master_ev = ev
+                elif fd == stdin_fd:
+                    stdin_ready = True
+                elif fd == sigfd:
+                    sig_ready = True
+                else:
+                    wake_ready = True
+            if sig_ready:
                 self.handle_signals(sigpipe.read())
-            mev = ready.get(master, 0)
-            if mev & POLLOUT:
+            if master_ev & POLLOUT:
                 self.flush_input()
-            if self.master_open and mev & (POLLIN | POLLHUP | POLLERR):
+            if master_ev & (POLLIN | POLLHUP | POLLERR) and self.master_open:
                 self.read_master()
-            if self.master_open and stdin_fd in ready:
+            if stdin_ready and self.master_open:
                 self.read_stdin()
-            if wake is not None and wake in ready and self.interceptor is not None:
-                self._after_interceptor()
-            elif self.interceptor is not None and not events:
+            if self.interceptor is not None and (wake_ready or not events):
                 self._after_interceptor()
             if self.status is None and not self.master_open:
                 # EIO came first: the child closed its terminal; wait for it
                 # to exit (SIGCHLD wakes us), still forwarding signals.
                 self.try_reap()
             if self.kill_deadline is not None or self.status is not None:
-                self.check_deadlines(master in ready)
+                self.check_deadlines(bool(master_ev))
 
     def check_deadlines(self, master_ready: bool) -> None:
         now = time.monotonic()
