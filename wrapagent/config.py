@@ -25,7 +25,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
 
 EVENTS = ("pre_run", "post_run", "session_complete")
 DEFAULT_SESSION_COMPLETE = (

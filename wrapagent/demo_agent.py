@@ -16,7 +16,9 @@ import json
 import os
 import signal
 import sys
-from typing import TextIO
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import TextIO
 
 PROMPT = "demo> "
 BANNER = ("wrapagent demo agent: type a message and press Enter; "

@@ -13,7 +13,9 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable, Mapping
 
 if TYPE_CHECKING:
     from wrapagent.config import LifecycleHook

@@ -28,7 +28,9 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable
 
 from .adapters.base import Adapter
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Callable, Mapping, Sequence
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Sequence
 
 from .pty_proxy import FORWARDED_SIGNALS, ProxyResult, exec_error, status_to_exit_code
 

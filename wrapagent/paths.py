@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Mapping
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Mapping
 
 
 def _xdg(env: Mapping[str, str], var: str, default: str) -> Path:

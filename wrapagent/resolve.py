@@ -27,7 +27,9 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Iterable, Mapping
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping
 
 from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
 

@@ -14,7 +14,9 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 from . import paths
 

@@ -13,7 +13,9 @@ import fcntl
 import os
 import struct
 import termios
-from typing import Iterator
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Iterator
 
 _WINSIZE = struct.Struct("HHHH")
 

@@ -12,7 +12,9 @@ its message arguments are moved to stdin, quoted exactly as opencode would.
 from __future__ import annotations
 
 import json
-from typing import Mapping
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Mapping
 
 from .base import Adapter, ArgvGrammar
 
