@@ -261,7 +261,7 @@ class FirstMessageInjector:
         return None
 
     def on_resize(self, rows: int, cols: int) -> None:
-        if self.state in (STARTING, ARMED, COMMAND):
+        if self.state == STARTING:
             self.screen.resize(rows, cols)
 
     # Public entry points never raise: a bug or an emulator surprise must not
@@ -308,14 +308,15 @@ class FirstMessageInjector:
 
     def _on_output(self, data: bytes, now: float) -> None:
         self._last_output = now
-        if self.state in (STARTING, ARMED, COMMAND):
+        if self.state == STARTING:
+            # The emulator is only needed to see the ready screen; after
+            # that, output costs one timestamp until injection is done.
             self.screen.feed(data)
             if not self._bp_seen:
                 hay = self._bp_tail + data
                 if BP_ON in hay:
                     self._bp_seen = True
                 self._bp_tail = hay[-(len(BP_ON) - 1):]
-        if self.state == STARTING:
             self._screen_dirty = True
             self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
         elif self.state == SETTLING:
@@ -359,6 +360,7 @@ class FirstMessageInjector:
         text = self.screen.text()
         if all(p.search(text) for p in self._patterns):
             self.state = ARMED
+            self.screen.close()
             self.report.ready_after_s = round(now - self._t0, 3)
             self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
 
