@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import os
 import shutil
@@ -276,8 +275,6 @@ def test_shim_whose_wrapagent_is_gone(env, tmp_path):
     )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("wrapagent.__main__") is None,
-                    reason="wrapagent.__main__ (the lead's CLI) not there yet")
 def test_shim_through_the_real_wrapagent_disabled(env, tmp_path):
     """End to end with the real CLI: `--shim-dir` is honoured and WRAPAGENT_DISABLE=1 execs the tool."""
     folder, real_dir = tmp_path / "shims", tmp_path / "real"
