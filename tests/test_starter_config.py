@@ -76,10 +76,9 @@ def test_placeholders_and_sections_are_documented() -> None:
 
 
 def test_default_session_complete_is_shown_verbatim() -> None:
-    config = pytest.importorskip("wrapagent.config")
-    default = getattr(config, "DEFAULT_SESSION_COMPLETE", None)
-    if default is None:
-        pytest.skip("wrapagent.config has no DEFAULT_SESSION_COMPLETE")
+    from wrapagent import config
+
+    default = config.DEFAULT_SESSION_COMPLETE
     assert tomllib.loads(uncommented())["session_complete"]["command"] == default
 
 
