@@ -323,3 +323,22 @@ def test_trust_refused_without_terminal(world) -> None:
                           cwd=world.project, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=30)
     assert proc.returncode == 1 and "terminal" in proc.stderr
+
+
+def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
+    """Any program that enables bracketed paste and goes quiet is ready: blocks go in first."""
+    tool = tmp_path / "bin" / "mytool"
+    tool.parent.mkdir()
+    tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m wrapagent.demo_agent \"$@\"\n")
+    tool.chmod(0o755)
+    world.hooks(GUARD)
+    env = world.env(PATH=f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "mytool"], env=env,
+                          cwd=str(world.project), dimensions=(30, 100), timeout=20)
+    child.expect("demo> ")
+    time.sleep(0.6)  # generic readiness: 0.3 s of quiet after ESC[?2004h
+    type_text(child, "generic")
+    submit(child, 1)
+    quit_demo(child)
+    assert world.messages() == [GUARD_BLOCK + "\ngeneric"]
+    assert world.records()[-1]["transport"] == "mytool"
