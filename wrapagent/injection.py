@@ -500,10 +500,11 @@ class FirstMessageInjector:
             elif tok.kind == INTERRUPT:
                 self._note("composer cleared before submit; injection re-armed")
                 self.state = ARMED
-                self._prefix_keep()
+                self._rearm()
                 return
 
-    def _prefix_keep(self) -> None:
+    def _rearm(self) -> None:
+        """Back to waiting for a first message; the prefix is kept and delivered again."""
         self._outbox.clear()
         self._delivered_at = None
         self.report.status = "pending"
