@@ -411,7 +411,10 @@ class Session:
     def _finish(self, result):
         self.record.finish(exit_code=result.exit_code, signal=result.signal,
                            cpu_seconds=result.cpu_seconds, peak_rss_bytes=result.peak_rss_bytes)
-        if getattr(result, "orphans_killed", 0):
+        rec = self.record.record
+        how = f"signal {result.signal}" if result.signal else f"exit {result.exit_code}"
+        self.record.log(f"{self.name} ended ({how}) after {rec['duration_s']}s in {rec['mode']} mode")
+        if result.orphans_killed:
             self.record.warn(f"{result.orphans_killed} leftover process(es) of the tool were killed")
         return result
 
