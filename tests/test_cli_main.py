@@ -153,3 +153,10 @@ def test_directly_execd_tool_gets_default_signal_dispositions(how, tmp_path):
     result = run(*mode, "sh", "-c", "grep '^SigIgn' /proc/self/status; yes | head -n 1",
                  env=env, cwd=tmp_path)
     assert (result.stdout, result.stderr) == (b"SigIgn:\t0000000000000000\ny\n", b"")
+
+
+def test_no_arguments_is_a_usage_error_on_stderr(tmp_path):
+    result = run(cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert result.stderr.startswith(b"usage: wrapagent [OPTIONS] TOOL")

@@ -109,9 +109,12 @@ def _main(argv: list[str]) -> int:
 
         print(f"wrapagent {__version__}")
         return 0
-    if tool is None or (opts.get("help") and tool is None):
+    if opts.get("help"):
         sys.stdout.write(USAGE)
-        return 0 if opts.get("help") else 2
+        return 0
+    if tool is None:
+        sys.stderr.write(USAGE)  # a usage error: stderr, exit 2, like any CLI
+        return 2
     if not opts["force_tool"] and tool in SUBCOMMANDS:
         from .cli import run_subcommand
 
