@@ -71,6 +71,17 @@ def become_ready(inj: FirstMessageInjector, clock: Clock) -> None:
     assert inj.state == "armed"
 
 
+def first_key_through(inj: FirstMessageInjector, clock: Clock, key: bytes = b"a") -> bytes:
+    """Type the first key of a message on a ready injector; return what it finally releases.
+
+    No output arrives, so the release comes at `settle_max_secs`.
+    """
+    assert inj.on_input(key, clock.t) == b""
+    inj.poll(clock.t)
+    clock.t += 2
+    return inj.poll(clock.t)
+
+
 def test_keys_before_ready_pass_through() -> None:
     inj, clock, _ = make()
     assert inj.on_input(b"y\r", clock.t) == b"y\r"   # a startup dialog's answer
@@ -158,10 +169,7 @@ def test_history_recall_submission_is_noted_and_next_message_injected() -> None:
 def test_ctrl_c_after_delivery_rearms() -> None:
     inj, clock, _ = make()
     become_ready(inj, clock)
-    inj.on_input(b"a", clock.t)
-    inj.poll(clock.t)
-    clock.t += 2
-    assert inj.poll(clock.t) == b"a"
+    assert first_key_through(inj, clock) == b"a"
     assert inj.on_input(b"\x03", clock.t) == b"\x03"
     assert inj.state == "armed"
     inj.on_input(b"b", clock.t)
@@ -172,10 +180,7 @@ def test_ctrl_c_after_delivery_rearms() -> None:
 def test_enter_inside_paste_is_not_a_submit() -> None:
     inj, clock, _ = make()
     become_ready(inj, clock)
-    inj.on_input(b"a", clock.t)
-    inj.poll(clock.t)
-    clock.t += 2
-    inj.poll(clock.t)
+    assert first_key_through(inj, clock) == b"a"
     inj.on_input(b"\x1b[200~x\ry\x1b[201~", clock.t)
     assert not inj.done
     inj.on_input(b"\n", clock.t)      # newline key: still not a submit
@@ -251,10 +256,7 @@ def test_emulator_surprise_does_not_break_readiness() -> None:
 def test_backslash_enter_is_a_newline_not_a_submit() -> None:
     inj, clock, _ = make()
     become_ready(inj, clock)
-    inj.on_input(b"a", clock.t)
-    inj.poll(clock.t)
-    clock.t += 2
-    inj.poll(clock.t)
+    assert first_key_through(inj, clock) == b"a"
     inj.on_input(b"line\\", clock.t)
     inj.on_input(b"\r", clock.t)
     assert not inj.done
