@@ -11,10 +11,13 @@ Per CLI (each CLI start is expensive, so one session covers several checks):
 - test_argv_interactive: the prompt on the command line of the interactive TUI.
 - test_oneshot_argv / test_oneshot_stdin: the one-shot form with the prompt as an argument,
   and on piped stdin.
+- test_startup_dialog_keys_pass_through: claude's "trust this folder?" dialog is answered by
+  keys typed before the composer is ready (they pass untouched), then injection works.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -123,6 +126,8 @@ def test_interactive(cli_env, tool):
     term.wait_quiet(1.0, timeout=30)
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)
+    answered = json.loads(settings.read_text())["projects"][str(cli_env.cwd)]
+    assert answered.get("hasTrustDialogAccepted") is True  # our Down+Enter reached the dialog
 
     record = last_record(cli_env)
     inj = record["injection"]
@@ -158,6 +163,8 @@ def test_argv_interactive(cli_env, tool):
     term.wait_quiet(1.0, timeout=30)
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)
+    answered = json.loads(settings.read_text())["projects"][str(cli_env.cwd)]
+    assert answered.get("hasTrustDialogAccepted") is True  # our Down+Enter reached the dialog
     record = last_record(cli_env)
     assert record["injection"]["path"] == "argv" and record["injection"]["text"] == BLOCKS
     assert record["argv"][-1] == prompt  # the record keeps what the user typed
@@ -210,3 +217,32 @@ def test_oneshot_stdin(cli_env, tool):
     record = last_record(cli_env)
     assert record["injection"]["path"] == "stdin" and record["injection"]["text"] == BLOCKS
     assert record["mode"] == "pipe"
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("tool", ["claude"])
+def test_startup_dialog_keys_pass_through(cli_env, tool):
+    """Keys typed before the composer is ready answer the tool's own dialog, untouched."""
+    spec = SPECS[tool]
+    settings = cli_env.home / ".claude.json"
+    data = json.loads(settings.read_text())
+    data["projects"] = {}  # not trusted yet: claude asks "Is this a project you trust?"
+    settings.write_text(json.dumps(data))
+    configure(cli_env, hanging_guard=False)
+    term = cli_env.spawn(cli_env.interactive_args())
+    term.wait_for("Yes, I trust this folder", timeout=spec.ready_timeout)
+    term.wait_quiet(0.5, timeout=15)
+    term.key(b"\x1b[B", after=0.3)   # Down: "Yes, I trust this folder"
+    term.key(b"\r", after=0.3)
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    term.type(FIRST)
+    term.wait_for(FIRST[-20:], timeout=15)
+    term.enter(after=0.3)
+    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
+    assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
+    term.wait_quiet(1.0, timeout=30)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    answered = json.loads(settings.read_text())["projects"][str(cli_env.cwd)]
+    assert answered.get("hasTrustDialogAccepted") is True  # our Down+Enter reached the dialog
