@@ -47,12 +47,18 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write via a temp file + rename: readers see the old or the new record, never half.
+
+    `durable` fsyncs first; the record written before the tool starts skips
+    it (it is rewritten when the tool exits) to keep disk waits off start-up.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -100,7 +106,7 @@ class Session:
             "state": "running",
         }
         session = cls(root, session_id, record)
-        session.save()
+        session.save(durable=False)
         return session
 
     @property
@@ -111,9 +117,9 @@ class Session:
     def log_path(self) -> Path:
         return self.dir / LOG_NAME
 
-    def save(self) -> None:
+    def save(self, *, durable: bool = True) -> None:
         data = json.dumps(self.record, indent=2, ensure_ascii=False).encode() + b"\n"
-        atomic_write(self.record_path, data)
+        atomic_write(self.record_path, data, durable=durable)
 
     def log(self, message: str) -> None:
         """Append to the session log. Never to the terminal: the tool's screen is up."""
