@@ -82,9 +82,3 @@ def restore(fd: int, saved: list) -> None:
     with contextlib.suppress(termios.error, OSError):
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
-
-def is_terminal(fd: int) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
