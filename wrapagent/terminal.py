@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import struct
 import termios
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
