@@ -181,15 +181,16 @@ def ensure_repo(root: Path) -> None:
 
 
 def amend_session_commit(root: Path, session_id: str) -> None:
-    """Add the final record to the commit the default session_complete just made."""
-    env = git_env()
-    head = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%s"], env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if head.stdout.strip() != f"session {session_id} complete":
-        return  # not the commit we expect (another hook, another session): leave history alone
-    for cmd in (["add", f"{session_id}/"], ["commit", "-q", "--amend", "--no-edit"]):
-        subprocess.run(["git", "-C", str(root), *cmd], env=env, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Add the final record to the commit the default session_complete just made.
+
+    Called under the commit lock right after that hook succeeded, so HEAD is
+    this session's commit; `--amend -- <dir>` takes the session's files as
+    they are now, in one git call (this runs after the tool exited, while
+    the user waits for their prompt).
+    """
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "--amend", "--no-edit", "--",
+                    f"{session_id}/"], env=git_env(), stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
