@@ -427,22 +427,9 @@ class Session:
         if hook is None:
             return
         if event == "session_complete":
-            from .sessions import amend_session_commit, commit_lock, ensure_repo
-
-            with commit_lock(self.record.root):
-                try:
-                    ensure_repo(self.record.root)  # under the lock: two first sessions race
-                except Exception as exc:
-                    self.record.warn(f"cannot initialise the sessions repository: {exc}")
-                result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
-                                       exit_code=exit_code)
-                if hook.source == "<default>" and result.ok():
-                    # The record now gets the commit's own outcome; fold that
-                    # into the same commit so the repository stays clean.
-                    self.record.add_hook(result.to_record())
-                    self.record.save()
-                    amend_session_commit(self.record.root, self.record.id)
-                    return
+            result = self._session_complete(hook, exit_code)
+            if result is None:
+                return
         else:
             result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
                                    exit_code=exit_code)
@@ -451,6 +438,38 @@ class Session:
             what = "timed out" if result.timed_out else f"exit {result.exit_code}"
             self.failures.append(f"{event}: {what}")
         self.record.save()
+
+    def _session_complete(self, hook, exit_code: int | None):
+        """Run session_complete under the sessions repository's commit lock.
+
+        Returns the hook's result, or None when the default commit succeeded
+        and the final record was already folded into that commit.
+        """
+        import contextlib
+
+        from .hooks import run_lifecycle
+        from .sessions import amend_session_commit, commit_lock, ensure_repo
+
+        root = self.record.root
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(commit_lock(root))
+            except (OSError, TimeoutError) as exc:
+                self.record.warn(f"session_complete runs without the commit lock: {exc}")
+            try:
+                ensure_repo(root)  # under the lock: two first sessions race
+            except Exception as exc:
+                self.record.warn(f"cannot initialise the sessions repository: {exc}")
+            result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
+                                   exit_code=exit_code)
+            if hook.source != "<default>" or not result.ok():
+                return result
+            # The record now gets the commit's own outcome; fold that into the
+            # same commit so the repository stays clean.
+            self.record.add_hook(result.to_record())
+            self.record.save()
+            amend_session_commit(root, self.record.id)
+            return None
 
     def _after(self, exit_code: int) -> None:
         """post_run and session_complete; a closed terminal (SIGHUP) must not stop them."""

@@ -8,6 +8,7 @@ hook, so nothing the user did is lost even if wrapagent is killed later.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Sequence
+    from typing import Any, Iterator, Mapping, Sequence
 
 from . import paths
 
@@ -199,11 +200,31 @@ def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def commit_lock(root: Path):
-    """Serialises session_complete across wrapagent processes: two sessions ending at once both commit."""
-    from filelock import FileLock
+@contextlib.contextmanager
+def commit_lock(root: Path, timeout: float = 60.0) -> Iterator[None]:
+    """Serialises session_complete across wrapagent processes: two sessions ending at once both commit.
 
-    return FileLock(str(root / COMMIT_LOCK_NAME), timeout=60)
+    A plain `flock(2)` on a file in the sessions root (released by the kernel
+    if wrapagent dies). Not the `filelock` package here: importing it costs
+    ~50 ms (it pulls in asyncio and typing), paid after every session while
+    the user waits for their prompt; the trust store, off the hot path, uses it.
+    """
+    import fcntl
+
+    fd = os.open(root / COMMIT_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{root / COMMIT_LOCK_NAME} is held by another session") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # closing the fd releases the lock
 
 
 def load_record(session_dir: Path) -> dict[str, Any] | None:
