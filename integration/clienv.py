@@ -584,3 +584,10 @@ def find_session(records: Iterable[dict], **match) -> dict | None:
         if all(record.get(k) == v for k, v in match.items()):
             return record
     return None
+
+
+def tool_params(timeouts: dict[str, float]) -> list:
+    """One pytest param per CLI, each with its own pytest-timeout (readiness differs 10x)."""
+    import pytest
+
+    return [pytest.param(t, marks=pytest.mark.timeout(timeouts[t]), id=t) for t in TOOLS]

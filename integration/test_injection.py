@@ -23,7 +23,7 @@ import subprocess
 
 import pytest
 
-from .clienv import SPECS, TOOLS
+from .clienv import SPECS, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -44,10 +44,6 @@ ONESHOT_TIMEOUT = {"codex": 120, "claude": 120, "gemini": 150, "opencode": 200}
 
 FIRST = "first message typed by a person"
 SECOND = "second message stays untouched"
-
-
-def _params(timeouts):
-    return [pytest.param(t, marks=pytest.mark.timeout(timeouts[t]), id=t) for t in TOOLS]
 
 
 def configure(cli_env, *, hanging_guard: bool = True) -> None:
@@ -92,7 +88,7 @@ def assert_committed(cli_env, record: dict) -> None:
     assert f"session {record['id']} complete" in log.splitlines()
 
 
-@pytest.mark.parametrize("tool", _params(INTERACTIVE_TIMEOUT))
+@pytest.mark.parametrize("tool", tool_params(INTERACTIVE_TIMEOUT))
 def test_interactive(cli_env, tool):
     spec = SPECS[tool]
     configure(cli_env)
@@ -148,7 +144,7 @@ ARGV_INTERACTIVE = {
 }
 
 
-@pytest.mark.parametrize("tool", _params(INTERACTIVE_TIMEOUT))
+@pytest.mark.parametrize("tool", tool_params(INTERACTIVE_TIMEOUT))
 def test_argv_interactive(cli_env, tool):
     spec = SPECS[tool]
     configure(cli_env, hanging_guard=False)
@@ -180,7 +176,7 @@ ONESHOT_STDIN = {
 }
 
 
-@pytest.mark.parametrize("tool", _params(ONESHOT_TIMEOUT))
+@pytest.mark.parametrize("tool", tool_params(ONESHOT_TIMEOUT))
 def test_oneshot_argv(cli_env, tool):
     spec = SPECS[tool]
     configure(cli_env, hanging_guard=False)
@@ -200,7 +196,7 @@ def test_oneshot_argv(cli_env, tool):
     assert_committed(cli_env, record)
 
 
-@pytest.mark.parametrize("tool", _params(ONESHOT_TIMEOUT))
+@pytest.mark.parametrize("tool", tool_params(ONESHOT_TIMEOUT))
 def test_oneshot_stdin(cli_env, tool):
     spec = SPECS[tool]
     configure(cli_env, hanging_guard=False)

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from .clienv import SPECS, TOOLS
+from .clienv import SPECS, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -33,11 +33,7 @@ TYPED = "hello from the wrapagent harness, 7 x 6 = 42 (passthrough)"
 PROMPT = "say hello to the wrapagent harness"
 
 
-def _params(timeouts):
-    return [pytest.param(t, marks=pytest.mark.timeout(timeouts[t]), id=t) for t in TOOLS]
-
-
-@pytest.mark.parametrize("tool", _params(INTERACTIVE_TIMEOUT))
+@pytest.mark.parametrize("tool", tool_params(INTERACTIVE_TIMEOUT))
 def test_interactive(cli_env, tool):
     spec = SPECS[tool]
     args = cli_env.interactive_args()
@@ -87,7 +83,7 @@ def test_interactive(cli_env, tool):
     print(f"{tool} interactive timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
 
 
-@pytest.mark.parametrize("tool", _params(ONESHOT_TIMEOUT))
+@pytest.mark.parametrize("tool", tool_params(ONESHOT_TIMEOUT))
 def test_oneshot_piped(cli_env, tool):
     spec = SPECS[tool]
     args = cli_env.oneshot_args(PROMPT)
