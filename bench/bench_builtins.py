@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wrapagent.builtin_guards import BUILTIN_NAMES, run_builtin  # noqa: E402
-from wrapagent.context import GuardContext  # noqa: E402
+from wrapagent.hooks.builtin_guards import BUILTIN_NAMES, run_builtin  # noqa: E402
+from wrapagent.hooks.context import GuardContext  # noqa: E402
 
 ARGS: dict[str, dict[str, object]] = {
     "dirty_tree": {},

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from wrapagent.adapters import adapter_for
-from wrapagent.adapters.opencode import quote_join
+from wrapagent.inject.adapters import adapter_for
+from wrapagent.inject.adapters.opencode import quote_join
 
 
 def plan(tool: str, *args: str, piped: bool = False):

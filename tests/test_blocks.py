@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from wrapagent.blocks import (
+from wrapagent.inject.blocks import (
     MAX_OUTPUT_BYTES,
     TRUNCATION_MARKER,
     build_prefix,

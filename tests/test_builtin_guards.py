@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent import builtin_guards as bg
-from wrapagent.builtin_guards import BUILTIN_NAMES, cap_text, run_builtin, validate_args
-from wrapagent.context import GuardContext
+from wrapagent.hooks import builtin_guards as bg
+from wrapagent.hooks.builtin_guards import BUILTIN_NAMES, cap_text, run_builtin, validate_args
+from wrapagent.hooks.context import GuardContext
 
 PROTECTED = (
     'You are on branch "main", which is protected. Do not commit to it: '

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.config import (
+from wrapagent.hooks.config_loader import (
     DEFAULT_SESSION_COMPLETE,
     EVENTS,
     Config,
@@ -90,7 +90,7 @@ def test_no_files(project, env):
 
 def test_no_files_does_not_import_tomllib(project, env):
     code = (
-        "import sys; from pathlib import Path; from wrapagent.config import load_config; "
+        "import sys; from pathlib import Path; from wrapagent.hooks.config_loader import load_config; "
         f"load_config(Path({str(project)!r}), env={env!r}, is_trusted=lambda p, d: True); "
         "assert 'tomllib' not in sys.modules and 'tomli' not in sys.modules; "
         "assert 'subprocess' not in sys.modules and 'json' not in sys.modules"
@@ -477,7 +477,7 @@ def test_trust_callback_failure_skips_project(project, env):
 
 
 def test_default_trust_store(project, env):
-    from wrapagent.trust import TrustStore
+    from wrapagent.hooks.trust import TrustStore
 
     path = project_hooks(project, '[pre_run]\ncommand = "p"\n')
     config = load_config(project, env=env)

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent import doctor, paths
-from wrapagent.trust import TrustStore
+from wrapagent.commands import doctor
+from wrapagent import paths
+from wrapagent.hooks.trust import TrustStore
 
 from demo_sessions import WRAPAGENT, interactive_demo_session
 GUARD_TOML = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'
@@ -76,7 +77,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
     (project / ".wrapagent").mkdir()
     (project / ".wrapagent" / "hooks.toml").write_text(PROJECT_HOOKS)
     Path(env["HOME"], ".bashrc").write_text("# my rc\nalias ll='ls -l'\nalias codex='wrapagent codex'\n")
-    from wrapagent.sessions_cmd import project_records
+    from wrapagent.commands.sessions import project_records
 
     (last,) = project_records(project, env)
     return {"env": env, "project": project, "cfg_dir": cfg_dir, "fakebin": fakebin, "last": last,

@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from wrapagent.config import Config, GuardSpec, PreSessionHook
-from wrapagent.context import GuardContext
-from wrapagent.guards import Collected, collect, guard_stdin
+from wrapagent.hooks.config_loader import Config, GuardSpec, PreSessionHook
+from wrapagent.hooks.context import GuardContext
+from wrapagent.hooks.guards import Collected, collect, guard_stdin
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ def test_pre_session_transports_filter(tmp_path, ctx, tool, transports, runs):
 def test_transport_aliases_end_to_end(tmp_path, ctx):
     from dataclasses import replace
 
-    from wrapagent.config import load_config
+    from wrapagent.hooks.config_loader import load_config
 
     env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     (tmp_path / "cfg" / "wrapagent").mkdir(parents=True)
@@ -265,7 +265,7 @@ def test_disabled_pre_session_does_not_run(tmp_path, ctx):
 
 
 def test_builtin_guard_runs_in_process(ctx, monkeypatch):
-    import wrapagent.builtin_guards as bg
+    import wrapagent.hooks.builtin_guards as bg
 
     calls = []
 
@@ -282,7 +282,7 @@ def test_builtin_guard_runs_in_process(ctx, monkeypatch):
 
 
 def test_builtin_exception_is_a_warning(tmp_path, ctx, monkeypatch):
-    import wrapagent.builtin_guards as bg
+    import wrapagent.hooks.builtin_guards as bg
 
     def broken(name, args, c, *, timeout):
         raise RuntimeError("boom")

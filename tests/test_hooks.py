@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from wrapagent.config import DEFAULT_SESSION_COMPLETE, LifecycleHook
-from wrapagent.context import GuardContext
-from wrapagent.hooks import (
+from wrapagent.hooks.config_loader import DEFAULT_SESSION_COMPLETE, LifecycleHook
+from wrapagent.hooks.context import GuardContext
+from wrapagent.hooks.hook_runner import (
     STDOUT_CAP,
     HookResult,
     hook_env,

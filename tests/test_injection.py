@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wrapagent.adapters import adapter_for
-from wrapagent.adapters.base import Adapter
-from wrapagent.injection import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END,
+from wrapagent.inject.adapters import adapter_for
+from wrapagent.inject.adapters.base import Adapter
+from wrapagent.inject.injector import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END,
                                  PASTE_START, REPLY, TEXT, FirstMessageInjector, tokenize)
 
 PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'

@@ -283,7 +283,7 @@ def test_concurrent_sessions_are_all_committed(world) -> None:
 
 
 def test_project_hooks_run_only_when_trusted(world) -> None:
-    from wrapagent.trust import TrustStore
+    from wrapagent.hooks.trust import TrustStore
 
     hooks = world.project / ".wrapagent" / "hooks.toml"
     hooks.parent.mkdir()
@@ -329,7 +329,7 @@ def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
     """Any program that enables bracketed paste and goes quiet is ready: blocks go in first."""
     tool = tmp_path / "bin" / "mytool"
     tool.parent.mkdir()
-    tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m wrapagent.demo_agent \"$@\"\n")
+    tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m wrapagent.commands.demo_agent \"$@\"\n")
     tool.chmod(0o755)
     world.hooks(GUARD)
     env = world.env(PATH=f"{tool.parent}{os.pathsep}{os.environ['PATH']}")

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent import paths, resolve
+from wrapagent import paths
+from wrapagent.session import resolve
 from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
-from wrapagent.resolve import find_real_tool
-from wrapagent.shims import render_shim
+from wrapagent.session.resolve import find_real_tool
+from wrapagent.commands.shims import render_shim
 
 WRAPAGENT_CMD = ["/opt/wrapagent/bin/wrapagent"]
 
@@ -248,11 +249,11 @@ def test_child_env_additions():
 def test_import_is_light():
     """resolve runs before every aliased `codex`: no json/hashlib/subprocess/re/shutil."""
     code = (
-        "import sys; before = set(sys.modules); import wrapagent.resolve; "
+        "import sys; before = set(sys.modules); import wrapagent.session.resolve; "
         "print(' '.join(sorted(set(sys.modules) - before)))"
     )
     new = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
-    assert new <= {"wrapagent", "wrapagent.errors", "wrapagent.resolve", "stat", "_stat"}
+    assert new <= {"wrapagent", "wrapagent.errors", "wrapagent.session", "wrapagent.session.resolve", "stat", "_stat"}
 
 
 def test_explicit_path_to_a_renamed_link_to_a_shim(tree):

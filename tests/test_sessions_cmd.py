@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent import paths, sessions_cmd
+from wrapagent import paths
+from wrapagent.commands import sessions as sessions_cmd
 
 from demo_sessions import WRAPAGENT, interactive_demo_session
 GUARD_TOML = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent import shims
+from wrapagent.commands import shims
 from wrapagent.errors import WrapagentError
-from wrapagent.resolve import DEPTH_ENV, GUARD_ENV
+from wrapagent.session.resolve import DEPTH_ENV, GUARD_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_CMD = ["/opt/wrapagent/bin/wrapagent"]
@@ -23,7 +23,7 @@ FAKE_CMD = ["/opt/wrapagent/bin/wrapagent"]
 FAKE_WRAPAGENT = """\
 import os, sys
 from wrapagent.errors import WrapagentError
-from wrapagent.resolve import child_env_additions, find_real_tool
+from wrapagent.session.resolve import child_env_additions, find_real_tool
 assert sys.argv[1] == "--shim-dir"
 shim_dir, tool, rest = sys.argv[2], sys.argv[3], sys.argv[4:]
 try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent import shims
+from wrapagent.commands import shims
 
 REAL = """#!/bin/sh
 echo "REAL $1 depth=$WRAPAGENT_DEPTH session=$WRAPAGENT_SESSION_ID"

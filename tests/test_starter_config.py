@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.builtin_guards import BUILTIN_NAMES, validate_args
+from wrapagent.hooks.builtin_guards import BUILTIN_NAMES, validate_args
 from wrapagent.errors import WrapagentError
-from wrapagent.starter_config import STARTER_HOOKS_TOML, write_starter
+from wrapagent.hooks.starter_config import STARTER_HOOKS_TOML, write_starter
 
 GUARD_KEYS = {"name", "command", "builtin", "args", "timeout_secs"}
 EVENT_KEYS = {"enabled", "command", "timeout_secs"}
@@ -76,7 +76,7 @@ def test_placeholders_and_sections_are_documented() -> None:
 
 
 def test_default_session_complete_is_shown_verbatim() -> None:
-    from wrapagent import config
+    from wrapagent.hooks import config_loader as config
 
     default = config.DEFAULT_SESSION_COMPLETE
     assert tomllib.loads(uncommented())["session_complete"]["command"] == default
@@ -136,10 +136,10 @@ def test_write_starter_reports_unwritable_path_in_one_line(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("variant", ["as shipped", "all examples uncommented"])
 def test_real_loader_accepts_the_starter_without_problems(tmp_path: Path, variant: str) -> None:
-    config = pytest.importorskip("wrapagent.config")
+    config = pytest.importorskip("wrapagent.hooks.config_loader")
     load_config = getattr(config, "load_config", None)
     if load_config is None:
-        pytest.skip("wrapagent.config has no load_config")
+        pytest.skip("wrapagent.hooks.config_loader has no load_config")
     text = STARTER_HOOKS_TOML if variant == "as shipped" else uncommented()
     hooks = tmp_path / "xdg" / "wrapagent" / "hooks.toml"
     hooks.parent.mkdir(parents=True)

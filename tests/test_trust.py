@@ -12,7 +12,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from wrapagent.trust import (
+from wrapagent.hooks.trust import (
     CHANGED,
     UNTRUSTED,
     TrustStore,
@@ -42,7 +42,7 @@ command = "make lint"
 # Run cmd_trust in a child; the lead wires `wrapagent trust` into the CLI separately.
 TRUST_SCRIPT = (
     "import sys\n"
-    "from wrapagent.trust import cmd_trust\n"
+    "from wrapagent.hooks.trust import cmd_trust\n"
     "sys.exit(cmd_trust(sys.argv[1] if len(sys.argv) > 1 else None, revoke=False, list_=False,\n"
     "                   stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr))\n"
 )

@@ -86,7 +86,7 @@ class _Usage(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .errors import WrapagentError
+    from wrapagent.errors import WrapagentError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     opts, tool, rest = _split(argv)
     if opts.get("version"):
-        from . import __version__
+        from wrapagent import __version__
 
         print(f"wrapagent {__version__}")
         return 0
@@ -116,10 +116,10 @@ def _main(argv: list[str]) -> int:
         sys.stderr.write(USAGE)  # a usage error: stderr, exit 2, like any CLI
         return 2
     if not opts["force_tool"] and tool in SUBCOMMANDS:
-        from .cli import run_subcommand
+        from wrapagent.cli import run_subcommand
 
         return run_subcommand(tool, rest, strict=opts["strict"])
-    from .runner import RunOptions, run
+    from wrapagent.session.lifecycle import RunOptions, run
 
     return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],
                           strict=opts["strict"], shim_dir=opts["shim_dir"]))

@@ -23,15 +23,15 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
     starter config's guards instead (and says so), so a newcomer sees the
     blocks without writing a file first.
     """
-    from .runner import RunOptions, run
+    from wrapagent.session.lifecycle import RunOptions, run
 
     return run(RunOptions(tool="demo", display_name="demo", args=list(args), strict=strict,
-                          argv_override=[sys.executable, "-m", "wrapagent.demo_agent"],
+                          argv_override=[sys.executable, "-m", "wrapagent.commands.demo_agent"],
                           config_factory=_demo_config))
 
 
 def _demo_config(project_root: Path, env: Mapping[str, str]):
-    from . import config as config_mod
+    from wrapagent.hooks import config_loader as config_mod
 
     cfg = config_mod.load_config(project_root, env=env)
     if cfg.guards or cfg.pre_session is not None or any(l.exists for l in cfg.layers):
@@ -48,8 +48,8 @@ def _starter_guards():
     """The guards of the starter hooks.toml, parsed by the real loader."""
     import tempfile
 
-    from . import config as config_mod
-    from .starter_config import STARTER_HOOKS_TOML
+    from wrapagent.hooks import config_loader as config_mod
+    from wrapagent.hooks.starter_config import STARTER_HOOKS_TOML
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg_dir = Path(tmp) / "wrapagent"
@@ -73,15 +73,15 @@ def cmd_config(args: Sequence[str], *, strict: bool) -> int:
                       help="write <project>/.wrapagent/hooks.toml instead of the global file")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     ns = parser.parse_args(list(args))
-    from . import config as config_mod
-    from . import paths
+    from wrapagent.hooks import config_loader as config_mod
+    from wrapagent import paths
 
     root = paths.find_project_root(Path.cwd())
     if ns.action == "check":
         cfg = config_mod.load_config(root)
         print(config_mod.describe(cfg))
         return 1 if cfg.has_errors else 0
-    from .starter_config import write_starter
+    from wrapagent.hooks.starter_config import write_starter
 
     target = paths.project_hooks_file(root) if ns.project else paths.global_hooks_file()
     written = write_starter(target, force=ns.force)
@@ -97,7 +97,7 @@ def cmd_shims(args: Sequence[str], *, strict: bool) -> int:
     parser.add_argument("tools", nargs="*")
     parser.add_argument("--dir", dest="shim_dir", default=None, help="shims folder")
     ns = parser.parse_args(list(args))
-    from .shims import cmd_shims as run_shims
+    from wrapagent.commands.shims import cmd_shims as run_shims
 
     return run_shims(ns.action, ns.tools, ns.shim_dir, sys.stdout)
 
@@ -106,7 +106,7 @@ def cmd_init(args: Sequence[str], *, strict: bool) -> int:
     parser = _parser("init", "Print alias lines for your shell rc.")
     parser.add_argument("shell", choices=("bash", "zsh", "fish"))
     ns = parser.parse_args(list(args))
-    from .shims import cmd_init as run_init
+    from wrapagent.commands.shims import cmd_init as run_init
 
     return run_init(ns.shell, sys.stdout)
 
@@ -118,26 +118,26 @@ def cmd_trust(args: Sequence[str], *, strict: bool) -> int:
     group.add_argument("--revoke", action="store_true")
     group.add_argument("--list", action="store_true", dest="list_")
     ns = parser.parse_args(list(args))
-    from .trust import cmd_trust as run_trust
+    from wrapagent.hooks.trust import cmd_trust as run_trust
 
     return run_trust(ns.path, revoke=ns.revoke, list_=ns.list_, stdin=sys.stdin,
                      stdout=sys.stdout, stderr=sys.stderr)
 
 
 def cmd_sessions(args: Sequence[str], *, strict: bool) -> int:
-    from .sessions_cmd import main as sessions_main
+    from wrapagent.commands.sessions import main as sessions_main
 
     return sessions_main(list(args))
 
 
 def cmd_doctor(args: Sequence[str], *, strict: bool) -> int:
-    from .doctor import main as doctor_main
+    from wrapagent.commands.doctor import main as doctor_main
 
     return doctor_main(list(args))
 
 
 def cmd_help(args: Sequence[str], *, strict: bool) -> int:
-    from .__main__ import USAGE
+    from wrapagent.__main__ import USAGE
 
     sys.stdout.write(USAGE)
     return 0

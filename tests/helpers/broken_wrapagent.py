@@ -8,16 +8,16 @@ BROKEN_KILL_GRACE=SECS shortens the SIGTERM→SIGKILL grace (default 5 s).
 import os
 import sys
 
-import wrapagent.pty_proxy as pty_proxy
+from wrapagent.proxy import pty_loop
 
 
 def boom(self: object) -> None:
     raise ZeroDivisionError("injected failure")
 
 
-pty_proxy._Loop.read_master = boom  # type: ignore[method-assign]
+pty_loop._Loop.read_master = boom  # type: ignore[method-assign]
 if os.environ.get("BROKEN_KILL_GRACE"):
-    pty_proxy.run.__kwdefaults__["kill_grace"] = float(os.environ["BROKEN_KILL_GRACE"])
+    pty_loop.run.__kwdefaults__["kill_grace"] = float(os.environ["BROKEN_KILL_GRACE"])
 
 from wrapagent.__main__ import main  # noqa: E402
 

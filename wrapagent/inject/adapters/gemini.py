@@ -9,7 +9,7 @@ blocks go on stdin then.
 
 from __future__ import annotations
 
-from .base import Adapter, ArgvGrammar
+from wrapagent.inject.adapters.base import Adapter, ArgvGrammar
 
 ADAPTER = Adapter(
     name="gemini",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Mapping, Sequence
 
 from wrapagent.errors import WrapagentError
-from wrapagent.resolve import default_shim_dir, find_real_tool, is_wrapagent_shim
+from wrapagent.session.resolve import default_shim_dir, find_real_tool, is_wrapagent_shim
 
 DEFAULT_TOOLS: tuple[str, ...] = ("codex", "claude", "gemini", "opencode")
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
 from wrapagent import paths
-from wrapagent.resolve import nested_depth
+from wrapagent.session.resolve import nested_depth
 
 STORE_VERSION = 1
 TRUSTED, UNTRUSTED, CHANGED = "trusted", "untrusted", "changed"

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from typing import Callable, Mapping
 
 if TYPE_CHECKING:
-    from wrapagent.config import Config, GuardSpec, PreSessionHook
-    from wrapagent.context import GuardContext
-    from wrapagent.hooks import HookResult
+    from wrapagent.hooks.config_loader import Config, GuardSpec, PreSessionHook
+    from wrapagent.hooks.context import GuardContext
+    from wrapagent.hooks.hook_runner import HookResult
 
 PROMPT_SOURCES = ("argv", "stdin", "none")
 
@@ -68,7 +68,7 @@ def guard_stdin(ctx: GuardContext) -> bytes:
 
 def _body_from(result: HookResult, label: str, log: Callable[[str], None]) -> tuple[str, str | None]:
     """(sanitised body, error). A failed run gives no body, whatever it printed."""
-    from wrapagent.blocks import sanitize
+    from wrapagent.inject.blocks import sanitize
 
     if not result.ok():
         reason = result.error or "failed"
@@ -87,7 +87,7 @@ def run_pre_session(
     log: Callable[[str], None],
 ) -> GuardRun:
     """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE in env."""
-    from wrapagent.hooks import hook_env, run_command
+    from wrapagent.hooks.hook_runner import hook_env, run_command
 
     source = prompt_source if prompt_source in PROMPT_SOURCES else "none"
     env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source})
@@ -112,7 +112,7 @@ def run_pre_session(
 def run_command_guard(
     guard: GuardSpec, ctx: GuardContext, *, base_env: Mapping[str, str], log: Callable[[str], None]
 ) -> GuardRun:
-    from wrapagent.hooks import hook_env, run_command
+    from wrapagent.hooks.hook_runner import hook_env, run_command
 
     result = run_command(
         guard.command or "",
@@ -133,15 +133,15 @@ def run_command_guard(
 
 def run_builtin_guard(guard: GuardSpec, ctx: GuardContext, *, log: Callable[[str], None]) -> GuardRun:
     """A built-in guard runs in-process; any exception it raises is a warning, never fatal."""
-    from wrapagent.blocks import sanitize
-    from wrapagent.hooks import HookResult
+    from wrapagent.inject.blocks import sanitize
+    from wrapagent.hooks.hook_runner import HookResult
 
     name = guard.builtin or ""
     started = time.monotonic()
     error: str | None = None
     output = ""
     try:
-        from wrapagent.builtin_guards import run_builtin
+        from wrapagent.hooks.builtin_guards import run_builtin
 
         output = run_builtin(name, dict(guard.args), ctx, timeout=guard.timeout_secs)
     except Exception as exc:  # includes ImportError while builtin_guards is missing
@@ -170,7 +170,7 @@ def collect(
     log: Callable[[str], None],
 ) -> Collected:
     """Run pre_session (if it applies) then every guard in order; build the prefix."""
-    from wrapagent.blocks import build_prefix
+    from wrapagent.inject.blocks import build_prefix
 
     runs: list[GuardRun] = []
     pre_session_body = ""

@@ -9,7 +9,7 @@ apart (5 ms apart is detected as a paste again).
 
 from __future__ import annotations
 
-from .base import Adapter, ArgvGrammar
+from wrapagent.inject.adapters.base import Adapter, ArgvGrammar
 
 ADAPTER = Adapter(
     name="claude",

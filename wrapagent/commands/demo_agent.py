@@ -7,7 +7,7 @@ fast stand-in for the real CLIs: it behaves like them where it matters
 inserts a newline, `/…` commands) and it can log every message it received,
 byte for byte, as JSON lines (`--log FILE` or `WRAPAGENT_DEMO_LOG`).
 
-Usage: python -m wrapagent.demo_agent [--log FILE] [-p] [PROMPT]
+Usage: python -m wrapagent.commands.demo_agent [--log FILE] [-p] [PROMPT]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _interactive(agent: Agent, initial: str | None) -> int:
 
 
 def _loop(agent: Agent, fd: int, out: TextIO) -> int:
-    from .injection import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START, TEXT,
+    from wrapagent.inject.injector import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START, TEXT,
                             tokenize)
 
     buf: list[str] = []

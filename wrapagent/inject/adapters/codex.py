@@ -8,7 +8,7 @@ why wrapagent never sends Enter itself.
 
 from __future__ import annotations
 
-from .base import Adapter, ArgvGrammar
+from wrapagent.inject.adapters.base import Adapter, ArgvGrammar
 
 _COMMON_VALUES = frozenset({
     "-c", "--config", "-m", "--model", "-p", "--profile", "-s", "--sandbox",

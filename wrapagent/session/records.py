@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping, Sequence
 
-from . import paths
+from wrapagent import paths
 
 RECORD_NAME = "session.json"
 LOG_NAME = "session.log"

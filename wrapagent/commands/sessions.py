@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
-from . import paths
-from .sessions import LOG_NAME, iter_records
+from wrapagent import paths
+from wrapagent.session.records import LOG_NAME, iter_records
 
 INJECTED_STATUSES = ("delivered", "submitted")
 DEFAULT_LIMIT = 20

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping
 
-from .base import Adapter, ArgvGrammar
+from wrapagent.inject.adapters.base import Adapter, ArgvGrammar
 
 
 def _child_env(env: Mapping[str, str]) -> dict[str, str]:

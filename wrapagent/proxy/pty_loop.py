@@ -23,8 +23,8 @@ import signal
 import time
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from . import terminal
-from .errors import ToolNotExecutable, ToolNotFound, WrapagentError
+from wrapagent.proxy import terminal
+from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
 
 if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: annotations only
     from typing import Callable, Mapping, Protocol, Sequence

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .base import Adapter, ArgvGrammar, PromptPlan
+from wrapagent.inject.adapters.base import Adapter, ArgvGrammar, PromptPlan
 
 KNOWN_TOOLS = ("codex", "claude", "gemini", "opencode")
 
@@ -13,17 +13,17 @@ def adapter_for(tool: str) -> Adapter:
     """The adapter for `tool` (a name or path); unknown tools get the generic one."""
     name = os.path.basename(tool)
     if name in ("codex",):
-        from .codex import ADAPTER
+        from wrapagent.inject.adapters.codex import ADAPTER
     elif name in ("claude", "claude-code"):
-        from .claude import ADAPTER
+        from wrapagent.inject.adapters.claude import ADAPTER
     elif name in ("gemini", "gemini-cli"):
-        from .gemini import ADAPTER
+        from wrapagent.inject.adapters.gemini import ADAPTER
     elif name in ("opencode",):
-        from .opencode import ADAPTER
+        from wrapagent.inject.adapters.opencode import ADAPTER
     elif name == "demo":
-        from .demo import ADAPTER
+        from wrapagent.inject.adapters.demo import ADAPTER
     else:
-        from .generic import generic_adapter
+        from wrapagent.inject.adapters.generic import generic_adapter
 
         return generic_adapter(name)
     return ADAPTER

@@ -58,13 +58,13 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 
 
 def _tools() -> tuple[str, ...]:
-    from .adapters import KNOWN_TOOLS
+    from wrapagent.inject.adapters import KNOWN_TOOLS
 
     return tuple(KNOWN_TOOLS)
 
 
 def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
-    from .config import LAYER_PROJECT_HOOKS
+    from wrapagent.hooks.config_loader import LAYER_PROJECT_HOOKS
 
     trust_state = None
     if layer.kind == LAYER_PROJECT_HOOKS and layer.exists:
@@ -97,7 +97,7 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
 def _trust_state(path: Path, env: Mapping[str, str], trusted: bool | None) -> str | None:
     """trusted / untrusted / changed (trusted once, edited since), from the trust store."""
     try:
-        from .trust import TrustStore
+        from wrapagent.hooks.trust import TrustStore
 
         return TrustStore(env=env, warn=lambda m: None).check(path, path.read_bytes())
     except Exception:
@@ -117,7 +117,7 @@ def _guard_facts(guard: Any) -> dict[str, Any]:
 
 
 def _hooks_facts(cfg: Any) -> dict[str, Any]:
-    from .config import DEFAULT_SOURCE, EVENTS
+    from wrapagent.hooks.config_loader import DEFAULT_SOURCE, EVENTS
 
     events: dict[str, Any] = {}
     for event in EVENTS:
@@ -273,8 +273,8 @@ def find_aliases(tools: Sequence[str], env: Mapping[str, str]) -> dict[str, dict
 def _tool_facts(env: Mapping[str, str]) -> list[dict[str, Any]]:
     from concurrent.futures import ThreadPoolExecutor
 
-    from . import resolve
-    from .errors import WrapagentError
+    from wrapagent.session import resolve
+    from wrapagent.errors import WrapagentError
 
     tools = _tools()
     child_env = {**env, **resolve.child_env_additions(env=env)}
@@ -304,7 +304,7 @@ def _tool_facts(env: Mapping[str, str]) -> list[dict[str, Any]]:
 
 def _shim_facts(tools: Sequence[str], env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     try:
-        from .shims import shims_status
+        from wrapagent.commands.shims import shims_status
 
         statuses = shims_status(list(tools), env=env)
     except Exception as exc:
@@ -333,15 +333,15 @@ def _wrapped(tool: Mapping[str, Any]) -> str:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    from .sessions import git_env
+    from wrapagent.session.records import git_env
 
     return subprocess.run(["git", "-C", str(root), *args], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, env=git_env(), timeout=30)
 
 
 def _sessions_facts(project_root: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    from . import paths
-    from .sessions_cmd import project_records
+    from wrapagent import paths
+    from wrapagent.commands.sessions import project_records
 
     root = paths.sessions_root(project_root, env)
     facts: dict[str, Any] = {"root": str(root), "exists": root.is_dir(),
@@ -464,8 +464,9 @@ def _findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[st
 
 def collect(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Every fact the report shows, as plain data (the `--json` output)."""
-    from . import __version__, paths
-    from .config import load_config
+    from wrapagent import __version__
+    from wrapagent import paths
+    from wrapagent.hooks.config_loader import load_config
 
     env = dict(os.environ if env is None else env)
     cwd = Path.cwd() if cwd is None else cwd
@@ -495,7 +496,7 @@ _LAYER_TITLES = {"global-hooks": "global hooks", "global-config": "global config
 
 
 def render(report: Mapping[str, Any]) -> str:
-    from .sessions_cmd import format_exit, format_time, hook_rows, visible_text
+    from wrapagent.commands.sessions import format_exit, format_time, hook_rows, visible_text
 
     out: list[str] = [f"wrapagent {report['wrapagent']} (python {report['python']})",
                       f"project: {report['project_root']}"]
@@ -703,8 +704,8 @@ class _Probe:
     """The tool on a private PTY, its output fed to a FirstMessageInjector."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str], adapter: Any, rows: int, cols: int) -> None:
-        from .injection import FirstMessageInjector
-        from .pty_proxy import spawn
+        from wrapagent.inject.injector import FirstMessageInjector
+        from wrapagent.proxy.pty_loop import spawn
 
         self.rows, self.cols = rows, cols
         self.injector = FirstMessageInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
@@ -826,7 +827,7 @@ class _Probe:
         Once the tool has exited, its remaining output is drained first, so
         the last screen is complete.
         """
-        from .injection import STARTING
+        from wrapagent.inject.injector import STARTING
 
         end = time.monotonic() + seconds
         while True:
@@ -856,7 +857,7 @@ class _Probe:
                 pass
 
     def close(self) -> None:
-        from .pty_proxy import reap_leftovers
+        from wrapagent.proxy.pty_loop import reap_leftovers
 
         reap_leftovers(self.pid)
         try:
@@ -871,10 +872,10 @@ class _Probe:
 
 def _probe_command(tool: str, extra: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], str, str]:
     """(argv, executable, adapter name); raises WrapagentError when the tool is not there."""
-    from . import resolve
+    from wrapagent.session import resolve
 
     if tool == "demo":
-        return [sys.executable, "-m", "wrapagent.demo_agent", *extra], sys.executable, "demo"
+        return [sys.executable, "-m", "wrapagent.commands.demo_agent", *extra], sys.executable, "demo"
     path = str(resolve.find_real_tool(tool, env=env))
     return [path, *extra], path, os.path.basename(tool)
 
@@ -882,11 +883,11 @@ def _probe_command(tool: str, extra: Sequence[str], env: Mapping[str, str]) -> t
 def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOUT_SECS,
           env: Mapping[str, str] | None = None, rows: int = PROBE_ROWS, cols: int = PROBE_COLS) -> dict[str, Any]:
     """Start the real `tool`, wait for wrapagent's readiness detection, quit it; the facts as a dict."""
-    from . import resolve
-    from .adapters import adapter_for
-    from .errors import WrapagentError
-    from .injection import STARTING
-    from .pty_proxy import status_to_exit_code
+    from wrapagent.session import resolve
+    from wrapagent.inject.adapters import adapter_for
+    from wrapagent.errors import WrapagentError
+    from wrapagent.inject.injector import STARTING
+    from wrapagent.proxy.pty_loop import status_to_exit_code
 
     env = dict(os.environ if env is None else env)
     result: dict[str, Any] = {"tool": tool, "argv": None, "executable": None, "adapter": None,
@@ -1021,7 +1022,7 @@ def render_probe(result: Mapping[str, Any]) -> str:
         lines = result["screen"].split("\n")
         while lines and not lines[-1].strip():
             lines.pop()
-        from .sessions_cmd import visible_text
+        from wrapagent.commands.sessions import visible_text
 
         out.extend(f"  | {visible_text(line)}" for line in lines or ["(empty)"])
     return "\n".join(out) + "\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Adapter, ArgvGrammar
+from wrapagent.inject.adapters.base import Adapter, ArgvGrammar
 
 
 def generic_adapter(name: str) -> Adapter:

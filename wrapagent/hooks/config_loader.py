@@ -416,7 +416,7 @@ def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | N
 
 def _builtin_names() -> tuple[str, ...] | None:
     try:
-        from wrapagent.builtin_guards import BUILTIN_NAMES
+        from wrapagent.hooks.builtin_guards import BUILTIN_NAMES
     except ImportError:
         return None  # not available yet: accept any name, run_builtin reports later
     return tuple(BUILTIN_NAMES)
@@ -424,7 +424,7 @@ def _builtin_names() -> tuple[str, ...] | None:
 
 def _validate_builtin_args(name: str, args: dict) -> dict:
     try:
-        from wrapagent.builtin_guards import validate_args
+        from wrapagent.hooks.builtin_guards import validate_args
     except ImportError:
         return args
     return validate_args(name, args)
@@ -585,7 +585,7 @@ def _parse_config_file(check: _FileCheck, data: dict) -> PreSessionHook | None:
 
 def _default_trust(env: Mapping[str, str]) -> Callable[[Path, bytes], bool] | None:
     try:
-        from wrapagent.trust import TrustStore
+        from wrapagent.hooks.trust import TrustStore
     except ImportError:
         return None
     return TrustStore(env=env).is_trusted
@@ -679,7 +679,7 @@ def _layer_status(layer: Layer) -> str:
 
 def _untrusted_notice(path: str) -> str | None:
     try:
-        from wrapagent.trust import untrusted_notice
+        from wrapagent.hooks.trust import untrusted_notice
     except ImportError:
         return None
     try:

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from typing import Callable, Mapping
 
 if TYPE_CHECKING:
-    from wrapagent.config import LifecycleHook
-    from wrapagent.context import GuardContext
+    from wrapagent.hooks.config_loader import LifecycleHook
+    from wrapagent.hooks.context import GuardContext
 
 VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code")
 
@@ -308,7 +308,7 @@ class _LineLog:
             self.buf = b""
 
     def _emit(self, line: bytes) -> None:
-        from wrapagent.blocks import strip_terminal_controls
+        from wrapagent.inject.blocks import strip_terminal_controls
 
         text = strip_terminal_controls(line.decode("utf-8", errors="replace")).rstrip()
         self._say(f"[{self.name}] {text}")

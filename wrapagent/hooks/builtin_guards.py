@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from wrapagent.context import GuardContext
+    from wrapagent.hooks.context import GuardContext
 
 BUILTIN_NAMES: tuple[str, ...] = (
     "branch_protection",

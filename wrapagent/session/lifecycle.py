@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from .errors import WrapagentError
+from wrapagent.errors import WrapagentError
 
 if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: not on the hot path
     from typing import Callable, Mapping, Sequence
@@ -57,7 +57,7 @@ def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
     """
     import signal
 
-    from .pty_proxy import exec_error
+    from wrapagent.proxy.pty_loop import exec_error
 
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
@@ -85,7 +85,7 @@ def _is_tty(fd: int) -> bool:
 
 
 def run(opts: RunOptions) -> int:
-    from . import resolve
+    from wrapagent.session import resolve
 
     env = dict(os.environ)
     skip = [opts.shim_dir] if opts.shim_dir else []
@@ -104,9 +104,9 @@ def run(opts: RunOptions) -> int:
     if opts.no_hooks:
         if not interactive:
             return _exec_direct(executable, argv, child_env)
-        from . import pty_proxy
+        from wrapagent.proxy import pty_loop
 
-        return pty_proxy.run(argv, env=child_env).exit_code
+        return pty_loop.run(argv, env=child_env).exit_code
     return Session(opts, env, child_env, executable, argv, interactive).run()
 
 
@@ -149,7 +149,7 @@ class Session:
 
     def __init__(self, opts: RunOptions, env: dict[str, str], child_env: dict[str, str],
                  executable: str, argv: list[str], interactive: bool) -> None:
-        from .adapters import adapter_for
+        from wrapagent.inject.adapters import adapter_for
 
         self.opts = opts
         self.env = env
@@ -165,8 +165,8 @@ class Session:
     # -- set-up -----------------------------------------------------------------
 
     def _load_config(self):
-        from . import config as config_mod
-        from .paths import find_project_root
+        from wrapagent.hooks import config_loader as config_mod
+        from wrapagent.paths import find_project_root
 
         self.project_root = find_project_root(self.cwd)
         if self.opts.config_factory is not None:
@@ -179,7 +179,7 @@ class Session:
             _stderr(f"wrapagent: config {level}: {problem}{suffix}")
         for layer in cfg.layers:
             if layer.exists and layer.trusted is False:
-                from .trust import TrustStore, untrusted_notice
+                from wrapagent.hooks.trust import TrustStore, untrusted_notice
 
                 path = Path(layer.path)
                 try:
@@ -197,12 +197,12 @@ class Session:
                                         and pre.applies_to(self.adapter.name))
 
     def _plan(self):
-        from .adapters.base import PromptPlan
+        from wrapagent.inject.adapters.base import PromptPlan
 
         stdin_piped = not _is_tty(0)
         plan = self.adapter.plan_prompt(self.opts.args, stdin_piped=stdin_piped)
         # Plans index the tool's argv as if argv[0] were the tool; the demo
-        # agent runs as `python -m wrapagent.demo_agent`, so shift.
+        # agent runs as `python -m wrapagent.commands.demo_agent`, so shift.
         shift = len(self.argv) - len(self.opts.args) - 1
         if shift:
             from dataclasses import replace
@@ -221,7 +221,7 @@ class Session:
     # -- the run -----------------------------------------------------------------
 
     def run(self) -> int:
-        from .sessions import Session as Record
+        from wrapagent.session.records import Session as Record
 
         cfg = self._load_config()
         self.cfg = cfg
@@ -237,7 +237,7 @@ class Session:
             record.close()
 
     def _ctx(self, record):
-        from .context import GuardContext
+        from wrapagent.hooks.context import GuardContext
 
         return GuardContext(project_root=self.project_root, cwd=self.cwd, tool=self.adapter.name,
                             session_id=record.id,
@@ -267,7 +267,8 @@ class Session:
         return result.exit_code
 
     def _run_tool(self, cfg, record, ctx):
-        from . import passthrough, pty_proxy
+        from wrapagent.proxy import passthrough
+        from wrapagent.proxy import pty_loop
 
         inject = self._wants_injection(cfg)
         plan = self._plan() if inject else None
@@ -305,7 +306,7 @@ class Session:
         if plan is not None and plan.kind == "interactive":
             interceptor = self._start_interactive(cfg, ctx)
         try:
-            result = pty_proxy.run(argv, env=self.child_env, interceptor=interceptor)
+            result = pty_loop.run(argv, env=self.child_env, interceptor=interceptor)
         finally:
             if interceptor is not None:
                 self._interactive_report(interceptor)
@@ -326,8 +327,8 @@ class Session:
 
     def _run_stdin_args(self, cfg, ctx, argv, plan, stdin_data: bytes):
         """`opencode run a b`: message args move to stdin, joined the way the tool joins them."""
-        from . import passthrough
-        from .adapters.opencode import quote_join
+        from wrapagent.proxy import passthrough
+        from wrapagent.inject.adapters.opencode import quote_join
 
         message = quote_join([argv[i] for i in plan.args]).encode()
         if stdin_data:
@@ -356,8 +357,8 @@ class Session:
         return feed
 
     def _start_interactive(self, cfg, ctx):
-        from .injection import FirstMessageInjector
-        from .terminal import get_winsize
+        from wrapagent.inject.injector import FirstMessageInjector
+        from wrapagent.proxy.terminal import get_winsize
 
         box = _Prefix()
         box.open_wake()
@@ -391,7 +392,7 @@ class Session:
             box.close()
 
     def _collect(self, cfg, ctx, prompt: str | None, source: str) -> str:
-        from .guards import collect
+        from wrapagent.hooks.guards import collect
 
         collected = collect(cfg, ctx, base_env=self.env, prompt=prompt, prompt_source=source,
                             log=self.record.log)
@@ -403,7 +404,7 @@ class Session:
         return collected.prefix
 
     def _injected(self, prefix: str, path: str) -> None:
-        from .sessions import now_iso
+        from wrapagent.session.records import now_iso
 
         inj = self.record.record["injection"]
         inj.update(status="delivered", path=path, text=prefix, at=now_iso(), attempts=1)
@@ -421,7 +422,7 @@ class Session:
     # -- after the tool ----------------------------------------------------------
 
     def _lifecycle(self, event: str, exit_code: int | None) -> None:
-        from .hooks import run_lifecycle
+        from wrapagent.hooks.hook_runner import run_lifecycle
 
         hook = self.cfg.hook_for(event)
         if hook is None:
@@ -447,8 +448,8 @@ class Session:
         """
         import contextlib
 
-        from .hooks import run_lifecycle
-        from .sessions import amend_session_commit, commit_lock, ensure_repo
+        from wrapagent.hooks.hook_runner import run_lifecycle
+        from wrapagent.session.records import amend_session_commit, commit_lock, ensure_repo
 
         root = self.record.root
         with contextlib.ExitStack() as stack:

@@ -32,7 +32,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable
 
-from .adapters.base import Adapter
+from wrapagent.inject.adapters.base import Adapter
 
 # --- input tokens -------------------------------------------------------------
 
@@ -213,7 +213,7 @@ class FirstMessageInjector:
                  get_prefix: Callable[[], str | None], wake_fd: int | None,
                  log: Callable[[str], None] = lambda m: None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        from .screen import Screen
+        from wrapagent.inject.screen import Screen
 
         self.adapter = adapter
         self.screen = Screen(rows, cols)
@@ -459,7 +459,7 @@ class FirstMessageInjector:
         if timed_out and not self._output_since_delivery:
             self._note("the screen did not change after delivery; released the keys anyway")
         self.report.status = "delivered"
-        from .sessions import now_iso
+        from wrapagent.session.records import now_iso
 
         self.report.at = now_iso()
         return self._release(now, finished=False)

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable, Mapping, Sequence
 
-from .pty_proxy import FORWARDED_SIGNALS, ProxyResult, exec_error, status_to_exit_code
+from wrapagent.proxy.pty_loop import FORWARDED_SIGNALS, ProxyResult, exec_error, status_to_exit_code
 
 
 
