@@ -13,37 +13,8 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Sequence
 
+
 SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "help")
-
-USAGE = """\
-usage: wrapagent [OPTIONS] TOOL [TOOL-ARGS...]
-       wrapagent SUBCOMMAND [...]
-
-Run TOOL (codex, claude, gemini, opencode, or any program) under wrapagent:
-a transparent terminal proxy that fires lifecycle hooks and prepends your
-guards' context to the first message. Everything after TOOL goes to the tool.
-
-options (before TOOL):
-  --no-hooks        bare proxy: no hooks, no injection, no session record
-  --strict          exit 2 before launch if the configuration has errors
-  --shim-dir DIR    (used by shims) skip DIR when looking for the real TOOL
-  --                the next word is TOOL even if it is a subcommand name
-  -h, --help        this help;  --version  the version
-
-subcommands:
-  demo              the built-in demo agent, with your config (no CLI needed)
-  config check      validate every config layer, show the merged result
-  config init       write a commented starter hooks.toml
-  doctor [--probe TOOL] [--json]
-                    why didn't my guard show up?
-  shims install|uninstall|status [TOOL...]
-  init bash|zsh|fish
-                    alias lines for your shell rc
-  sessions list|show ID|path
-  trust [PATH] [--revoke] [--list]
-
-environment: WRAPAGENT_DISABLE=1 runs the real tool directly.
-"""
 
 
 def _split(argv: Sequence[str]) -> tuple[dict, str | None, list[str]]:
@@ -110,9 +81,13 @@ def _main(argv: list[str]) -> int:
         print(f"wrapagent {__version__}")
         return 0
     if opts.get("help"):
+        from wrapagent.cli import USAGE
+
         sys.stdout.write(USAGE)
         return 0
     if tool is None:
+        from wrapagent.cli import USAGE
+
         sys.stderr.write(USAGE)  # a usage error: stderr, exit 2, like any CLI
         return 2
     if not opts["force_tool"] and tool in SUBCOMMANDS:

@@ -12,6 +12,37 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 
+USAGE = """\
+usage: wrapagent [OPTIONS] TOOL [TOOL-ARGS...]
+       wrapagent SUBCOMMAND [...]
+
+Run TOOL (codex, claude, gemini, opencode, or any program) under wrapagent:
+a transparent terminal proxy that fires lifecycle hooks and prepends your
+guards' context to the first message. Everything after TOOL goes to the tool.
+
+options (before TOOL):
+  --no-hooks        bare proxy: no hooks, no injection, no session record
+  --strict          exit 2 before launch if the configuration has errors
+  --shim-dir DIR    (used by shims) skip DIR when looking for the real TOOL
+  --                the next word is TOOL even if it is a subcommand name
+  -h, --help        this help;  --version  the version
+
+subcommands:
+  demo              the built-in demo agent, with your config (no CLI needed)
+  config check      validate every config layer, show the merged result
+  config init       write a commented starter hooks.toml
+  doctor [--probe TOOL] [--json]
+                    why didn't my guard show up?
+  shims install|uninstall|status [TOOL...]
+  init bash|zsh|fish
+                    alias lines for your shell rc
+  sessions list|show ID|path
+  trust [PATH] [--revoke] [--list]
+
+environment: WRAPAGENT_DISABLE=1 runs the real tool directly.
+"""
+
+
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=f"wrapagent {prog}", description=description)
 
@@ -79,7 +110,9 @@ def cmd_config(args: Sequence[str], *, strict: bool) -> int:
     root = paths.find_project_root(Path.cwd())
     if ns.action == "check":
         cfg = config_mod.load_config(root)
-        print(config_mod.describe(cfg))
+        from wrapagent.hooks.config_check import describe
+
+        print(describe(cfg))
         return 1 if cfg.has_errors else 0
     from wrapagent.hooks.starter_config import write_starter
 
@@ -118,7 +151,7 @@ def cmd_trust(args: Sequence[str], *, strict: bool) -> int:
     group.add_argument("--revoke", action="store_true")
     group.add_argument("--list", action="store_true", dest="list_")
     ns = parser.parse_args(list(args))
-    from wrapagent.hooks.trust import cmd_trust as run_trust
+    from wrapagent.commands.trust import cmd_trust as run_trust
 
     return run_trust(ns.path, revoke=ns.revoke, list_=ns.list_, stdin=sys.stdin,
                      stdout=sys.stdout, stderr=sys.stderr)
@@ -137,8 +170,6 @@ def cmd_doctor(args: Sequence[str], *, strict: bool) -> int:
 
 
 def cmd_help(args: Sequence[str], *, strict: bool) -> int:
-    from wrapagent.__main__ import USAGE
-
     sys.stdout.write(USAGE)
     return 0
 

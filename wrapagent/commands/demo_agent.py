@@ -73,8 +73,8 @@ def _interactive(agent: Agent, initial: str | None) -> int:
 
 
 def _loop(agent: Agent, fd: int, out: TextIO) -> int:
-    from wrapagent.inject.injector import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START, TEXT,
-                            tokenize)
+    from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START,
+                                       TEXT, tokenize)
 
     buf: list[str] = []
     in_paste = False

@@ -23,152 +23,37 @@ no tomllib import.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 
-EVENTS = ("pre_run", "post_run", "session_complete")
-DEFAULT_SESSION_COMPLETE = (
-    "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
+from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one import point for callers)
+    EVENTS,
+    DEFAULT_SESSION_COMPLETE,
+    DEFAULT_LIFECYCLE_TIMEOUT,
+    DEFAULT_GUARD_TIMEOUT,
+    DEFAULT_PRE_SESSION_TIMEOUT,
+    DEFAULT_SOURCE,
+    KNOWN_TOOLS,
+    TOOL_ALIASES,
+    LAYER_GLOBAL_HOOKS,
+    LAYER_GLOBAL_CONFIG,
+    LAYER_PROJECT_HOOKS,
+    normalize_tool,
+    Problem,
+    LifecycleHook,
+    GuardSpec,
+    PreSessionHook,
+    Layer,
+    Config,
+    default_session_complete,
+    _frozen_map,
 )
-DEFAULT_LIFECYCLE_TIMEOUT = 30.0
-DEFAULT_GUARD_TIMEOUT = 10.0
-DEFAULT_PRE_SESSION_TIMEOUT = 10.0
-DEFAULT_SOURCE = "<default>"
-
-KNOWN_TOOLS = ("codex", "claude", "gemini", "opencode")
-# CSA spells some transports differently; both spellings are accepted.
-TOOL_ALIASES = {"claude-code": "claude", "gemini-cli": "gemini"}
-
-LAYER_GLOBAL_HOOKS = "global-hooks"
-LAYER_GLOBAL_CONFIG = "global-config"
-LAYER_PROJECT_HOOKS = "project-hooks"
 
 _EVENT_KEYS = ("enabled", "command", "timeout_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
-
-
-def normalize_tool(name: str) -> str:
-    """Canonical transport name: lower case, CSA aliases mapped (`claude-code` → `claude`)."""
-    name = name.strip().lower()
-    return TOOL_ALIASES.get(name, name)
-
-
-# --------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One validation finding; `str()` is `path:line: key: message` (missing parts left out)."""
-
-    path: str
-    severity: str  # "error" | "warning"
-    message: str
-    line: int | None = None
-    key: str | None = None
-
-    def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
-
-
-@dataclass(frozen=True)
-class LifecycleHook:
-    """One lifecycle event's hook; `command` still holds its `{placeholders}`."""
-
-    event: str
-    command: str
-    enabled: bool
-    timeout_secs: float
-    source: str  # file path, or "<default>"
-
-
-@dataclass(frozen=True)
-class GuardSpec:
-    """One `[[prompt_guard]]`: exactly one of `command` / `builtin` is set."""
-
-    name: str
-    command: str | None
-    builtin: str | None
-    args: tuple[tuple[str, object], ...]
-    timeout_secs: float
-    source: str
-
-
-@dataclass(frozen=True)
-class PreSessionHook:
-    """The global pre_session hook: its stdout becomes the `<system-reminder>` block."""
-
-    command: str
-    enabled: bool
-    transports: tuple[str, ...]  # canonical names; empty = every tool
-    timeout_seconds: float
-    source: str
-
-    def applies_to(self, tool: str) -> bool:
-        return not self.transports or normalize_tool(tool) in self.transports
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One file wrapagent looked at, and what came of it.
-
-    `used` is True when the file exists, has no errors, and is not untrusted.
-    `trusted` is None for global files (always trusted) and when trust could
-    not be determined.
-    """
-
-    kind: str  # "global-hooks" | "global-config" | "project-hooks"
-    path: str
-    exists: bool
-    used: bool
-    trusted: bool | None
-    problems: tuple[Problem, ...]
-
-
-def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
-    from types import MappingProxyType
-
-    return MappingProxyType(dict(data or {}))
-
-
-@dataclass(frozen=True)
-class Config:
-    """The effective configuration for one project."""
-
-    lifecycle: Mapping[str, LifecycleHook] = field(default_factory=_frozen_map)
-    guards: tuple[GuardSpec, ...] = ()
-    pre_session: PreSessionHook | None = None
-    layers: tuple[Layer, ...] = ()
-
-    @property
-    def problems(self) -> tuple[Problem, ...]:
-        return tuple(p for layer in self.layers for p in layer.problems)
-
-    @property
-    def has_errors(self) -> bool:
-        return any(p.severity == "error" for p in self.problems)
-
-    def hook_for(self, event: str) -> LifecycleHook | None:
-        """The hook to run for `event`, or None.
-
-        A configured but disabled hook returns None (`enabled = false` also
-        switches off the default session_complete). An unconfigured
-        session_complete falls back to DEFAULT_SESSION_COMPLETE.
-        """
-        hook = self.lifecycle.get(event)
-        if hook is None and event == "session_complete":
-            return default_session_complete()
-        if hook is None or not hook.enabled:
-            return None
-        return hook
-
-
-def default_session_complete() -> LifecycleHook:
-    return LifecycleHook("session_complete", DEFAULT_SESSION_COMPLETE, True, DEFAULT_LIFECYCLE_TIMEOUT, DEFAULT_SOURCE)
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -651,95 +536,3 @@ def load_config(
         pre_session=pre_session,
         layers=(global_layer, config_layer, project_layer),
     )
-
-
-# --------------------------------------------------------------------------- describe
-
-_LAYER_TITLES = {
-    LAYER_GLOBAL_HOOKS: "global hooks",
-    LAYER_GLOBAL_CONFIG: "global config",
-    LAYER_PROJECT_HOOKS: "project hooks",
-}
-
-
-def _layer_status(layer: Layer) -> str:
-    if not layer.exists:
-        return "not found"
-    if layer.trusted is False:
-        return "NOT TRUSTED: hooks and guards in it are skipped"
-    errors = sum(1 for p in layer.problems if p.severity == "error")
-    warnings = len(layer.problems) - errors
-    if errors:
-        return f"NOT USED: {errors} error(s)" + (f", {warnings} warning(s)" if warnings else "")
-    status = "used"
-    if layer.kind == LAYER_PROJECT_HOOKS:
-        status += ", trusted" if layer.trusted else " (trust unknown)"
-    return status + (f", {warnings} warning(s)" if warnings else "")
-
-
-def _untrusted_notice(path: str) -> str | None:
-    try:
-        from wrapagent.hooks.trust import untrusted_notice
-    except ImportError:
-        return None
-    try:
-        return untrusted_notice(Path(path))
-    except Exception:
-        return None
-
-
-def _fmt_seconds(value: float) -> str:
-    return f"{value:g}s"
-
-
-def describe(config: Config) -> str:
-    """The report for `wrapagent config check`: layers, problems, the merged result and its sources."""
-    out: list[str] = ["Files:"]
-    for layer in config.layers:
-        out.append(f"  {_LAYER_TITLES.get(layer.kind, layer.kind):<14} {layer.path}")
-        out.append(f"  {'':<14} {_layer_status(layer)}")
-        if layer.trusted is False:
-            notice = _untrusted_notice(layer.path)
-            if notice:
-                out.extend(f"  {'':<14} {line}" for line in notice.splitlines())
-    problems = config.problems
-    out.append("")
-    out.append("Validation:" if problems else "Validation: no problems")
-    for problem in problems:
-        out.append(f"  {problem.severity}: {problem}")
-
-    out.append("")
-    out.append("Lifecycle hooks:")
-    for event in EVENTS:
-        configured = config.lifecycle.get(event)
-        hook = config.hook_for(event)
-        if hook is not None:
-            out.append(f"  {event:<17} {hook.command}")
-            out.append(f"  {'':<17} timeout {_fmt_seconds(hook.timeout_secs)}, from {hook.source}")
-        elif configured is not None:
-            out.append(f"  {event:<17} (disabled, from {configured.source})")
-        else:
-            out.append(f"  {event:<17} (none)")
-
-    out.append("")
-    out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
-    for number, guard in enumerate(config.guards, 1):
-        if guard.builtin is not None:
-            what = f"builtin {guard.builtin}"
-            if guard.args:
-                what += " " + ", ".join(f"{k}={v!r}" for k, v in guard.args)
-        else:
-            what = f"command {guard.command}"
-        out.append(f"  {number}. {guard.name}: {what}")
-        out.append(f"     timeout {_fmt_seconds(guard.timeout_secs)}, from {guard.source}")
-
-    out.append("")
-    pre = config.pre_session
-    if pre is None:
-        out.append("pre_session: (none)")
-    else:
-        state = "" if pre.enabled else " (disabled)"
-        out.append(f"pre_session:{state} {pre.command}")
-        tools = ", ".join(pre.transports) if pre.transports else "all tools"
-        out.append(f"  for {tools}; timeout {_fmt_seconds(pre.timeout_seconds)}, from {pre.source}")
-    return "\n".join(out) + "\n"

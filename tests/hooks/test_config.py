@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from wrapagent.hooks.config_check import describe
 from wrapagent.hooks.config_loader import (
     DEFAULT_SESSION_COMPLETE,
     EVENTS,
@@ -18,7 +19,6 @@ from wrapagent.hooks.config_loader import (
     LifecycleHook,
     PreSessionHook,
     Problem,
-    describe,
     load_config,
 )
 

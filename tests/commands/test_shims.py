@@ -15,7 +15,7 @@ from wrapagent.commands import shims
 from wrapagent.errors import WrapagentError
 from wrapagent.session.resolve import DEPTH_ENV, GUARD_ENV
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FAKE_CMD = ["/opt/wrapagent/bin/wrapagent"]
 
 # Stands in for the lead's `wrapagent --shim-dir DIR TOOL ARGS…` until __main__ handles it:

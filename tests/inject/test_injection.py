@@ -6,8 +6,9 @@ import pytest
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.adapters.base import Adapter
-from wrapagent.inject.injector import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END,
-                                 PASTE_START, REPLY, TEXT, FirstMessageInjector, tokenize)
+from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
+                                   REPLY, TEXT, tokenize)
 
 PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'
 READY_SCREEN = b"\x1b[?2004hbanner\r\ndemo> "

@@ -12,15 +12,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from wrapagent.hooks.trust import (
-    CHANGED,
-    UNTRUSTED,
-    TrustStore,
-    cmd_trust,
-    describe_content,
-    describe_file,
-    untrusted_notice,
-)
+from wrapagent.commands.trust import cmd_trust, describe_content, describe_file
+from wrapagent.hooks.trust import CHANGED, UNTRUSTED, TrustStore, untrusted_notice
 
 HOOKS = b"""\
 [pre_run]
@@ -42,7 +35,7 @@ command = "make lint"
 # Run cmd_trust in a child; the lead wires `wrapagent trust` into the CLI separately.
 TRUST_SCRIPT = (
     "import sys\n"
-    "from wrapagent.hooks.trust import cmd_trust\n"
+    "from wrapagent.commands.trust import cmd_trust\n"
     "sys.exit(cmd_trust(sys.argv[1] if len(sys.argv) > 1 else None, revoke=False, list_=False,\n"
     "                   stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr))\n"
 )

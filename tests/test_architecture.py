@@ -1,0 +1,128 @@
+"""The package's shape: no import cycles between wrapagent modules, and each layer imports only
+what its `__init__` docstring allows (docs/ARCHITECTURE.md).
+
+Imports inside functions count too: lazy imports keep start-up fast, but a
+cycle through them is still a cycle a newcomer has to untangle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import wrapagent
+
+PACKAGE_DIR = Path(wrapagent.__file__).parent
+
+ALLOWED = {
+    # layer: layers (top-level names under wrapagent) it may import
+    "proxy": {"proxy", "errors"},
+    "inject": {"inject", "errors"},
+    "hooks": {"hooks", "inject", "errors", "paths"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths"},
+    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "__init__"},
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE_DIR.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE_DIR.rglob("*.py")}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """wrapagent modules that `name` imports anywhere in its body (the module itself, not parents)."""
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor if is_pkg else anchor[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    return {name: _imports(name, path, known) for name, path in mods.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    """The check above can fail: a made-up graph with a cycle is reported."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_only_what_it_may(layer):
+    bad = sorted(f"{mod} -> {dep}" for mod, deps in _graph().items() if _layer(mod) == layer
+                 for dep in deps if _layer(dep) not in ALLOWED[layer])
+    assert bad == []
+
+
+def test_every_subpackage_says_its_concern():
+    for layer in ALLOWED:
+        doc = ast.get_docstring(ast.parse((PACKAGE_DIR / layer / "__init__.py").read_text()))
+        assert doc and "import" in doc, f"wrapagent/{layer}/__init__.py must say its concern and what it may import"

@@ -1,0 +1,98 @@
+"""`wrapagent config check`: every layer, its problems and trust, the merged result and where each
+value came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wrapagent.hooks.config_model import (LAYER_GLOBAL_CONFIG, LAYER_GLOBAL_HOOKS,
+                                          LAYER_PROJECT_HOOKS, Config, EVENTS, Layer)
+
+_LAYER_TITLES = {
+    LAYER_GLOBAL_HOOKS: "global hooks",
+    LAYER_GLOBAL_CONFIG: "global config",
+    LAYER_PROJECT_HOOKS: "project hooks",
+}
+
+
+def _layer_status(layer: Layer) -> str:
+    if not layer.exists:
+        return "not found"
+    if layer.trusted is False:
+        return "NOT TRUSTED: hooks and guards in it are skipped"
+    errors = sum(1 for p in layer.problems if p.severity == "error")
+    warnings = len(layer.problems) - errors
+    if errors:
+        return f"NOT USED: {errors} error(s)" + (f", {warnings} warning(s)" if warnings else "")
+    status = "used"
+    if layer.kind == LAYER_PROJECT_HOOKS:
+        status += ", trusted" if layer.trusted else " (trust unknown)"
+    return status + (f", {warnings} warning(s)" if warnings else "")
+
+
+def _untrusted_notice(path: str) -> str | None:
+    try:
+        from wrapagent.hooks.trust import untrusted_notice
+    except ImportError:
+        return None
+    try:
+        return untrusted_notice(Path(path))
+    except Exception:
+        return None
+
+
+def _fmt_seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def describe(config: Config) -> str:
+    """The report for `wrapagent config check`: layers, problems, the merged result and its sources."""
+    out: list[str] = ["Files:"]
+    for layer in config.layers:
+        out.append(f"  {_LAYER_TITLES.get(layer.kind, layer.kind):<14} {layer.path}")
+        out.append(f"  {'':<14} {_layer_status(layer)}")
+        if layer.trusted is False:
+            notice = _untrusted_notice(layer.path)
+            if notice:
+                out.extend(f"  {'':<14} {line}" for line in notice.splitlines())
+    problems = config.problems
+    out.append("")
+    out.append("Validation:" if problems else "Validation: no problems")
+    for problem in problems:
+        out.append(f"  {problem.severity}: {problem}")
+
+    out.append("")
+    out.append("Lifecycle hooks:")
+    for event in EVENTS:
+        configured = config.lifecycle.get(event)
+        hook = config.hook_for(event)
+        if hook is not None:
+            out.append(f"  {event:<17} {hook.command}")
+            out.append(f"  {'':<17} timeout {_fmt_seconds(hook.timeout_secs)}, from {hook.source}")
+        elif configured is not None:
+            out.append(f"  {event:<17} (disabled, from {configured.source})")
+        else:
+            out.append(f"  {event:<17} (none)")
+
+    out.append("")
+    out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
+    for number, guard in enumerate(config.guards, 1):
+        if guard.builtin is not None:
+            what = f"builtin {guard.builtin}"
+            if guard.args:
+                what += " " + ", ".join(f"{k}={v!r}" for k, v in guard.args)
+        else:
+            what = f"command {guard.command}"
+        out.append(f"  {number}. {guard.name}: {what}")
+        out.append(f"     timeout {_fmt_seconds(guard.timeout_secs)}, from {guard.source}")
+
+    out.append("")
+    pre = config.pre_session
+    if pre is None:
+        out.append("pre_session: (none)")
+    else:
+        state = "" if pre.enabled else " (disabled)"
+        out.append(f"pre_session:{state} {pre.command}")
+        tools = ", ".join(pre.transports) if pre.transports else "all tools"
+        out.append(f"  for {tools}; timeout {_fmt_seconds(pre.timeout_seconds)}, from {pre.source}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,146 @@
+"""The configuration as typed, frozen values: lifecycle hooks, prompt guards, the pre_session hook,
+the layers they came from and their problems.
+
+Separate from the loader so the hook runner, the guards and `doctor` can name these types
+without pulling in TOML parsing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Mapping
+
+EVENTS = ("pre_run", "post_run", "session_complete")
+DEFAULT_SESSION_COMPLETE = (
+    "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
+)
+DEFAULT_LIFECYCLE_TIMEOUT = 30.0
+DEFAULT_GUARD_TIMEOUT = 10.0
+DEFAULT_PRE_SESSION_TIMEOUT = 10.0
+DEFAULT_SOURCE = "<default>"
+
+KNOWN_TOOLS = ("codex", "claude", "gemini", "opencode")
+# CSA spells some transports differently; both spellings are accepted.
+TOOL_ALIASES = {"claude-code": "claude", "gemini-cli": "gemini"}
+
+LAYER_GLOBAL_HOOKS = "global-hooks"
+LAYER_GLOBAL_CONFIG = "global-config"
+LAYER_PROJECT_HOOKS = "project-hooks"
+
+def normalize_tool(name: str) -> str:
+    """Canonical transport name: lower case, CSA aliases mapped (`claude-code` → `claude`)."""
+    name = name.strip().lower()
+    return TOOL_ALIASES.get(name, name)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding; `str()` is `path:line: key: message` (missing parts left out)."""
+
+    path: str
+    severity: str  # "error" | "warning"
+    message: str
+    line: int | None = None
+    key: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class LifecycleHook:
+    """One lifecycle event's hook; `command` still holds its `{placeholders}`."""
+
+    event: str
+    command: str
+    enabled: bool
+    timeout_secs: float
+    source: str  # file path, or "<default>"
+
+
+@dataclass(frozen=True)
+class GuardSpec:
+    """One `[[prompt_guard]]`: exactly one of `command` / `builtin` is set."""
+
+    name: str
+    command: str | None
+    builtin: str | None
+    args: tuple[tuple[str, object], ...]
+    timeout_secs: float
+    source: str
+
+
+@dataclass(frozen=True)
+class PreSessionHook:
+    """The global pre_session hook: its stdout becomes the `<system-reminder>` block."""
+
+    command: str
+    enabled: bool
+    transports: tuple[str, ...]  # canonical names; empty = every tool
+    timeout_seconds: float
+    source: str
+
+    def applies_to(self, tool: str) -> bool:
+        return not self.transports or normalize_tool(tool) in self.transports
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One file wrapagent looked at, and what came of it.
+
+    `used` is True when the file exists, has no errors, and is not untrusted.
+    `trusted` is None for global files (always trusted) and when trust could
+    not be determined.
+    """
+
+    kind: str  # "global-hooks" | "global-config" | "project-hooks"
+    path: str
+    exists: bool
+    used: bool
+    trusted: bool | None
+    problems: tuple[Problem, ...]
+
+
+def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
+    from types import MappingProxyType
+
+    return MappingProxyType(dict(data or {}))
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration for one project."""
+
+    lifecycle: Mapping[str, LifecycleHook] = field(default_factory=_frozen_map)
+    guards: tuple[GuardSpec, ...] = ()
+    pre_session: PreSessionHook | None = None
+    layers: tuple[Layer, ...] = ()
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return tuple(p for layer in self.layers for p in layer.problems)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(p.severity == "error" for p in self.problems)
+
+    def hook_for(self, event: str) -> LifecycleHook | None:
+        """The hook to run for `event`, or None.
+
+        A configured but disabled hook returns None (`enabled = false` also
+        switches off the default session_complete). An unconfigured
+        session_complete falls back to DEFAULT_SESSION_COMPLETE.
+        """
+        hook = self.lifecycle.get(event)
+        if hook is None and event == "session_complete":
+            return default_session_complete()
+        if hook is None or not hook.enabled:
+            return None
+        return hook
+
+
+def default_session_complete() -> LifecycleHook:
+    return LifecycleHook("session_complete", DEFAULT_SESSION_COMPLETE, True, DEFAULT_LIFECYCLE_TIMEOUT, DEFAULT_SOURCE)
