@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.hooks import builtin_guards as bg
-from wrapagent.hooks.builtin_guards import BUILTIN_NAMES, cap_text, run_builtin, validate_args
+from wrapagent.hooks.builtins import git as bg
+from wrapagent.hooks.builtins import BUILTIN_NAMES, cap_text, run_builtin, validate_args
 from wrapagent.hooks.context import GuardContext
 
 PROTECTED = (
