@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wrapagent.hooks.builtin_guards import BUILTIN_NAMES, run_builtin  # noqa: E402
+from wrapagent.hooks.builtins import BUILTIN_NAMES, run_builtin  # noqa: E402
 from wrapagent.hooks.context import GuardContext  # noqa: E402
 
 ARGS: dict[str, dict[str, object]] = {

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.commands import doctor
+from wrapagent.commands import doctor, doctor_probe, doctor_report
 from wrapagent import paths
 from wrapagent.hooks.trust import TrustStore
 
@@ -91,7 +91,7 @@ def report(world: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def text(report: dict) -> str:
-    return doctor.render(report)
+    return doctor_report.render(report)
 
 
 def section(text: str, title: str) -> str:
@@ -200,7 +200,7 @@ def test_fresh_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rep = doctor.collect(cwd=tmp_path, env=env)
     assert rep["last_session"] is None and rep["sessions"]["exists"] is False
     assert [f["level"] for f in rep["findings"]] == ["warning"]  # nothing to inject
-    text = doctor.render(rep)
+    text = doctor_report.render(rep)
     assert "Last session: (none for this project)" in text
     assert "(the folder does not exist yet" in text
     assert "Prompt guards: (none)" in text
@@ -234,7 +234,7 @@ def test_alias_detection(tmp_path: Path) -> None:
 
     unknown = doctor.find_aliases(["codex"], {"HOME": str(home), "SHELL": "/bin/tcsh"})
     assert unknown["codex"]["state"] == "unknown"
-    assert doctor._alias_text(unknown["codex"]) == "unknown (aliases live in your shell)"
+    assert doctor_report._alias_text(unknown["codex"]) == "unknown (aliases live in your shell)"
 
 
 def test_version_of_a_hanging_tool_times_out(tmp_path: Path) -> None:
@@ -298,7 +298,7 @@ sys.exit(0)
 def test_probe_answers_terminal_queries_and_quits_with_the_adapter_keys(tmp_path: Path) -> None:
     write_exe(tmp_path / "gemini", FAKE_GEMINI.replace("{python}", sys.executable))
     env = {**os.environ, "PATH": str(tmp_path)}
-    result = doctor.probe("gemini", timeout=10, env=env)
+    result = doctor_probe.probe("gemini", timeout=10, env=env)
     assert result["error"] is None and result["ready"] is True, result["screen"]
     assert result["queries_answered"] == 1
     assert r"cursor reply: b'\x1b[1;4R'" in result["screen"]  # row 1, after "abc"
@@ -311,9 +311,9 @@ def test_probe_not_ready_shows_the_screen_and_terminates(tmp_path: Path,
     write_exe(tmp_path / "opencode",
               "#!/bin/sh\ntrap '' INT\nprintf 'Loading opencode, please wait...\\r\\n'\n"
               "while :; do sleep 0.1; done\n")
-    monkeypatch.setattr(doctor, "QUIT_WAIT_SECS", 0.3)
+    monkeypatch.setattr(doctor_probe, "QUIT_WAIT_SECS", 0.3)
     env = {**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"}
-    result = doctor.probe("opencode", ["--some-arg"], timeout=1.0, env=env)
+    result = doctor_probe.probe("opencode", ["--some-arg"], timeout=1.0, env=env)
     assert result["argv"] == [str(tmp_path / "opencode"), "--some-arg"]
     assert result["ready"] is False and result["ready_after_s"] is None
     assert "Loading opencode, please wait..." in result["screen"]
@@ -322,7 +322,7 @@ def test_probe_not_ready_shows_the_screen_and_terminates(tmp_path: Path,
     q = result["quit"]
     assert q["keys_sent"] == 1 and q["sigterm"] and not q["sigkill"]
     assert (q["exit_code"], q["signal"]) == (143, 15)
-    text = doctor.render_probe(result)
+    text = doctor_report.render_probe(result)
     assert "  readiness     NOT FIRED (within 1s" in text
     assert "  marker        'Ask anything': NOT on screen" in text
     assert "  paste mode    bracketed paste NEVER enabled" in text
@@ -332,11 +332,11 @@ def test_probe_not_ready_shows_the_screen_and_terminates(tmp_path: Path,
 
 def test_probe_tool_exiting_before_ready_keeps_its_last_words(tmp_path: Path) -> None:
     write_exe(tmp_path / "codex", "#!/bin/sh\necho 'error: not logged in'\nexit 4\n")
-    result = doctor.probe("codex", timeout=5, env={**os.environ, "PATH": str(tmp_path)})
+    result = doctor_probe.probe("codex", timeout=5, env={**os.environ, "PATH": str(tmp_path)})
     assert result["ready"] is False
     assert result["quit"]["exited_before_quit"] and result["quit"]["exit_code"] == 4
     assert result["screen"].splitlines()[0] == "error: not logged in"
-    text = doctor.render_probe(result)
+    text = doctor_report.render_probe(result)
     assert "  readiness     NOT FIRED (the tool exited first)" in text
     assert "  exit          the tool exited by itself with code 4" in text
     assert "  | error: not logged in" in text
@@ -347,20 +347,20 @@ def test_probe_survives_output_the_emulator_chokes_on(tmp_path: Path) -> None:
     write_exe(tmp_path / "weirdtool",
               "#!/bin/sh\nprintf '\\033[>4;?m\\033[?2004hready> '\nexec sleep 30\n")
     env = {**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"}
-    result = doctor.probe("weirdtool", timeout=3, env=env)
+    result = doctor_probe.probe("weirdtool", timeout=3, env=env)
     assert result["started"] and result["quit"]["exit_code"] is not None
     if result["emulator_error"] is not None:
         assert result["ready"] is False and "TypeError" in result["emulator_error"]
-        assert "screen emulator failed" in doctor.render_probe(result)
+        assert "screen emulator failed" in doctor_report.render_probe(result)
     else:
         assert result["ready"] is True
 
 
 def test_probe_missing_tool(tmp_path: Path) -> None:
-    result = doctor.probe("claude", env={**os.environ, "PATH": str(tmp_path)})
+    result = doctor_probe.probe("claude", env={**os.environ, "PATH": str(tmp_path)})
     assert result["started"] is False and result["ready"] is False
     assert result["error"].startswith("claude: command not found")
-    assert doctor.render_probe(result).startswith("Probe: claude\n  error         claude: command not found")
+    assert doctor_report.render_probe(result).startswith("Probe: claude\n  error         claude: command not found")
 
 
 def test_option_errors() -> None:

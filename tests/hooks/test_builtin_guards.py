@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.hooks import builtin_guards as bg
-from wrapagent.hooks.builtin_guards import BUILTIN_NAMES, cap_text, run_builtin, validate_args
+from wrapagent.hooks.builtins import BUILTIN_NAMES, TRUNCATED, cap_text, run_builtin, validate_args
+from wrapagent.hooks.builtins import environment, gitrun
 from wrapagent.hooks.context import GuardContext
 
 PROTECTED = (
@@ -171,15 +171,15 @@ def test_run_builtin_validates_too() -> None:
 def test_cap_text_cuts_at_line_boundary_within_budget() -> None:
     text = "\n".join(f"line {i:02d}" for i in range(20))
     out = cap_text(text, 40)
-    assert out == "line 00\nline 01\nline 02\n" + bg.TRUNCATED
+    assert out == "line 00\nline 01\nline 02\n" + TRUNCATED
     assert len(out.encode()) <= 40
     assert cap_text("short", 40) == "short"
-    assert cap_text("x" * 100, 5) == bg.TRUNCATED
+    assert cap_text("x" * 100, 5) == TRUNCATED
 
 
 def test_cap_text_never_splits_a_multibyte_character() -> None:
     out = cap_text("é" * 100, 30)  # one long line: cut inside the line
-    assert out.endswith(bg.TRUNCATED)
+    assert out.endswith(TRUNCATED)
     assert len(out.encode()) <= 30
     out.encode("utf-8")  # valid
 
@@ -225,7 +225,7 @@ def test_git_gets_a_quiet_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     other = make_repo(tmp_path / "other", branch="feature")
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     assert run("branch_protection", repo) == PROTECTED  # described repo, not GIT_DIR's
-    env = bg._quiet_env()
+    env = gitrun.quiet_env()
     assert "GIT_DIR" not in env
     assert env["GIT_TERMINAL_PROMPT"] == "0"
     assert env["GIT_OPTIONAL_LOCKS"] == "0"
@@ -239,7 +239,7 @@ def test_git_has_no_controlling_terminal(tmp_path: Path, monkeypatch: pytest.Mon
     """Runs in its own session: /dev/tty cannot be opened, so nothing can prompt."""
     bindir = fake_tool(tmp_path, "git", "if (: </dev/tty) 2>/dev/null; then echo tty; else echo none; fi\n")
     monkeypatch.setenv("PATH", str(bindir))
-    out = bg._git(("anything",), tmp_path, time.monotonic() + 5)
+    out = gitrun.git(("anything",), tmp_path, time.monotonic() + 5)
     assert out == "none\n"
 
 
@@ -400,7 +400,7 @@ def test_git_status_caps_output(tmp_path: Path) -> None:
     out = run("git_status", repo, max_bytes=300)
     assert len(out.encode()) <= 300
     assert out.startswith('Branch: "main"\nUpstream: none\nChanges (200 untracked):\n?? untracked-000.txt\n')
-    assert out.endswith("\n" + bg.TRUNCATED)
+    assert out.endswith("\n" + TRUNCATED)
 
 
 def test_git_status_does_not_touch_the_index(tmp_path: Path) -> None:
@@ -491,7 +491,7 @@ def test_dirty_tree_respects_max_bytes(tmp_path: Path) -> None:
         (repo / f"f{i:03d}.txt").write_text("x")
     out = run("dirty_tree", repo, resume=True, max_bytes=400)
     assert len(out.encode()) <= 400
-    assert bg.TRUNCATED in out
+    assert TRUNCATED in out
     assert out.endswith("push when it is ready.")
 
 
@@ -543,7 +543,7 @@ def test_git_diff_full_is_capped_at_a_line(tmp_path: Path) -> None:
     (repo / "README.md").write_text("".join(f"line {i}\n" for i in range(5000)))
     out = run("git_diff", repo, mode="full", max_bytes=1000)
     assert len(out.encode()) <= 1000
-    assert out.endswith("\n" + bg.TRUNCATED)
+    assert out.endswith("\n" + TRUNCATED)
     assert out.splitlines()[-2].startswith("+line ")
 
 
@@ -575,13 +575,13 @@ PINNED = datetime(2026, 3, 4, 5, 6, tzinfo=timezone(timedelta(hours=1), "CET"))
 
 
 def test_date(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(bg, "_now", lambda: PINNED)
+    monkeypatch.setattr(environment, "_now", lambda: PINNED)
     monkeypatch.setenv("TZ", "Europe/Paris")
     assert run("date", tmp_path) == "Today's date: 2026-03-04 (Wednesday), time zone Europe/Paris (UTC+01:00)."
 
 
 def test_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(bg, "_now", lambda: PINNED)
+    monkeypatch.setattr(environment, "_now", lambda: PINNED)
     monkeypatch.setenv("TZ", "CET")
     monkeypatch.setenv("SHELL", "/bin/zsh")
     sub = tmp_path / "src"
@@ -700,7 +700,7 @@ def test_prompt_files_capped(tmp_path: Path) -> None:
     out = run("prompt_files", tmp_path, files=["AGENTS.md", "B.md"], max_bytes=100)
     assert len(out.encode()) <= 100
     assert out.startswith("== AGENTS.md ==\nrule 0\nrule 1\n")
-    assert out.endswith("\n" + bg.TRUNCATED)
+    assert out.endswith("\n" + TRUNCATED)
     assert "B.md" not in out
 
 
@@ -735,7 +735,7 @@ def test_dirty_tree_tiny_cap_is_still_respected(tmp_path: Path) -> None:
     (repo / "README.md").write_text("changed\n")
     out = run("dirty_tree", repo, resume=True, max_bytes=60)
     assert len(out.encode()) <= 60
-    assert out.endswith(bg.TRUNCATED)
+    assert out.endswith(TRUNCATED)
 
 
 @pytest.mark.parametrize("name", GIT_NAMES)

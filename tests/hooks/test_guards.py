@@ -265,7 +265,7 @@ def test_disabled_pre_session_does_not_run(tmp_path, ctx):
 
 
 def test_builtin_guard_runs_in_process(ctx, monkeypatch):
-    import wrapagent.hooks.builtin_guards as bg
+    import wrapagent.hooks.builtins as bg
 
     calls = []
 
@@ -282,7 +282,7 @@ def test_builtin_guard_runs_in_process(ctx, monkeypatch):
 
 
 def test_builtin_exception_is_a_warning(tmp_path, ctx, monkeypatch):
-    import wrapagent.hooks.builtin_guards as bg
+    import wrapagent.hooks.builtins as bg
 
     def broken(name, args, c, *, timeout):
         raise RuntimeError("boom")

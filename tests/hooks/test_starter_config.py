@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.hooks.builtin_guards import BUILTIN_NAMES, validate_args
+from wrapagent.hooks.builtins import BUILTIN_NAMES, validate_args
 from wrapagent.errors import WrapagentError
 from wrapagent.hooks.starter_config import STARTER_HOOKS_TOML, write_starter
 

@@ -301,7 +301,7 @@ def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | N
 
 def _builtin_names() -> tuple[str, ...] | None:
     try:
-        from wrapagent.hooks.builtin_guards import BUILTIN_NAMES
+        from wrapagent.hooks.builtins import BUILTIN_NAMES
     except ImportError:
         return None  # not available yet: accept any name, run_builtin reports later
     return tuple(BUILTIN_NAMES)
@@ -309,7 +309,7 @@ def _builtin_names() -> tuple[str, ...] | None:
 
 def _validate_builtin_args(name: str, args: dict) -> dict:
     try:
-        from wrapagent.hooks.builtin_guards import validate_args
+        from wrapagent.hooks.builtins import validate_args
     except ImportError:
         return args
     return validate_args(name, args)

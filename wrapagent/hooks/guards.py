@@ -141,10 +141,10 @@ def run_builtin_guard(guard: GuardSpec, ctx: GuardContext, *, log: Callable[[str
     error: str | None = None
     output = ""
     try:
-        from wrapagent.hooks.builtin_guards import run_builtin
+        from wrapagent.hooks.builtins import run_builtin
 
         output = run_builtin(name, dict(guard.args), ctx, timeout=guard.timeout_secs)
-    except Exception as exc:  # includes ImportError while builtin_guards is missing
+    except Exception as exc:  # includes ImportError while the built-ins are missing
         error = f"{type(exc).__name__}: {exc}"
         _say(log, f"warning: prompt guard {guard.name!r} (builtin {name}) skipped: {error}")
     result = HookResult(

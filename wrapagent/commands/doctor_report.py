@@ -1,0 +1,236 @@
+"""`wrapagent doctor`: the human-readable text of the report and of a probe result.
+
+Its own module because rendering is presentation only: it turns the plain
+data of `collect` and `probe` (the same data `--json` prints) into text,
+so the facts, the findings and the probe never format anything.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+
+_LAYER_TITLES = {"global-hooks": "global hooks", "global-config": "global config",
+                 "project-hooks": "project hooks"}
+
+
+def render(report: Mapping[str, Any]) -> str:
+    """The report of `collect` as text, section by section, findings last."""
+    from wrapagent.commands.sessions import format_exit, format_time, hook_rows, visible_text
+
+    out: list[str] = [f"wrapagent {report['wrapagent']} (python {report['python']})",
+                      f"project: {report['project_root']}"]
+    if report.get("inside_session"):
+        out.append(f"(running inside wrapagent session {report['inside_session']})")
+
+    out += ["", "Config layers:"]
+    for layer in report["layers"]:
+        title = _LAYER_TITLES.get(layer["kind"], layer["kind"])
+        out.append(f"  {title:<14} {layer['path']}")
+        status = layer["status"]
+        if layer["kind"] == "project-hooks" and layer["exists"]:
+            status += f" (trust: {layer.get('trust') or 'unknown'})"
+        out.append(f"  {'':<14} {status}")
+        for p in layer["problems"]:
+            out.append(f"  {'':<14} {p['severity']}: {p['text']}")
+
+    hooks = report["hooks"]
+    out += ["", "Lifecycle hooks (all tools):"]
+    for event, hook in hooks["lifecycle"].items():
+        if hook is None:
+            out.append(f"  {event:<17} (none)")
+        elif not hook["enabled"]:
+            out.append(f"  {event:<17} (disabled, from {hook['source']})")
+        else:
+            origin = "built-in default" if hook["default"] else hook["source"]
+            out.append(f"  {event:<17} {hook['command']}")
+            out.append(f"  {'':<17} timeout {hook['timeout_secs']:g}s, from {origin}")
+    pre = hooks["pre_session"]
+    if pre is None:
+        out.append(f"  {'pre_session':<17} (none)")
+    else:
+        tools = "all tools" if pre["tools"] == "all" else ", ".join(pre["tools"])
+        state = "" if pre["enabled"] else " (disabled)"
+        out.append(f"  {'pre_session':<17} {pre['command']}{state}")
+        out.append(f"  {'':<17} for {tools}; timeout {pre['timeout_seconds']:g}s, from {pre['source']}")
+
+    guards = hooks["guards"]
+    out += ["", "Prompt guards (all tools, into the first message):" if guards else "Prompt guards: (none)"]
+    for number, g in enumerate(guards, 1):
+        if g["builtin"]:
+            what = f"builtin {g['builtin']}"
+            if g["args"]:
+                what += " " + ", ".join(f"{k}={v!r}" for k, v in g["args"].items())
+        else:
+            what = f"command {g['command']}"
+        out.append(f"  {number}. {g['name']}: {what}")
+        out.append(f"     timeout {g['timeout_secs']:g}s, from {g['source']}")
+    out.append("  injected per tool:")
+    for tool, inj in hooks["injects"].items():
+        parts = []
+        if inj["guards"]:
+            parts.append("guards " + ", ".join(inj["guards"]))
+        if inj["pre_session"]:
+            parts.append("pre_session")
+        out.append(f"    {tool:<9} {' + '.join(parts) if parts else 'nothing'}")
+
+    out += ["", "Tools:"]
+    for t in report["tools"]:
+        if t["found"]:
+            version = t["version"] or "version unknown"
+            if t["version_error"]:
+                version += f" ({t['version_error']})"
+            out.append(f"  {t['name']:<9} {t['path']}")
+            out.append(f"  {'':<9} version: {version}")
+        else:
+            out.append(f"  {t['name']:<9} not found{_not_found_detail(t['error'])}")
+            # shim and alias lines only matter for a missing tool when something is set up for it
+            if not (t["shim"] or {}).get("installed") and (t["alias"] or {}).get("state") != "alias":
+                continue
+        out.append(f"  {'':<9} shim: {_shim_text(t['shim'])}")
+        out.append(f"  {'':<9} alias: {_alias_text(t['alias'])}")
+        out.append(f"  {'':<9} wrapped when you type `{t['name']}`: {_wrapped_text(t['wrapped'])}")
+
+    s = report["sessions"]
+    out += ["", "Sessions (this project):", f"  root      {s['root']}"]
+    if not s["exists"]:
+        out.append("  git       (the folder does not exist yet: no session recorded here)")
+    else:
+        git = s["git"]
+        if not git["repo"]:
+            out.append("  git       not a git repository")
+        else:
+            state = "dirty" if git["dirty"] else "clean"
+            if git["dirty"]:
+                state += f" ({git['changes']} changed"
+                if git.get("uncommitted_sessions"):
+                    state += f", {len(git['uncommitted_sessions'])} session folder(s) never committed"
+                state += ")"
+            if git["error"]:
+                state = f"unknown ({git['error']})"
+            out.append(f"  git       repository, {git['commits']} commit(s), {state}")
+        out.append(f"  sessions  {s['count']}")
+
+    last = report.get("last_session")
+    out.append("")
+    if last is None:
+        out.append("Last session: (none for this project)")
+    else:
+        out.append(f"Last session: {last['id']} ({last['tool']}, {format_time(last['started_at'])}, "
+                   f"exit {format_exit(last)})")
+        inj = last["injection"]
+        details = []
+        if inj.get("path") and inj.get("path") != "none":
+            details.append(f"path {inj['path']}")
+        if inj.get("ready_after_s") is not None:
+            details.append(f"tool ready after {inj['ready_after_s']:.2f}s")
+        line = f"  injection: {inj.get('status') or 'none'}"
+        out.append(line + (f" ({', '.join(details)})" if details else ""))
+        for note in inj.get("notes") or []:
+            out.append(f"    note: {visible_text(str(note))}")
+        out.append("  hooks:")
+        out.extend(hook_rows(last["hooks"], indent="    "))
+        for w in last.get("warnings") or []:
+            out.append(f"  warning: {visible_text(str(w))}")
+
+    out += ["", "Findings:"]
+    if not report["findings"]:
+        out.append("  no problems found")
+    for f in report["findings"]:
+        out.append(f"  {f['level']}: {f['message']}")
+    return "\n".join(out) + "\n"
+
+
+def _not_found_detail(error: str | None) -> str:
+    """The useful part of resolve's message (what was skipped), without the whole PATH."""
+    if not error:
+        return ""
+    match = re.search(r"\((.*)\)\s*$", error)
+    if not match:
+        return f" ({error})"
+    notes = [n for n in match.group(1).split("; ") if not n.startswith("searched PATH:")]
+    return f" on PATH ({'; '.join(notes)})" if notes else " on PATH"
+
+
+def _shim_text(shim: Mapping[str, Any] | None) -> str:
+    if not shim or shim.get("installed") is None:
+        return f"unknown ({(shim or {}).get('error', 'no status')})"
+    if not shim["installed"]:
+        return "none"
+    text = "active" if shim["active"] else "installed, not in effect"
+    return f"{text} ({shim['note']})" if shim.get("note") else text
+
+
+def _alias_text(alias: Mapping[str, Any]) -> str:
+    state = alias.get("state")
+    if state == "unknown":
+        return "unknown (aliases live in your shell)"
+    if state == "alias":
+        return f"{alias['text']}  ({alias['file']}:{alias['line']})"
+    if state == "init":
+        return f"from `wrapagent init` ({alias['file']}:{alias['line']})"
+    files = ", ".join(alias.get("files") or []) or "no rc file found"
+    return f"none found ({files}; aliases defined elsewhere cannot be seen from here)"
+
+
+def _wrapped_text(wrapped: str) -> str:
+    return {"shim": "yes (shim)", "alias": "yes in interactive shells (alias)", "no": "no",
+            "unknown": "unknown"}.get(wrapped, wrapped)
+
+
+def render_probe(result: Mapping[str, Any]) -> str:
+    """The result of `probe` as text; the last screen only when readiness did not fire."""
+    import shlex
+
+    out = [f"Probe: {result['tool']}"]
+    if result["error"]:
+        out.append(f"  error         {result['error']}")
+        return "\n".join(out) + "\n"
+    out.append(f"  command       {' '.join(shlex.quote(a) for a in result['argv'])}")
+    out.append(f"  terminal      private {result['cols']}x{result['rows']}; "
+               f"{result['queries_answered']} terminal queries answered")
+    if result["ready"]:
+        out.append(f"  readiness     FIRED after {result['ready_after_s']:.2f}s "
+                   f"(wrapagent would inject into the first message)")
+    else:
+        quit_info = result["quit"] or {}
+        if result.get("emulator_error"):
+            why = "wrapagent's screen emulator failed on the tool's output"
+        elif quit_info.get("exited_before_quit"):
+            why = "the tool exited first"
+        else:
+            why = f"within {result['timeout_s']:g}s; a first start can be slow: try --timeout 120"
+        out.append(f"  readiness     NOT FIRED ({why})")
+        if result.get("emulator_error"):
+            out.append(f"  emulator      {result['emulator_error']}")
+            out.append("                (a wrapagent bug: the live proxy fails the same way; please report it)")
+    for m in result["markers"]:
+        out.append(f"  marker        {m['pattern']!r}: {'on screen' if m['on_screen'] else 'NOT on screen'}")
+    if not result["markers"]:
+        out.append("  marker        (none for this tool: bracketed paste + quiet output means ready)")
+    if result["bracketed_paste_required"]:
+        seen = "enabled" if result["bracketed_paste"] else "NEVER enabled (wrapagent waits for ESC[?2004h)"
+        out.append(f"  paste mode    bracketed paste {seen}")
+    q = result["quit"] or {}
+    if q.get("exited_before_quit"):
+        out.append(f"  exit          the tool exited by itself with code {q.get('exit_code')}")
+    else:
+        keys = " then ".join(repr(k) for k in q.get("keys", [])[: q.get("keys_sent", 0)]) or "no keys"
+        how = f"sent {keys}"
+        if q.get("sigterm"):
+            how += "; still running: SIGTERM"
+        if q.get("sigkill"):
+            how += "; still running: SIGKILL"
+        after = f" after {q['seconds']:.2f}s" if q.get("seconds") is not None else ""
+        sig = f" (signal {q['signal']})" if q.get("signal") else ""
+        out.append(f"  quit          {how}; exit code {q.get('exit_code')}{sig}{after}")
+    if not result["ready"] and result["screen"] is not None:
+        out.append(f"  last screen ({result['cols']}x{result['rows']}):")
+        lines = result["screen"].split("\n")
+        while lines and not lines[-1].strip():
+            lines.pop()
+        from wrapagent.commands.sessions import visible_text
+
+        out.extend(f"  | {visible_text(line)}" for line in lines or ["(empty)"])
+    return "\n".join(out) + "\n"
