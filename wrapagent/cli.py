@@ -36,7 +36,8 @@ subcommands:
   shims install|uninstall|status [TOOL...]
   init bash|zsh|fish
                     alias lines for your shell rc
-  sessions list|show ID|path
+  sessions list|show ID|path|diff ID|undo ID|prune|resume ID
+                    recorded sessions; what one changed, undoing it, resuming it
   trust [PATH] [--revoke] [--list]
 
 environment: WRAPAGENT_DISABLE=1 runs the real tool directly.

@@ -1,11 +1,17 @@
-"""`wrapagent sessions list|show|path`: read the session records wrapagent wrote.
+"""`wrapagent sessions …`: read the session records wrapagent wrote, and act on their history.
 
     sessions list [--project PATH] [--tool NAME] [--limit N] [--json]
     sessions show ID [--json]          ID: a unique prefix (case-insensitive), or `last`
     sessions path [--project PATH]     the project's sessions repository (for `git -C … log`)
+    sessions diff ID [--stat]          what the session changed in the work tree (git diff)
+    sessions undo ID                   put the files it changed back as they were before it
+    sessions prune [--older-than DAYS] [--project PATH]   drop old checkpoint refs
+    sessions resume ID [-- TOOL_ARGS]  the same tool, wrapped, continuing its own session
 
 Records are read with `sessions.iter_records` (newest first: session ids are
-ULIDs). Nothing here writes: a session still running shows as `running`.
+ULIDs). list, show and path never write: a session still running shows as
+`running`. diff, undo and prune work on the checkpoints of
+`session/checkpoints.py`; resume on the native ids of `session/transcripts.py`.
 """
 
 from __future__ import annotations
@@ -294,6 +300,7 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     if record.get("is_resume"):
         field("resume", "yes")
     field("directory", record.get("_dir") or "-")
+    out.extend(history_lines(record))
 
     out.append("")
     status = inj.get("status") or "none"
@@ -338,6 +345,40 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     return "\n".join(out) + "\n"
 
 
+def history_lines(record: Mapping[str, Any]) -> list[str]:
+    """The native session, transcripts and checkpoints of a record, for `show`."""
+    out = ["", "History:"]
+    native = record.get("native_session_id")
+    sessions = record.get("native_sessions") or []
+    out.append(f"  native id   {visible_text(str(native)) if native else '-'}")
+    folder = record.get("_dir")
+    for entry in sessions:
+        where = entry.get("transcript")
+        shown = str(Path(folder) / where) if folder and where else "(not copied)"
+        note = f" ({entry['note']})" if entry.get("note") else ""
+        out.append(f"  transcript  {visible_text(str(entry.get('id')))}: {visible_text(shown)}{visible_text(note)}")
+    info = record.get("checkpoints")
+    if not isinstance(info, dict):
+        out.append("  checkpoints -")
+        return out
+    if info.get("status") != "taken" or not info.get("after"):
+        out.append(f"  checkpoints {info.get('status') or 'none'}: {visible_text(str(info.get('note') or '-'))}")
+        return out
+    out.append(f"  checkpoints {info.get('before', '')[:12]} → {info.get('after', '')[:12]} "
+               f"({info.get('ref')}/…, in {info.get('repo')})")
+    from wrapagent.session import checkpoints
+
+    try:
+        stat = checkpoints.diff_stat(info)
+    except checkpoints.CheckpointError as exc:
+        out.append(f"  ({visible_text(str(exc))})")
+        return out
+    if not stat.strip():
+        out.append("  (the session changed no file)")
+    out.extend(f"  {visible_text(line)}" for line in stat.rstrip("\n").split("\n") if line)
+    return out
+
+
 def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
     record = find_record(ns.id, env)
     log = read_log(record)
@@ -363,6 +404,96 @@ def cmd_path(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     return 0
 
 
+# --------------------------------------------------------------------------- diff, undo, prune, resume
+
+
+def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    record = find_record(ns.id, env)
+    info = record.get("checkpoints")
+    if not isinstance(info, dict):
+        raise _SessionsError(f"session {record.get('id')} has no checkpoints (recorded before they existed)")
+    return record, info
+
+
+def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
+    import subprocess
+
+    from wrapagent.session import checkpoints
+
+    _, info = _checkpoints_of(ns, env)
+    try:
+        argv = checkpoints.diff_argv(info, ns.stat, env)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    out.flush()
+    return subprocess.run(argv, env=dict(env)).returncode
+
+
+def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    from wrapagent.session import checkpoints
+
+    record, info = _checkpoints_of(ns, env)
+    try:
+        restored = checkpoints.undo(info, env)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    if not restored:
+        out.write(f"session {record.get('id')} changed no file: nothing to undo\n")
+        return 0
+    verbs = {"A": "removed (created by the session)", "D": "restored (deleted by the session)"}
+    out.write(f"undid session {record.get('id')} in {info.get('repo')}:\n")
+    for status, path in restored:
+        out.write(f"  {visible_text(path)}: {verbs.get(status, 'restored')}\n")
+    return 0
+
+
+def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    from wrapagent.session import checkpoints
+
+    if ns.older_than < 0:
+        raise _SessionsError("--older-than must be 0 or more days")
+    root = _resolve_project(ns.project)
+    try:
+        dropped = checkpoints.prune(root, ns.older_than, env)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    out.write(f"dropped the checkpoints of {len(dropped)} session(s) older than {ns.older_than:g} day(s)"
+              f" in {root}\n")
+    for session_id in dropped:
+        out.write(f"  {session_id}\n")
+    return 0
+
+
+def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, list[str], str]:
+    """(tool, the tool's arguments, the directory to run in) that continue a recorded session."""
+    from wrapagent.session.transcripts import resume_args
+
+    native = record.get("native_session_id")
+    tool = str(record.get("transport") or record.get("tool") or "")
+    if not native:
+        raise _SessionsError(f"session {record.get('id')} has no native session id of {tool or 'its tool'} "
+                             "to resume (see `wrapagent sessions show`)")
+    try:
+        args = resume_args(tool, str(native), extra)
+    except KeyError:
+        raise _SessionsError(f"wrapagent does not know how {tool!r} resumes a session") from None
+    return str(record.get("tool") or tool), args, str(record.get("cwd") or ".")
+
+
+def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    """Start the same tool, wrapped, in the session's directory, continuing its conversation."""
+    record = find_record(ns.id, env)
+    tool, args, cwd = resume_argv(record, ns.tool_args)
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        raise _SessionsError(f"cannot enter the session's directory {cwd}: {exc.strerror}") from None
+    from wrapagent.__main__ import main as wrapagent_main
+
+    return wrapagent_main([tool, *args])
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -382,6 +513,20 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="the record (plus `dir` and `log`) as JSON")
     pth = sub.add_parser("path", help="the project's sessions repository")
     pth.add_argument("--project", metavar="PATH", default=None, help="default: the current project")
+    ref_help = "session id or a unique prefix of it; `last` = newest"
+    dif = sub.add_parser("diff", help="what the session changed in the work tree, as a git diff")
+    dif.add_argument("id", metavar="ID", help=ref_help)
+    dif.add_argument("--stat", action="store_true", help="only the diff stat")
+    und = sub.add_parser("undo", help="put every file the session changed back as it was before it")
+    und.add_argument("id", metavar="ID", help=ref_help)
+    prn = sub.add_parser("prune", help="drop old sessions' checkpoints (git refs) from the project")
+    prn.add_argument("--older-than", metavar="DAYS", type=float, default=30.0,
+                     help="sessions older than this many days (default 30; 0 = all)")
+    prn.add_argument("--project", metavar="PATH", default=None, help="default: the current project")
+    res = sub.add_parser("resume", help="start the session's tool again, wrapped, continuing its conversation")
+    res.add_argument("id", metavar="ID", help=ref_help)
+    res.add_argument("tool_args", metavar="TOOL_ARGS", nargs=argparse.REMAINDER,
+                     help="more arguments for the tool (after `--`)")
     return parser
 
 
@@ -396,6 +541,16 @@ def main(args: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None
             return cmd_list(ns, out, env)
         if ns.action == "show":
             return cmd_show(ns, out, env)
+        if ns.action == "diff":
+            return cmd_diff(ns, out, env)
+        if ns.action == "undo":
+            return cmd_undo(ns, out, env)
+        if ns.action == "prune":
+            return cmd_prune(ns, out, env)
+        if ns.action == "resume":
+            if ns.tool_args[:1] == ["--"]:
+                ns.tool_args = ns.tool_args[1:]
+            return cmd_resume(ns, out, env)
         return cmd_path(ns, out, env, err)
     except _SessionsError as exc:
         err.write(f"wrapagent sessions: {exc}\n")

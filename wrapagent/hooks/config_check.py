@@ -95,4 +95,10 @@ def describe(config: Config) -> str:
         out.append(f"pre_session:{state} {pre.command}")
         tools = ", ".join(pre.transports) if pre.transports else "all tools"
         out.append(f"  for {tools}; timeout {_fmt_seconds(pre.timeout_seconds)}, from {pre.source}")
+
+    out.append("")
+    cp = config.checkpoints
+    out.append(f"Checkpoints: {'on (git projects)' if cp.enabled else 'off'}, budget {_fmt_seconds(cp.budget_secs)}; "
+               f"transcripts {'on' if cp.transcripts else 'off'}, cap {cp.max_transcript_bytes} bytes; "
+               f"from {cp.source}")
     return "\n".join(out) + "\n"

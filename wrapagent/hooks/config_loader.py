@@ -47,6 +47,7 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
     PreSessionHook,
     Layer,
     Config,
+    CheckpointSettings,
     default_session_complete,
     _frozen_map,
 )
@@ -54,6 +55,7 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
 _EVENT_KEYS = ("enabled", "command", "timeout_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
+_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes")
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -273,11 +275,12 @@ class _HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards")
+    __slots__ = ("lifecycle", "guards", "checkpoints")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
         self.guards = guards  # None: the file does not define prompt_guard
+        self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
@@ -392,6 +395,7 @@ def _parse_guards(check: _FileCheck, value: Any) -> tuple[GuardSpec, ...]:
 def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _HooksFile:
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] | None = None
+    checkpoints: dict[str, Any] = {}
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -400,6 +404,8 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
                 lifecycle[key] = hook
         elif key == "prompt_guard":
             guards = _parse_guards(check, value)
+        elif key == "checkpoints":
+            checkpoints = _parse_checkpoints(check, value)
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -410,9 +416,37 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = _did_you_mean(key, (*EVENTS, "prompt_guard"))
+            hint = _did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
-    return _HooksFile(lifecycle, guards)
+    parsed = _HooksFile(lifecycle, guards)
+    parsed.checkpoints = checkpoints
+    return parsed
+
+
+def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:
+    """The `[checkpoints]` keys this file sets (validated), for merging key by key."""
+    table = _check_table(check, value, "checkpoints", ("checkpoints",))
+    if table is None:
+        return {}
+    parts, prefix = ("checkpoints",), "checkpoints."
+    check.unknown_keys(table, _CHECKPOINT_KEYS, prefix, parts)
+    defaults = CheckpointSettings()
+    out: dict[str, Any] = {}
+    for key in ("enabled", "transcripts"):
+        if key in table:
+            out[key] = _check_bool(check, table, key, getattr(defaults, key), prefix, parts)
+    if "budget_secs" in table:
+        out["budget_secs"] = _check_timeout(check, table, "budget_secs", defaults.budget_secs, prefix, parts)
+    if "max_transcript_bytes" in table:
+        size = table["max_transcript_bytes"]
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            check.error(f"{prefix}max_transcript_bytes", f"expected a whole number of bytes >= 0, got {size!r}",
+                        (*parts, "max_transcript_bytes"))
+        else:
+            out["max_transcript_bytes"] = size
+    if out:
+        out["source"] = str(check.path)
+    return out
 
 
 # --------------------------------------------------------------------------- config.toml
@@ -524,15 +558,18 @@ def load_config(
 
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] = ()
+    checkpoints: dict[str, Any] = {}
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
         lifecycle.update(hooks_file.lifecycle)
         if hooks_file.guards is not None:
             guards = hooks_file.guards
+        checkpoints.update(hooks_file.checkpoints)
     return Config(
         lifecycle=_frozen_map(lifecycle),
         guards=guards,
         pre_session=pre_session,
         layers=(global_layer, config_layer, project_layer),
+        checkpoints=CheckpointSettings(**checkpoints),
     )

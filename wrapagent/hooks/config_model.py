@@ -104,6 +104,24 @@ class Layer:
     problems: tuple[Problem, ...]
 
 
+@dataclass(frozen=True)
+class CheckpointSettings:
+    """`[checkpoints]` in hooks.toml: work-tree snapshots and native transcripts of each session.
+
+    A project file's keys override the global file's, key by key.
+    """
+
+    enabled: bool = True
+    """Snapshot the work tree before and after the tool (git projects only)."""
+    budget_secs: float = 2.0
+    """A snapshot taking longer is abandoned (huge repositories): no checkpoints, a note in the record."""
+    transcripts: bool = True
+    """Copy the tool's own transcripts into the session folder."""
+    max_transcript_bytes: int = 16 * 1024 * 1024
+    """Size cap for all of one session's transcripts together."""
+    source: str = DEFAULT_SOURCE
+
+
 def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
     from types import MappingProxyType
 
@@ -118,6 +136,7 @@ class Config:
     guards: tuple[GuardSpec, ...] = ()
     pre_session: PreSessionHook | None = None
     layers: tuple[Layer, ...] = ()
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
 
     @property
     def problems(self) -> tuple[Problem, ...]:

@@ -250,6 +250,7 @@ class Session:
         record.record["is_resume"] = ctx.is_resume
         self.child_env["WRAPAGENT_SESSION_ID"] = record.id
         self._lifecycle("pre_run", None)
+        self._history_before(record)
         try:
             result = self._run_tool(cfg, record, ctx)
         except WrapagentError as exc:
@@ -472,12 +473,55 @@ class Session:
             amend_session_commit(root, self.record.id)
             return None
 
+    # -- session history (session/checkpoints.py, session/transcripts.py) -----------
+
+    def _history_settings(self):
+        from wrapagent.hooks.config_model import CheckpointSettings
+
+        return getattr(self.cfg, "checkpoints", None) or CheckpointSettings()
+
+    def _history_before(self, record) -> None:
+        """Snapshot the work tree just before the tool starts: the user's own edits are "before"."""
+        import time
+
+        from wrapagent.session import checkpoints
+
+        self._tool_started = time.time()
+        try:
+            checkpoints.begin(record.record, self._history_settings(), self.project_root, self.env)
+        except Exception as exc:  # never the end of the session
+            record.warn(f"checkpoints: {exc!r}")
+
+    def _history_after(self) -> None:
+        """After the tool: the `after` snapshot and copies of the tool's own transcripts.
+
+        Before post_run and session_complete, so the default commit holds them.
+        """
+        import time
+
+        from wrapagent.session import checkpoints, transcripts
+
+        settings = self._history_settings()
+        try:
+            checkpoints.end(self.record.record, settings, self.project_root, self.env)
+        except Exception as exc:
+            self.record.warn(f"checkpoints: {exc!r}")
+        if not settings.transcripts or not hasattr(self, "_tool_started"):
+            return
+        try:
+            transcripts.collect(self.adapter.name, self.record.record, self.record.dir, cwd=self.cwd,
+                                started=self._tool_started, ended=time.time(), env=self.child_env,
+                                executable=self.executable, max_bytes=settings.max_transcript_bytes)
+        except Exception as exc:
+            self.record.warn(f"transcripts: {exc!r}")
+
     def _after(self, exit_code: int) -> None:
         """post_run and session_complete; a closed terminal (SIGHUP) must not stop them."""
         import signal
 
         old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
         try:
+            self._history_after()
             self.record.save()
             self._lifecycle("post_run", exit_code)
             self._lifecycle("session_complete", exit_code)

@@ -105,6 +105,9 @@ class Session:
                           "attempts": 0, "notes": []},
             "warnings": [],
             "state": "running",
+            "checkpoints": None,  # session/checkpoints.py
+            "native_session_id": None,  # session/transcripts.py
+            "native_sessions": [],
         }
         session = cls(root, session_id, record)
         session.save(durable=False)

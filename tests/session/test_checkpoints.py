@@ -1,0 +1,281 @@
+"""Work-tree checkpoints on real temporary git repositories.
+
+The user's repository is set up with every kind of pre-existing work (an
+unstaged edit, a staged edit, an untracked file, an ignored file, a
+non-ASCII name); a "session" then modifies, creates and deletes files. The
+snapshots must leave HEAD, branches, the index, the stash and `git status`
+exactly as they were; the diff must hold only the session's changes; undo
+must put those back and nothing else, and refuse (changing nothing) when a
+file moved on after the session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from wrapagent.hooks.config_model import CheckpointSettings
+from wrapagent.session import checkpoints
+from wrapagent.session.records import new_session_id
+
+CAFE = "café ü.txt"
+
+
+@pytest.fixture(autouse=True)
+def git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", "Test User")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "test@example.invalid")
+
+
+def git(repo: Path, *args: str, input: bytes | None = None) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, input=input)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def user_repo(root: Path) -> Path:
+    """A repository with one commit and the user's own uncommitted work on top."""
+    repo = root / "proj"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo / ".gitignore", "*.log\n")
+    for name in ("unstaged.txt", "staged.txt", "clean.txt", "doomed.txt", CAFE, "sub/deep.txt"):
+        write(repo / name, f"{name} committed\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "initial")
+    write(repo / "unstaged.txt", "user's unstaged edit\n")
+    write(repo / "staged.txt", "user's staged edit\n")
+    git(repo, "add", "staged.txt")
+    write(repo / "untracked.txt", "user's untracked file\n")
+    write(repo / "build.log", "ignored by the user\n")
+    return repo
+
+
+def git_state(repo: Path) -> dict[str, str]:
+    """Everything the user sees of git: snapshots must not change any of it."""
+    return {
+        "head": git(repo, "rev-parse", "HEAD"),
+        "branches": git(repo, "for-each-ref", "refs/heads", "refs/tags", "refs/stash"),
+        "status": git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all"),
+        "index": git(repo, "ls-files", "--stage", "-z"),
+        "cached": git(repo, "diff", "--cached"),
+        "stash": git(repo, "stash", "list"),
+    }
+
+
+def agent_work(repo: Path) -> None:
+    """What the session does: modify, create (in a new folder too), delete, a non-ASCII name."""
+    write(repo / "clean.txt", "changed by the agent\n")
+    write(repo / "new.txt", "created by the agent\n")
+    write(repo / "newdir/inner/made.txt", "created in a new folder\n")
+    (repo / "doomed.txt").unlink()
+    write(repo / CAFE, "agent touched the accented file\n")
+    write(repo / "build.log", "the agent wrote the ignored file too\n")
+
+
+def run_session(repo: Path, work=agent_work, settings: CheckpointSettings | None = None,
+                **fields) -> dict:
+    """begin → the session's work → end, as the lifecycle does; the record."""
+    settings = settings or CheckpointSettings()
+    record = {"id": new_session_id(), "depth": 0, "parent_session": None, **fields}
+    checkpoints.begin(record, settings, repo)
+    work(repo)
+    checkpoints.end(record, settings, repo)
+    return record
+
+
+def snapshot_files(repo: Path) -> dict[str, bytes]:
+    out = {}
+    for path in repo.rglob("*"):
+        if ".git" not in path.relative_to(repo).parts and path.is_file():
+            out[str(path.relative_to(repo))] = path.read_bytes()
+    return out
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def test_snapshots_leave_everything_the_user_sees_alone(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    before_state = git_state(repo)
+    index_bytes = (repo / ".git" / "index").read_bytes()
+    record = run_session(repo, work=lambda r: None)
+    info = record["checkpoints"]
+    assert info["status"] == "taken", info
+    assert git_state(repo) == before_state
+    assert (repo / ".git" / "index").read_bytes() == index_bytes
+    # the commits hang off refs/wrapagent/, nowhere else
+    refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+    ours = sorted(r for r in refs if r.startswith("refs/wrapagent/"))
+    assert ours == sorted([f"{info['ref']}/after {info['after']}", f"{info['ref']}/before {info['before']}"])
+    assert git(repo, "rev-parse", f"{info['before']}^") == before_state["head"]
+
+
+def test_before_snapshot_holds_the_users_edits_and_not_ignored_files(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    info = run_session(repo, work=lambda r: None)["checkpoints"]
+    show = lambda path: git(repo, "show", f"{info['before']}:{path}")  # noqa: E731
+    assert show("unstaged.txt") == "user's unstaged edit\n"
+    assert show("staged.txt") == "user's staged edit\n"
+    assert show("untracked.txt") == "user's untracked file\n"
+    assert show(CAFE) == f"{CAFE} committed\n"
+    files = git(repo, "ls-tree", "-r", "-z", "--name-only", info["before"]).split("\0")
+    assert "build.log" not in files
+
+
+def test_changes_are_exactly_the_sessions(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    info = run_session(repo)["checkpoints"]
+    changes = checkpoints.Repo.find(repo).changes(info["before"], info["after"])
+    assert sorted(changes) == sorted([
+        ("M", "clean.txt"), ("A", "new.txt"), ("A", "newdir/inner/made.txt"),
+        ("D", "doomed.txt"), ("M", CAFE),
+    ])
+
+
+def test_a_repository_without_commits(tmp_path: Path) -> None:
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write(repo / "draft.txt", "the user's first file\n")
+    info = run_session(repo, work=lambda r: write(r / "agent.txt", "hi\n"))["checkpoints"]
+    assert info["status"] == "taken" and info["head"] is None
+    assert checkpoints.Repo.find(repo).changes(info["before"], info["after"]) == [("A", "agent.txt")]
+    assert git(repo, "status", "--porcelain") == "?? agent.txt\n?? draft.txt\n"
+
+
+def test_a_linked_worktree_uses_its_own_index(tmp_path: Path) -> None:
+    main = user_repo(tmp_path)
+    git(main, "commit", "-q", "-m", "staged", "--", "staged.txt")
+    wt = tmp_path / "wt"
+    git(main, "worktree", "add", "-q", "-b", "side", str(wt))
+    main_state, wt_state = git_state(main), git_state(wt)
+    info = run_session(wt, work=lambda r: write(r / "clean.txt", "in the worktree\n"))["checkpoints"]
+    assert checkpoints.Repo.find(wt).changes(info["before"], info["after"]) == [("M", "clean.txt")]
+    assert git_state(main) == main_state
+    assert git_state(wt)["index"] == wt_state["index"]
+
+
+def test_not_a_repository_nested_and_disabled_take_no_checkpoints(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    info = run_session(plain, work=lambda r: None)["checkpoints"]
+    assert info["status"] == "skipped" and info["note"] == "not a git repository"
+
+    repo = user_repo(tmp_path)
+    nested = run_session(repo, work=lambda r: None, depth=1, parent_session="01PARENT")["checkpoints"]
+    assert nested["status"] == "skipped" and "nested" in nested["note"]
+    off = run_session(repo, work=lambda r: None, settings=CheckpointSettings(enabled=False))["checkpoints"]
+    assert off["status"] == "skipped" and "enabled = false" in off["note"]
+    assert git(repo, "for-each-ref", "refs/wrapagent/") == ""
+
+
+def test_over_budget_is_skipped_with_a_note(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    record = run_session(repo, settings=CheckpointSettings(budget_secs=1e-9))
+    info = record["checkpoints"]
+    assert info["status"] == "skipped"
+    assert "budget" in info["note"]
+    assert "after" not in info
+    assert git(repo, "for-each-ref", "refs/wrapagent/") == ""
+
+
+# --------------------------------------------------------------------------- undo
+
+
+def test_undo_restores_the_sessions_files_and_nothing_else(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    expected = snapshot_files(repo)
+    state = git_state(repo)
+    info = run_session(repo)["checkpoints"]
+    restored = checkpoints.undo(info)
+    assert sorted(p for _, p in restored) == sorted(
+        ["clean.txt", "new.txt", "newdir/inner/made.txt", "doomed.txt", CAFE])
+    after_undo = snapshot_files(repo)
+    # the ignored file is the user's business: the agent's write to it stays
+    assert after_undo.pop("build.log") == b"the agent wrote the ignored file too\n"
+    expected.pop("build.log")
+    assert after_undo == expected
+    assert not (repo / "newdir").exists()
+    assert git_state(repo) == state
+
+
+def test_undo_refuses_when_a_file_changed_after_the_session(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    info = run_session(repo)["checkpoints"]
+    write(repo / "new.txt", "the user kept working on it\n")
+    (repo / "clean.txt").unlink()
+    files, state = snapshot_files(repo), git_state(repo)
+    with pytest.raises(checkpoints.UndoConflict) as caught:
+        checkpoints.undo(info)
+    assert sorted(caught.value.paths) == ["clean.txt", "new.txt"]
+    assert "new.txt" in str(caught.value) and "nothing was changed" in str(caught.value)
+    assert snapshot_files(repo) == files
+    assert git_state(repo) == state
+
+
+def test_undo_ignores_files_the_session_did_not_touch(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    info = run_session(repo)["checkpoints"]
+    write(repo / "unstaged.txt", "the user went on editing this one\n")
+    checkpoints.undo(info)
+    assert (repo / "unstaged.txt").read_text() == "the user went on editing this one\n"
+    assert (repo / "clean.txt").read_text() == "clean.txt committed\n"
+
+
+def test_undo_keeps_line_endings_with_autocrlf(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    git(repo, "config", "core.autocrlf", "true")
+    (repo / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    info = run_session(repo, work=lambda r: (r / "crlf.txt").write_bytes(b"one\r\nchanged\r\n"))["checkpoints"]
+    checkpoints.undo(info)
+    assert (repo / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n"
+
+
+def test_undo_without_checkpoints_says_why(tmp_path: Path) -> None:
+    with pytest.raises(checkpoints.CheckpointError, match="not a git repository"):
+        checkpoints.undo({"status": "skipped", "note": "not a git repository"})
+
+
+# --------------------------------------------------------------------------- prune
+
+
+def test_prune_drops_only_old_sessions(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    old = run_session(repo, work=lambda r: None)
+    new = run_session(repo, work=lambda r: None)
+    old_time = checkpoints.ulid_time(old["id"])
+    assert old_time is not None
+    # "now" a day after the old session: only sessions older than 0.5 day go
+    later = checkpoints.ulid_time(new["id"]) + 86400
+    assert checkpoints.prune(repo, 2, now=later) == []
+    dropped = checkpoints.prune(repo, 0.5, now=later)
+    assert dropped == sorted([old["id"], new["id"]])
+    assert git(repo, "for-each-ref", "refs/wrapagent/") == ""
+
+
+def test_ulid_time_reads_the_session_id() -> None:
+    import time
+
+    stamp = checkpoints.ulid_time(new_session_id())
+    assert stamp is not None and abs(stamp - time.time()) < 60
+    assert checkpoints.ulid_time("not-a-ulid!") is None
+
+
+def test_private_index_lives_in_the_git_dir(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    run_session(repo, work=lambda r: None)
+    assert (repo / ".git" / "wrapagent" / "index").is_file()
+    leftovers = [p.name for p in (repo / ".git" / "wrapagent").iterdir() if p.name != "index"]
+    assert leftovers == []
+    assert os.environ.get("GIT_INDEX_FILE") is None

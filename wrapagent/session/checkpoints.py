@@ -1,0 +1,396 @@
+"""Snapshots of the project's work tree as git commits the user never sees.
+
+Before the tool starts and after it exits, the work tree (tracked and
+untracked files, minus what git ignores) is written as a commit with git
+plumbing only:
+
+    GIT_INDEX_FILE=<private index> git add -A      # never the user's index
+    GIT_INDEX_FILE=<private index> git write-tree
+    git commit-tree <tree> [-p HEAD | -p <before>]  # no hooks, no branch moved
+    git update-ref refs/wrapagent/checkpoints/<session>/<before|after> <commit>
+
+The private index lives in the git dir (`wrapagent/index`), seeded from the
+user's index the first time so git's stat cache makes `git add -A` cheap;
+each snapshot works on its own copy and puts it back with a rename, so two
+sessions in one repository never corrupt it. Refs under `refs/wrapagent/`
+keep the commits from gc without showing up in branches, the stash or
+`git status`. The user's pre-existing edits are in the "before" snapshot,
+so `diff` and `undo` only ever see what changed during the session.
+
+Each snapshot runs under a time budget: on a repository too big for it, the
+snapshot is abandoned (its git process killed) and the record says so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Mapping, Sequence
+
+REF_PREFIX = "refs/wrapagent/checkpoints/"
+DEFAULT_BUDGET_SECS = 2.0
+IDENTITY = {"GIT_AUTHOR_NAME": "wrapagent", "GIT_AUTHOR_EMAIL": "wrapagent@localhost",
+            "GIT_COMMITTER_NAME": "wrapagent", "GIT_COMMITTER_EMAIL": "wrapagent@localhost"}
+
+
+class CheckpointError(Exception):
+    """A snapshot or an operation on snapshots failed; the message is for the user."""
+
+
+class BudgetExceeded(CheckpointError):
+    """A git step did not finish within the snapshot's time budget."""
+
+
+def _git_env(base: Mapping[str, str] | None, index: str | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    # A wrapped session may run inside a git hook or a `git rebase -x`: these
+    # would point git at another repository or index.
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX",
+                "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"):
+        env.pop(var, None)
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+    env.update(IDENTITY)
+    if index is not None:
+        env["GIT_INDEX_FILE"] = index
+    return env
+
+
+def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
+        index: str | None = None, deadline: float | None = None, input: bytes | None = None,
+        check: bool = True) -> subprocess.CompletedProcess:
+    """Run `git -C root args…` quietly; with `deadline` (monotonic) kill it when time is up."""
+    timeout = None
+    if deadline is not None:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            raise BudgetExceeded("no time left in the snapshot budget")
+    try:
+        proc = subprocess.run(["git", "-C", str(root), *args], env=_git_env(env, index),
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget") from None
+    except OSError as exc:
+        raise CheckpointError(f"cannot run git: {exc}") from None
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise CheckpointError(f"`git {args[0]}` failed: {msg[-1] if msg else proc.returncode}")
+    return proc
+
+
+class Repo:
+    """A git work tree: its top level and its (per-worktree) git dir."""
+
+    def __init__(self, top: str, git_dir: str, env: Mapping[str, str] | None = None) -> None:
+        self.top = top
+        self.git_dir = git_dir
+        self.env = env
+
+    @classmethod
+    def find(cls, path: str | Path, env: Mapping[str, str] | None = None,
+             deadline: float | None = None) -> "Repo | None":
+        """The repository whose work tree holds `path`; None outside one (or in a bare one)."""
+        try:
+            proc = git(path, ["rev-parse", "--show-toplevel", "--absolute-git-dir"], env=env,
+                       deadline=deadline, check=False)
+        except BudgetExceeded:
+            raise
+        except CheckpointError:
+            return None
+        lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if proc.returncode != 0 or len(lines) != 2 or not lines[0]:
+            return None
+        return cls(lines[0], lines[1], env)
+
+    def run(self, args: Sequence[str], **kw) -> subprocess.CompletedProcess:
+        return git(self.top, args, env=self.env, **kw)
+
+    def rev(self, name: str) -> str | None:
+        proc = self.run(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], check=False)
+        out = proc.stdout.decode().strip()
+        return out if proc.returncode == 0 and out else None
+
+    # -- snapshots ----------------------------------------------------------------
+
+    def _index_paths(self) -> tuple[str, str]:
+        folder = os.path.join(self.git_dir, "wrapagent")
+        os.makedirs(folder, exist_ok=True)
+        return os.path.join(folder, "index"), os.path.join(folder, f"index.{os.getpid()}.tmp")
+
+    def _seed_index(self, private: str, work: str) -> None:
+        """Start from the private index (warm stat cache), else the user's, else nothing."""
+        import shutil
+
+        for source in (private, os.path.join(self.git_dir, "index")):
+            try:
+                shutil.copyfile(source, work)
+                return
+            except FileNotFoundError:
+                continue
+        try:
+            os.unlink(work)
+        except FileNotFoundError:
+            pass
+
+    def write_tree(self, deadline: float | None = None) -> str:
+        """The work tree as it is now (tracked + untracked, minus ignored), as a tree id."""
+        private, work = self._index_paths()
+        self._seed_index(private, work)
+        try:
+            # --ignore-errors: a file that vanishes or cannot be read mid-scan
+            # (an editor's swap file) must not cost the whole snapshot.
+            self.run(["add", "-A", "--ignore-errors", "--", "."], index=work, deadline=deadline,
+                     check=False)
+            tree = self.run(["write-tree"], index=work, deadline=deadline).stdout.decode().strip()
+            os.replace(work, private)
+            return tree
+        finally:
+            try:
+                os.unlink(work)
+            except FileNotFoundError:
+                pass
+
+    def snapshot(self, ref: str, message: str, parent: str | None,
+                 deadline: float | None = None) -> str:
+        """Commit the work tree's current state under `ref`; the commit id."""
+        tree = self.write_tree(deadline)
+        args = ["commit-tree", tree, "-m", message]
+        if parent:
+            args += ["-p", parent]
+        commit = self.run(args, deadline=deadline).stdout.decode().strip()
+        self.run(["update-ref", "-m", "wrapagent checkpoint", ref, commit], deadline=deadline)
+        return commit
+
+    # -- comparing and restoring ------------------------------------------------
+
+    def changes(self, before: str, after: str, paths: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(status letter, path) for every file that differs between two trees or commits."""
+        args = ["diff-tree", "-r", "-z", "--no-renames", "--name-status", "--no-ext-diff",
+                before, after]
+        if paths is not None:
+            if not paths:
+                return []
+            args += ["--", *(f":(literal){p}" for p in paths)]
+        out = self.run(args).stdout.decode("utf-8", "surrogateescape").split("\0")
+        return [(out[i][:1], out[i + 1]) for i in range(0, len(out) - 1, 2) if out[i]]
+
+    def checkout_paths(self, tree: str, paths: Sequence[str]) -> None:
+        """Write `paths` as they are in `tree` into the work tree, leaving the user's index alone.
+
+        A throw-away index holds `tree`; `checkout-index` applies the same
+        filters (autocrlf, smudge) as a checkout would.
+        """
+        import tempfile
+
+        if not paths:
+            return
+        fd, tmp = tempfile.mkstemp(prefix="index.", dir=self._index_paths()[0].rsplit("/", 1)[0])
+        os.close(fd)
+        os.unlink(tmp)
+        try:
+            self.run(["read-tree", tree], index=tmp)
+            data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0"
+            self.run(["checkout-index", "-f", "-z", "--stdin"], index=tmp, input=data)
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+
+# --------------------------------------------------------------------------- session wiring
+
+
+def session_ref(session_id: str, which: str) -> str:
+    return f"{REF_PREFIX}{session_id}/{which}"
+
+
+def skip_reason(*, enabled: bool, depth: int, parent: str | None) -> str | None:
+    """Why this session takes no checkpoints, or None when it should."""
+    if not enabled:
+        return "disabled by configuration ([checkpoints] enabled = false)"
+    if depth or parent:
+        return "nested session: the outer session's checkpoints cover the work tree"
+    return None
+
+
+def take(project_root: str | Path, session_id: str, which: str, info: dict,
+         *, budget: float, env: Mapping[str, str] | None = None) -> None:
+    """Take the `before` or `after` snapshot of one session, recording the outcome in `info`.
+
+    `info` is the record's `checkpoints` object. Never raises: a failed
+    snapshot is a note, the session goes on.
+    """
+    if info.get("status") not in (None, "taken"):
+        return  # skipped earlier (not a repository, over budget, disabled)
+    started = time.monotonic()
+    deadline = started + budget
+    try:
+        repo = Repo.find(project_root, env, deadline)
+        if repo is None:
+            info.update(status="skipped", note="not a git repository")
+            return
+        if which == "before":
+            parent = repo.rev("HEAD")
+            info.update(repo=repo.top, ref=REF_PREFIX + session_id, head=parent)
+        else:
+            parent = info.get("before")
+        commit = repo.snapshot(session_ref(session_id, which),
+                               f"wrapagent session {session_id}: {which}", parent, deadline)
+        info[which] = commit
+        info["status"] = "taken"
+    except BudgetExceeded:
+        info.update(status="skipped",
+                    note=f"the {which} snapshot took longer than its budget ({budget:g} s): "
+                         "no checkpoints for this session")
+    except CheckpointError as exc:
+        info.update(status="failed", note=f"{which} snapshot: {exc}")
+    finally:
+        info[f"{which}_ms"] = round((time.monotonic() - started) * 1000, 1)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _session_commits(info: Mapping[str, object]) -> tuple[str, str]:
+    before, after = info.get("before"), info.get("after")
+    if info.get("status") != "taken" or not before or not after:
+        note = info.get("note") or "the session has no complete checkpoints"
+        raise CheckpointError(f"no checkpoints for this session: {note}")
+    return str(before), str(after)
+
+
+def open_repo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> Repo:
+    top = info.get("repo")
+    repo = Repo.find(str(top), env) if top and os.path.isdir(str(top)) else None
+    if repo is None:
+        raise CheckpointError(f"the session's repository {top!r} is gone")
+    return repo
+
+
+def diff_stat(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> str:
+    """`git diff --stat before after` as text, for `sessions show`."""
+    before, after = _session_commits(info)
+    repo = open_repo(info, env)
+    return repo.run(["diff", "--stat", "--no-color", "--no-ext-diff", before, after]
+                    ).stdout.decode("utf-8", "replace")
+
+
+def diff_argv(info: Mapping[str, object], stat: bool, env: Mapping[str, str] | None = None) -> list[str]:
+    """The `git diff` command that shows the session's changes (run with the user's terminal)."""
+    before, after = _session_commits(info)
+    repo = open_repo(info, env)
+    return ["git", "-C", repo.top, "diff", *(["--stat"] if stat else []), before, after]
+
+
+class UndoConflict(CheckpointError):
+    """Files the session changed were changed again afterwards."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(paths)
+        shown = "\n".join(f"  {p}" for p in self.paths)
+        super().__init__("refusing to undo: these files changed after the session ended "
+                         f"(nothing was changed):\n{shown}")
+
+
+def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Put every file the session changed back to its `before` content.
+
+    Checks first that each of those files is still exactly as the session
+    left it (a fresh snapshot compared with `after`), and changes nothing
+    otherwise. Returns (status, path) of the session's changes, as restored.
+    """
+    before, after = _session_commits(info)
+    repo = open_repo(info, env)
+    changed = repo.changes(before, after)
+    if not changed:
+        return []
+    paths = [p for _, p in changed]
+    now = repo.write_tree()
+    moved = [p for _, p in repo.changes(after, now, paths)]
+    if moved:
+        raise UndoConflict(moved)
+    created = [p for status, p in changed if status == "A"]
+    repo.checkout_paths(before, [p for status, p in changed if status != "A"])
+    for path in created:
+        _remove_created(repo.top, path)
+    return changed
+
+
+def _remove_created(top: str, path: str) -> None:
+    """Remove a file the session created, then the folders it left empty."""
+    full = os.path.join(top, path)
+    try:
+        os.unlink(full)
+    except FileNotFoundError:
+        pass
+    folder = os.path.dirname(full)
+    while folder != top and folder.startswith(top + os.sep):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        folder = os.path.dirname(folder)
+
+
+def list_refs(root: str | Path, env: Mapping[str, str] | None = None) -> list[str]:
+    proc = git(root, ["for-each-ref", "--format=%(refname)", REF_PREFIX], env=env)
+    return proc.stdout.decode("utf-8", "surrogateescape").split()
+
+
+def ulid_time(session_id: str) -> float | None:
+    """Seconds since the epoch encoded in a ULID session id (its first 10 characters)."""
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    value = 0
+    for ch in session_id[:10].upper():
+        index = alphabet.find(ch)
+        if index < 0 or len(session_id) < 10:
+            return None
+        value = value * 32 + index
+    return value / 1000.0
+
+
+def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | None = None,
+          now: float | None = None) -> list[str]:
+    """Delete the checkpoint refs of sessions older than the given age; the session ids dropped."""
+    repo = Repo.find(root, env)
+    if repo is None:
+        raise CheckpointError(f"{root} is not in a git repository")
+    cutoff = (time.time() if now is None else now) - older_than_days * 86400
+    doomed: dict[str, list[str]] = {}
+    for ref in list_refs(repo.top, env):
+        session_id = ref[len(REF_PREFIX):].split("/", 1)[0]
+        stamp = ulid_time(session_id)
+        if stamp is not None and stamp < cutoff:
+            doomed.setdefault(session_id, []).append(ref)
+    if doomed:
+        lines = "".join(f"delete {ref}\n" for refs in doomed.values() for ref in refs)
+        repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"))
+    return sorted(doomed)
+
+
+# --------------------------------------------------------------------------- lifecycle hooks
+
+
+def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
+    """Before the tool starts: the `before` snapshot, or the reason there is none, in `record["checkpoints"]`."""
+    info: dict = {"status": None}
+    record["checkpoints"] = info
+    reason = skip_reason(enabled=settings.enabled, depth=int(record.get("depth") or 0),
+                         parent=record.get("parent_session"))
+    if reason is not None:
+        info.update(status="skipped", note=reason)
+        return
+    take(project_root, str(record["id"]), "before", info, budget=settings.budget_secs, env=env)
+
+
+def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
+    """After the tool exited: the `after` snapshot, when there is a `before` one."""
+    info = record.get("checkpoints")
+    if not isinstance(info, dict) or info.get("status") != "taken":
+        return
+    take(project_root, str(record["id"]), "after", info, budget=settings.budget_secs, env=env)
