@@ -243,3 +243,166 @@ def test_cli_wiring(world: dict) -> None:
                           capture_output=True, text=True, timeout=20)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "no session matches 'nope'" in proc.stderr
+
+
+# --------------------------------------------------------------------------- history: diff, undo, prune, resume
+#
+# A real `wrapagent sh -c …` session (pipe mode) in a git repository with the
+# user's own uncommitted work: the shell plays the agent, changing files.
+
+AGENT_SCRIPT = "printf 'agent edit\\n' > tracked.txt; printf 'new\\n' > created.txt; rm gone.txt"
+
+
+def git_in(repo: Path, env: dict[str, str], *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def history_world(tmp_path: Path, script: str = AGENT_SCRIPT) -> dict:
+    env = isolated_env(tmp_path / "iso")
+    env.update(GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@example.invalid",
+               GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@example.invalid")
+    repo = make_project(tmp_path / "gamma")
+    for name in ("tracked.txt", "gone.txt", "mine.txt"):
+        (repo / name).write_text(f"{name} committed\n")
+    git_in(repo, env, "add", "-A")
+    git_in(repo, env, "commit", "-q", "-m", "initial")
+    (repo / "mine.txt").write_text("the user's own unstaged edit\n")
+    (repo / "scratch.txt").write_text("the user's untracked file\n")
+    status = git_in(repo, env, "status", "--porcelain")
+    proc = subprocess.run([*WRAPAGENT, "sh", "-c", script], env=env, cwd=repo,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    (record,) = sessions_cmd.all_records(env)
+    return {"env": env, "repo": repo, "record": record, "status": status}
+
+
+def test_session_record_has_both_checkpoints(tmp_path: Path) -> None:
+    w = history_world(tmp_path)
+    info = w["record"]["checkpoints"]
+    assert info["status"] == "taken" and info["before"] and info["after"]
+    assert info["repo"] == str(w["repo"])
+    # the checkpoints are in the committed record: the sessions repository is clean
+    root = Path(w["record"]["_dir"]).parent
+    assert git_in(root, w["env"], "status", "--porcelain") == ""
+
+
+def test_diff_stat_and_diff_show_only_the_sessions_changes(tmp_path: Path) -> None:
+    w = history_world(tmp_path)
+    env = {**w["env"], "GIT_PAGER": "cat"}
+    proc = subprocess.run([*WRAPAGENT, "sessions", "diff", "last", "--stat"], env=env, cwd=w["repo"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(line.split("|")[0].strip() for line in proc.stdout.splitlines() if "|" in line)
+    assert names == ["created.txt", "gone.txt", "tracked.txt"]
+    assert "3 files changed" in proc.stdout
+    proc = subprocess.run([*WRAPAGENT, "sessions", "diff", w["record"]["id"][:20]], env=env,
+                          cwd=w["repo"], capture_output=True, text=True, timeout=30)
+    assert "+agent edit" in proc.stdout and "-tracked.txt committed" in proc.stdout
+    assert "mine.txt" not in proc.stdout and "scratch.txt" not in proc.stdout
+
+
+def test_show_prints_checkpoints_and_stat(tmp_path: Path) -> None:
+    w = history_world(tmp_path)
+    code, out, _ = run(w, "show", "last")
+    assert code == 0
+    history = out.split("History:\n", 1)[1].split("\n\n", 1)[0]
+    assert "native id   -" in history
+    assert w["record"]["checkpoints"]["before"][:12] in history
+    assert "created.txt" in history and "3 files changed" in history
+
+
+def test_undo_restores_and_leaves_the_users_work(tmp_path: Path) -> None:
+    w = history_world(tmp_path)
+    code, out, err = run(w, "undo", "last")
+    assert code == 0, err
+    assert "created.txt: removed (created by the session)" in out
+    assert "gone.txt: restored (deleted by the session)" in out
+    assert "tracked.txt: restored" in out
+    repo = w["repo"]
+    assert not (repo / "created.txt").exists()
+    assert (repo / "gone.txt").read_text() == "gone.txt committed\n"
+    assert (repo / "tracked.txt").read_text() == "tracked.txt committed\n"
+    assert (repo / "mine.txt").read_text() == "the user's own unstaged edit\n"
+    assert git_in(repo, w["env"], "status", "--porcelain") == w["status"]
+
+
+def test_undo_refuses_on_conflict_and_changes_nothing(tmp_path: Path) -> None:
+    w = history_world(tmp_path)
+    (w["repo"] / "tracked.txt").write_text("edited again after the session\n")
+    code, out, err = run(w, "undo", "last")
+    assert code == 1 and out == ""
+    assert "refusing to undo" in err and "tracked.txt" in err
+    assert (w["repo"] / "created.txt").exists()
+    assert not (w["repo"] / "gone.txt").exists()
+
+
+def test_undo_and_diff_without_checkpoints_say_why(tmp_path: Path) -> None:
+    env = isolated_env(tmp_path / "iso")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = subprocess.run([*WRAPAGENT, "sh", "-c", "echo made > f.txt"], env=env, cwd=plain,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    w = {"env": env}
+    for verb in ("undo", "diff"):
+        code, _, err = run(w, verb, "last")
+        assert code == 1 and "no checkpoints for this session: not a git repository" in err
+    assert (plain / "f.txt").read_text() == "made\n"
+
+
+def test_undo_of_a_session_that_changed_nothing(world: dict) -> None:
+    code, out, _ = run(world, "undo", world["sh"]["id"])
+    assert code == 0 and "changed no file: nothing to undo" in out
+
+
+def test_prune_keeps_recent_and_drops_old(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = history_world(tmp_path)
+    refs = lambda: git_in(w["repo"], w["env"], "for-each-ref", "refs/wrapagent/")  # noqa: E731
+    assert refs().count("\n") == 2
+    code, out, _ = run(w, "prune", "--project", str(w["repo"]))
+    assert code == 0 and "0 session(s)" in out and refs().count("\n") == 2
+    code, out, _ = run(w, "prune", "--older-than", "0", "--project", str(w["repo"]))
+    assert code == 0 and w["record"]["id"] in out and refs() == ""
+
+
+def fake_tool(folder: Path, name: str) -> None:
+    """A stand-in for a coding CLI that prints the arguments it got."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text("#!/bin/sh\necho \"$0 args: $*\"\necho \"cwd: $(pwd)\"\n")
+    script.chmod(0o755)
+
+
+@pytest.mark.parametrize("tool, expected", [
+    ("codex", "--no-daemon resume NATIVE-1"),
+    ("claude", "--resume NATIVE-1 --no-daemon"),
+    ("gemini", "--resume NATIVE-1 --no-daemon"),
+    ("opencode", "--session NATIVE-1 --no-daemon"),
+])
+def test_resume_starts_the_tool_wrapped_with_its_resume_option(tmp_path: Path, tool: str, expected: str) -> None:
+    env = isolated_env(tmp_path / "iso")
+    bin_dir = tmp_path / "bin"
+    fake_tool(bin_dir, tool)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    project = make_project(tmp_path / "delta")
+    root = paths.sessions_root(project, env)
+    session_dir = root / "01JAAAAAAAAAAAAAAAAAAAAAAA"
+    session_dir.mkdir(parents=True)
+    (session_dir / "session.json").write_text(json.dumps({
+        "id": session_dir.name, "tool": tool, "transport": tool, "cwd": str(project),
+        "project_root": str(project), "native_session_id": "NATIVE-1", "state": "finished"}))
+    proc = subprocess.run([*WRAPAGENT, "sessions", "resume", "last", "--", "--no-daemon"], env=env,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert f"args: {expected}\n" in proc.stdout
+    assert f"cwd: {project}\n" in proc.stdout
+    # it ran wrapped: a new session record of that tool, naming the resumed conversation in argv
+    newest = sessions_cmd.all_records(env)[0]
+    assert newest["id"] != session_dir.name and newest["tool"] == tool and newest["is_resume"] is True
+
+
+def test_resume_without_a_native_id(world: dict) -> None:
+    code, _, err = run(world, "resume", world["sh"]["id"])
+    assert code == 1 and "no native session id" in err

@@ -489,9 +489,15 @@ def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> 
         os.chdir(cwd)
     except OSError as exc:
         raise _SessionsError(f"cannot enter the session's directory {cwd}: {exc.strerror}") from None
-    from wrapagent.__main__ import main as wrapagent_main
-
-    return wrapagent_main([tool, *args])
+    out.flush()
+    # A fresh wrapagent, as if the user typed `wrapagent TOOL ARGS` there: its
+    # own session record, hooks and signal dispositions.
+    argv = [sys.executable, "-m", "wrapagent", "--", tool, *args]
+    try:
+        os.execve(sys.executable, argv, dict(env))
+    except OSError as exc:
+        raise _SessionsError(f"cannot start wrapagent again: {exc.strerror}") from None
+    return 126  # not reached
 
 
 # --------------------------------------------------------------------------- main
