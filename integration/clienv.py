@@ -344,6 +344,19 @@ trust_level = "trusted"
         self.terminals.append(term)
         return term
 
+    def spawn_wrapagent(self, wrapagent_args: Sequence[str], cols: int = 120, rows: int = 40,
+                        label: str = ""):
+        """`python -m wrapagent ARGS…` in a PTY, in the work dir (a subcommand that starts the tool)."""
+        from .driver import Terminal
+
+        argv = [sys.executable, "-m", "wrapagent", *wrapagent_args]
+        run = self.new_run(argv, True, label or "wrapagent " + " ".join(wrapagent_args[:2]))
+        log = self.root / f"pty-{len(self.runs)}-wrapagent.raw"
+        term = Terminal(argv, env=self.run_env(run), cwd=str(self.cwd), cols=cols, rows=rows, raw_log=log)
+        term.run = run
+        self.terminals.append(term)
+        return term
+
     def run_piped(self, args: Sequence[str], wrapped: bool = True, input: bytes | None = None, timeout: float = 120,
                   extra_env: dict[str, str] | None = None, label: str = "") -> "PipedResult":
         """Run the tool without a TTY (stdin from `input` or /dev/null, stdout/stderr captured)."""
