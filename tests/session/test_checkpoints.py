@@ -279,3 +279,71 @@ def test_private_index_lives_in_the_git_dir(tmp_path: Path) -> None:
     leftovers = [p.name for p in (repo / ".git" / "wrapagent").iterdir() if p.name != "index"]
     assert leftovers == []
     assert os.environ.get("GIT_INDEX_FILE") is None
+
+
+def test_running_out_of_budget_is_remembered_for_a_while(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = user_repo(tmp_path)
+
+    def slow(self, *args, **kwargs):
+        raise checkpoints.BudgetExceeded("`git add` took longer than the snapshot budget")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoints.Repo, "snapshot", slow)
+        first = run_session(repo, work=lambda r: None)["checkpoints"]
+    assert first["status"] == "skipped" and "budget" in first["note"]
+    # the next session does not wait for git again
+    second = run_session(repo, work=lambda r: None)["checkpoints"]
+    assert second["status"] == "skipped" and "not tried again yet" in second["note"]
+    mark = repo / ".git" / "wrapagent" / checkpoints.OVER_BUDGET_MARK
+    assert str(mark) in second["note"]
+    old = mark.stat().st_mtime - checkpoints.OVER_BUDGET_RETRY_SECS - 1
+    os.utime(mark, (old, old))
+    assert run_session(repo, work=lambda r: None)["checkpoints"]["status"] == "taken"
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def load(tmp_path: Path, global_toml: str | None, project_toml: str | None = None):
+    from wrapagent.hooks.config_loader import load_config
+
+    config_home = tmp_path / "xdg"
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    if global_toml is not None:
+        (config_home / "wrapagent").mkdir(parents=True, exist_ok=True)
+        (config_home / "wrapagent" / "hooks.toml").write_text(global_toml)
+    if project_toml is not None:
+        (project / ".wrapagent").mkdir(exist_ok=True)
+        (project / ".wrapagent" / "hooks.toml").write_text(project_toml)
+    env = {"XDG_CONFIG_HOME": str(config_home), "HOME": str(tmp_path)}
+    return load_config(project, env=env, is_trusted=lambda path, data: True)
+
+
+def test_checkpoints_table_defaults_and_key_by_key_merge(tmp_path: Path) -> None:
+    assert load(tmp_path, None).checkpoints == CheckpointSettings()
+    cfg = load(tmp_path, "[checkpoints]\nenabled = false\nbudget_secs = 0.5\n",
+               "[checkpoints]\nenabled = true\nmax_transcript_bytes = 1000\n")
+    cp = cfg.checkpoints
+    assert (cp.enabled, cp.budget_secs, cp.transcripts, cp.max_transcript_bytes) == (True, 0.5, True, 1000)
+    assert cp.source.endswith(".wrapagent/hooks.toml")
+    assert cfg.problems == ()
+
+
+def test_checkpoints_table_problems_name_the_key(tmp_path: Path) -> None:
+    cfg = load(tmp_path, '[checkpoints]\nenabled = "yes"\nbudget_secs = -1\nmax_transcript_bytes = 1.5\n'
+                         "budget = 3\n")
+    messages = [(p.severity, p.key, p.line) for p in cfg.problems]
+    assert ("error", "checkpoints.enabled", 2) in messages
+    assert ("error", "checkpoints.budget_secs", 3) in messages
+    assert ("error", "checkpoints.max_transcript_bytes", 4) in messages
+    assert ("warning", "checkpoints.budget", 5) in messages
+    # an erroneous file is not used at all: defaults apply
+    assert cfg.checkpoints == CheckpointSettings()
+
+
+def test_config_check_shows_the_checkpoints(tmp_path: Path) -> None:
+    from wrapagent.hooks.config_check import describe
+
+    text = describe(load(tmp_path, "[checkpoints]\nenabled = false\n"))
+    assert "Checkpoints: off, budget 2s; transcripts on" in text

@@ -208,3 +208,21 @@ def test_resume_args_per_tool() -> None:
     assert transcripts.resume_args("opencode", "ses_1") == ["--session", "ses_1"]
     with pytest.raises(KeyError):
         transcripts.resume_args("sh", "x")
+
+
+def test_nested_sessions_conversations_are_left_out(world: dict, tmp_path: Path) -> None:
+    w = world
+    codex_rollout(w, "a", "id-mine", w["cwd"], w["ended"] - 30, "the user's conversation")
+    codex_rollout(w, "b", "id-subagent", w["cwd"], w["ended"] - 10, "a nested `codex exec`")
+    root = tmp_path / "sessions"
+    me = "01JAAAAAAAAAAAAAAAAAAAAAAA"
+    for name, parent, native in (("01JAAAAAAAAAAAAAAAAAAAAAAB", me, "id-subagent"),
+                                 ("01JAAAAAAAAAAAAAAAAAAAAAAC", "01JOTHER", "id-mine"),
+                                 ("01H00000000000000000000000", me, "id-mine")):  # older: not a child
+        (root / name).mkdir(parents=True)
+        (root / name / "session.json").write_text(json.dumps(
+            {"id": name, "parent_session": parent, "native_sessions": [{"id": native}]}))
+    claimed = transcripts.claimed_by_children(root, me)
+    assert claimed == {"id-subagent"}
+    record, _ = collect("codex", w, tmp_path, exclude=claimed)
+    assert [s["id"] for s in record["native_sessions"]] == ["id-mine"]

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from typing import Mapping, Sequence
 
 REF_PREFIX = "refs/wrapagent/checkpoints/"
-DEFAULT_BUDGET_SECS = 2.0
+OVER_BUDGET_MARK = "over-budget"  # in $GIT_DIR/wrapagent/: the last snapshot here ran out of time
+OVER_BUDGET_RETRY_SECS = 24 * 3600
 IDENTITY = {"GIT_AUTHOR_NAME": "wrapagent", "GIT_AUTHOR_EMAIL": "wrapagent@localhost",
             "GIT_COMMITTER_NAME": "wrapagent", "GIT_COMMITTER_EMAIL": "wrapagent@localhost"}
 
@@ -109,8 +110,9 @@ class Repo:
     def run(self, args: Sequence[str], **kw) -> subprocess.CompletedProcess:
         return git(self.top, args, env=self.env, **kw)
 
-    def rev(self, name: str) -> str | None:
-        proc = self.run(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], check=False)
+    def rev(self, name: str, deadline: float | None = None) -> str | None:
+        proc = self.run(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], check=False,
+                        deadline=deadline)
         out = proc.stdout.decode().strip()
         return out if proc.returncode == 0 and out else None
 
@@ -164,6 +166,25 @@ class Repo:
         commit = self.run(args, deadline=deadline).stdout.decode().strip()
         self.run(["update-ref", "-m", "wrapagent checkpoint", ref, commit], deadline=deadline)
         return commit
+
+    def _mark_path(self) -> str:
+        return os.path.join(self.git_dir, "wrapagent", OVER_BUDGET_MARK)
+
+    def recently_over_budget(self, now: float | None = None) -> bool:
+        """True when a snapshot here ran out of time recently: the next sessions don't wait for it again."""
+        try:
+            stamp = os.stat(self._mark_path()).st_mtime
+        except OSError:
+            return False
+        return (time.time() if now is None else now) - stamp < OVER_BUDGET_RETRY_SECS
+
+    def mark_over_budget(self) -> None:
+        try:
+            os.makedirs(os.path.dirname(self._mark_path()), exist_ok=True)
+            with open(self._mark_path(), "w", encoding="utf-8") as f:
+                f.write("a wrapagent snapshot of this work tree ran out of its time budget\n")
+        except OSError:
+            pass
 
     # -- comparing and restoring ------------------------------------------------
 
@@ -229,13 +250,20 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
         return  # skipped earlier (not a repository, over budget, disabled)
     started = time.monotonic()
     deadline = started + budget
+    repo = None
     try:
         repo = Repo.find(project_root, env, deadline)
         if repo is None:
             info.update(status="skipped", note="not a git repository")
             return
+        if which == "before" and repo.recently_over_budget():
+            info.update(status="skipped",
+                        note=f"a snapshot of this repository ran out of its budget within the last "
+                             f"{OVER_BUDGET_RETRY_SECS // 3600} h: not tried again yet "
+                             f"(remove {os.path.join(repo.git_dir, 'wrapagent', OVER_BUDGET_MARK)} to retry now)")
+            return
         if which == "before":
-            parent = repo.rev("HEAD")
+            parent = repo.rev("HEAD", deadline)
             info.update(repo=repo.top, ref=REF_PREFIX + session_id, head=parent)
         else:
             parent = info.get("before")
@@ -247,6 +275,8 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
         info.update(status="skipped",
                     note=f"the {which} snapshot took longer than its budget ({budget:g} s): "
                          "no checkpoints for this session")
+        if repo is not None:
+            repo.mark_over_budget()
     except CheckpointError as exc:
         info.update(status="failed", note=f"{which} snapshot: {exc}")
     finally:

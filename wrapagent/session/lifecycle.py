@@ -509,9 +509,12 @@ class Session:
         if not settings.transcripts or not hasattr(self, "_tool_started"):
             return
         try:
+            ended = time.time()
+            nested = transcripts.claimed_by_children(self.record.root, self.record.id)
             transcripts.collect(self.adapter.name, self.record.record, self.record.dir, cwd=self.cwd,
-                                started=self._tool_started, ended=time.time(), env=self.child_env,
-                                executable=self.executable, max_bytes=settings.max_transcript_bytes)
+                                started=self._tool_started, ended=ended, env=self.child_env,
+                                executable=self.executable, max_bytes=settings.max_transcript_bytes,
+                                exclude=nested)
         except Exception as exc:
             self.record.warn(f"transcripts: {exc!r}")
 

@@ -254,13 +254,38 @@ def _safe_name(tool: str, session: NativeSession, index: int) -> str:
     return f"{tool}-{stem}{session.suffix}"
 
 
+def claimed_by_children(sessions_root: Path, session_id: str) -> set[str]:
+    """Native ids recorded by sessions nested in this one (a `claude -p` the agent ran).
+
+    They share the cwd and the time window, but they are the sub-agent's
+    conversations, not this session's. Only folders named after this
+    session's id are read: ULIDs sort by time, so children come later.
+    """
+    out: set[str] = set()
+    try:
+        names = [n for n in os.listdir(sessions_root) if n > session_id and not n.startswith(".")]
+    except OSError:
+        return out
+    for name in names:
+        try:
+            with open(sessions_root / name / "session.json", encoding="utf-8") as f:
+                child = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(child, dict) and child.get("parent_session") == session_id:
+            out.update(str(s.get("id")) for s in child.get("native_sessions") or [] if isinstance(s, dict))
+    return out
+
+
 def collect(tool: str, record: dict, session_dir: Path, *, cwd: Path, started: float, ended: float,
             env: Mapping[str, str], executable: str | None = None,
-            max_bytes: int = DEFAULT_MAX_BYTES, timeout: float = EXPORT_TIMEOUT_SECS) -> None:
+            max_bytes: int = DEFAULT_MAX_BYTES, timeout: float = EXPORT_TIMEOUT_SECS,
+            exclude: set[str] | frozenset[str] = frozenset()) -> None:
     """Find this run's native sessions, copy their transcripts, and note them in `record`.
 
     Sets `native_session_id` and `native_sessions`; problems go to
-    `record["warnings"]`. Never raises (the record must survive).
+    `record["warnings"]`. Sessions whose id is in `exclude` (nested
+    sessions' own) are left out. Never raises (the record must survive).
     """
     finder = FINDERS.get(tool)
     if finder is None:
@@ -275,7 +300,7 @@ def collect(tool: str, record: dict, session_dir: Path, *, cwd: Path, started: f
     except Exception as exc:
         warnings.append(f"transcripts: cannot look for {tool}'s sessions: {exc}")
         return
-    found.sort(key=lambda s: s.updated)
+    found = sorted((s for s in found if s.id not in exclude), key=lambda s: s.updated)
     entries = []
     budget = max_bytes
     folder = session_dir / TRANSCRIPT_DIR
