@@ -306,8 +306,8 @@ def diff_stat(info: Mapping[str, object], env: Mapping[str, str] | None = None) 
     """`git diff --stat before after` as text, for `sessions show`."""
     before, after = _session_commits(info)
     repo = open_repo(info, env)
-    return repo.run(["diff", "--stat", "--no-color", "--no-ext-diff", before, after]
-                    ).stdout.decode("utf-8", "replace")
+    return repo.run(["-c", "core.quotepath=off", "diff", "--stat", "--no-color", "--no-ext-diff",
+                     before, after]).stdout.decode("utf-8", "replace")
 
 
 def diff_argv(info: Mapping[str, object], stat: bool, env: Mapping[str, str] | None = None) -> list[str]:

@@ -506,6 +506,10 @@ class Session:
             checkpoints.end(self.record.record, settings, self.project_root, self.env)
         except Exception as exc:
             self.record.warn(f"checkpoints: {exc!r}")
+        info = self.record.record.get("checkpoints") or {}
+        if info.get("status") == "failed":
+            self.record.log(f"checkpoints: {info.get('note')}")
+            self.failures.append("checkpoints failed")
         if not settings.transcripts or not hasattr(self, "_tool_started"):
             return
         try:
