@@ -347,3 +347,39 @@ def test_config_check_shows_the_checkpoints(tmp_path: Path) -> None:
 
     text = describe(load(tmp_path, "[checkpoints]\nenabled = false\n"))
     assert "Checkpoints: off, budget 2s; transcripts on" in text
+
+
+def test_a_failing_snapshot_is_a_note_never_an_exception(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = user_repo(tmp_path)
+
+    def broken(self, *args, **kwargs):
+        raise checkpoints.CheckpointError("`git write-tree` failed: error: invalid object")
+
+    monkeypatch.setattr(checkpoints.Repo, "snapshot", broken)
+    info = run_session(repo, work=lambda r: None)["checkpoints"]
+    assert info["status"] == "failed" and "invalid object" in info["note"]
+    assert "after" not in info
+
+
+def test_submodules_are_recorded_as_their_commit(tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q")
+    write(lib / "lib.txt", "library\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-q", "-m", "lib")
+    repo = user_repo(tmp_path)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
+    git(repo, "commit", "-q", "-m", "add lib")
+    state = git_state(repo)
+
+    def work(r: Path) -> None:
+        write(r / "vendor" / "lib" / "lib.txt", "edited inside the submodule\n")
+        write(r / "top.txt", "created in the superproject\n")
+
+    info = run_session(repo, work=work)["checkpoints"]
+    assert checkpoints.Repo.find(repo).changes(info["before"], info["after"]) == [("A", "top.txt")]
+    checkpoints.undo(info)
+    assert not (repo / "top.txt").exists()
+    assert (repo / "vendor" / "lib" / "lib.txt").read_text() == "edited inside the submodule\n"
+    assert git_state(repo)["index"] == state["index"]

@@ -145,8 +145,11 @@ class Repo:
         try:
             # --ignore-errors: a file that vanishes or cannot be read mid-scan
             # (an editor's swap file) must not cost the whole snapshot.
-            self.run(["add", "-A", "--ignore-errors", "--", "."], index=work, deadline=deadline,
-                     check=False)
+            added = self.run(["add", "-A", "--ignore-errors", "--", "."], index=work, deadline=deadline,
+                             check=False)
+            if added.returncode != 0 and b"fatal:" in added.stderr:
+                fatal = added.stderr.decode("utf-8", "replace").strip().splitlines()[-1]
+                raise CheckpointError(f"`git add` failed: {fatal}")
             tree = self.run(["write-tree"], index=work, deadline=deadline).stdout.decode().strip()
             os.replace(work, private)
             return tree
