@@ -383,3 +383,25 @@ def test_submodules_are_recorded_as_their_commit(tmp_path: Path) -> None:
     assert not (repo / "top.txt").exists()
     assert (repo / "vendor" / "lib" / "lib.txt").read_text() == "edited inside the submodule\n"
     assert git_state(repo)["index"] == state["index"]
+
+
+def test_undo_of_type_changes_file_to_folder_and_back_and_modes(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    (repo / "tool.sh").write_text("#!/bin/sh\n")
+    expected = snapshot_files(repo)
+
+    def work(r: Path) -> None:
+        (r / "clean.txt").unlink()
+        write(r / "clean.txt" / "now-a-folder.txt", "was a file\n")
+        for child in (r / "sub").iterdir():
+            child.unlink()
+        (r / "sub").rmdir()
+        write(r / "sub", "was a folder\n")
+        (r / "tool.sh").chmod(0o755)
+        os.symlink("clean.txt", r / "link")
+
+    info = run_session(repo, work=work)["checkpoints"]
+    checkpoints.undo(info)
+    assert snapshot_files(repo) == expected
+    assert not (repo / "link").is_symlink()
+    assert (repo / "tool.sh").stat().st_mode & 0o111 == 0

@@ -347,10 +347,11 @@ def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> li
     moved = [p for _, p in repo.changes(after, now, paths)]
     if moved:
         raise UndoConflict(moved)
-    created = [p for status, p in changed if status == "A"]
-    repo.checkout_paths(before, [p for status, p in changed if status != "A"])
-    for path in created:
+    # Created paths go first: a file the session turned into a folder (or
+    # back) must be out of the way before the old one is written again.
+    for path in (p for status, p in changed if status == "A"):
         _remove_created(repo.top, path)
+    repo.checkout_paths(before, [p for status, p in changed if status != "A"])
     return changed
 
 
