@@ -405,3 +405,19 @@ def test_undo_of_type_changes_file_to_folder_and_back_and_modes(tmp_path: Path) 
     assert snapshot_files(repo) == expected
     assert not (repo / "link").is_symlink()
     assert (repo / "tool.sh").stat().st_mode & 0o111 == 0
+
+
+def test_a_session_that_commits_is_diffed_and_undone_by_content(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    def work(r: Path) -> None:
+        write(r / "clean.txt", "committed by the agent\n")
+        git(r, "commit", "-q", "-m", "agent work", "--", "clean.txt")
+
+    info = run_session(repo, work=work)["checkpoints"]
+    assert info["head"] == head and info["head_after"] != head
+    assert checkpoints.Repo.find(repo).changes(info["before"], info["after"]) == [("M", "clean.txt")]
+    checkpoints.undo(info)
+    assert (repo / "clean.txt").read_text() == "clean.txt committed\n"
+    assert git(repo, "rev-parse", "HEAD").strip() == info["head_after"]  # the commit stays

@@ -270,6 +270,8 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
             info.update(repo=repo.top, ref=REF_PREFIX + session_id, head=parent)
         else:
             parent = info.get("before")
+            # the agent may have committed: diff and undo still compare work trees
+            info["head_after"] = repo.rev("HEAD", deadline)
         commit = repo.snapshot(session_ref(session_id, which),
                                f"wrapagent session {session_id}: {which}", parent, deadline)
         info[which] = commit

@@ -515,10 +515,13 @@ class Session:
         try:
             ended = time.time()
             nested = transcripts.claimed_by_children(self.record.root, self.record.id)
+            warned = len(self.record.record["warnings"])
             transcripts.collect(self.adapter.name, self.record.record, self.record.dir, cwd=self.cwd,
                                 started=self._tool_started, ended=ended, env=self.child_env,
                                 executable=self.executable, max_bytes=settings.max_transcript_bytes,
                                 exclude=nested)
+            for warning in self.record.record["warnings"][warned:]:
+                self.record.log(f"WARNING: {warning}")
         except Exception as exc:
             self.record.warn(f"transcripts: {exc!r}")
 
