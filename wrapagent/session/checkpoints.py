@@ -38,6 +38,13 @@ IDENTITY = {"GIT_AUTHOR_NAME": "wrapagent", "GIT_AUTHOR_EMAIL": "wrapagent@local
             "GIT_COMMITTER_NAME": "wrapagent", "GIT_COMMITTER_EMAIL": "wrapagent@localhost"}
 
 
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 class CheckpointError(Exception):
     """A snapshot or an operation on snapshots failed; the message is for the user."""
 
@@ -124,19 +131,20 @@ class Repo:
         return os.path.join(folder, "index"), os.path.join(folder, f"index.{os.getpid()}.tmp")
 
     def _seed_index(self, private: str, work: str) -> None:
-        """Start from the private index (warm stat cache), else the user's, else nothing."""
-        import shutil
+        """Start from the private index (warm stat cache), else the user's, else nothing.
 
+        A plain read and write: the user's index is only ever read.
+        """
         for source in (private, os.path.join(self.git_dir, "index")):
             try:
-                shutil.copyfile(source, work)
-                return
+                with open(source, "rb") as src:
+                    data = src.read()
             except FileNotFoundError:
                 continue
-        try:
-            os.unlink(work)
-        except FileNotFoundError:
-            pass
+            with open(work, "wb") as dst:
+                dst.write(data)
+            return
+        _unlink(work)
 
     def write_tree(self, deadline: float | None = None) -> str:
         """The work tree as it is now (tracked + untracked, minus ignored), as a tree id."""
@@ -154,10 +162,8 @@ class Repo:
             os.replace(work, private)
             return tree
         finally:
-            try:
-                os.unlink(work)
-            except FileNotFoundError:
-                pass
+            _unlink(work)
+            _unlink(work + ".lock")  # left by a git process killed at the end of the budget
 
     def snapshot(self, ref: str, message: str, parent: str | None,
                  deadline: float | None = None) -> str:
