@@ -421,3 +421,24 @@ def test_a_session_that_commits_is_diffed_and_undone_by_content(tmp_path: Path) 
     checkpoints.undo(info)
     assert (repo / "clean.txt").read_text() == "clean.txt committed\n"
     assert git(repo, "rev-parse", "HEAD").strip() == info["head_after"]  # the commit stays
+
+
+def test_budget_kills_git_and_whatever_it_started(tmp_path: Path) -> None:
+    """A clean filter that hangs (think git-lfs gone wrong) is killed with git at the end of the budget.
+
+    Waiting for it instead would hold the test past pytest's timeout.
+    """
+    import psutil
+
+    repo = user_repo(tmp_path)
+    hang = tmp_path / "hang-filter.sh"
+    hang.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/filter.pid\nexec sleep 600\n")
+    hang.chmod(0o755)
+    git(repo, "config", "filter.slow.clean", str(hang))
+    write(repo / ".gitattributes", "*.slow filter=slow\n")
+    write(repo / "data.slow", "goes through the filter\n")
+    info = run_session(repo, work=lambda r: None, settings=CheckpointSettings(budget_secs=1.0))["checkpoints"]
+    assert info["status"] == "skipped" and "budget" in info["note"], info
+    pid = int((tmp_path / "filter.pid").read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert not [p for p in (repo / ".git" / "wrapagent").iterdir() if p.name.startswith("index.")]

@@ -57,8 +57,9 @@ def _git_env(base: Mapping[str, str] | None, index: str | None = None) -> dict[s
     env = dict(os.environ if base is None else base)
     # A wrapped session may run inside a git hook or a `git rebase -x`: these
     # would point git at another repository or index.
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX",
-                "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"):
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_IMPLICIT_WORK_TREE",
+                "GIT_NAMESPACE", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE"):
         env.pop(var, None)
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     env.update(IDENTITY)
@@ -70,20 +71,37 @@ def _git_env(base: Mapping[str, str] | None, index: str | None = None) -> dict[s
 def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
         index: str | None = None, deadline: float | None = None, input: bytes | None = None,
         check: bool = True) -> subprocess.CompletedProcess:
-    """Run `git -C root args…` quietly; with `deadline` (monotonic) kill it when time is up."""
+    """Run `git -C root args…` quietly; with `deadline` (monotonic) kill it when time is up.
+
+    git runs in its own session: no terminal to prompt on, none of our
+    SIGINT, and on the deadline its whole process group is killed, so a
+    clean filter or fsmonitor hook it started cannot keep the pipes (and
+    the user) waiting.
+    """
+    import signal
+
     timeout = None
     if deadline is not None:
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             raise BudgetExceeded("no time left in the snapshot budget")
+    argv = ["git", "-C", str(root), *args]
     try:
-        proc = subprocess.run(["git", "-C", str(root), *args], env=_git_env(env, index),
-                              input=input, stdin=None if input is not None else subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget") from None
+        child = subprocess.Popen(argv, env=_git_env(env, index), start_new_session=True,
+                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         raise CheckpointError(f"cannot run git: {exc}") from None
+    try:
+        out, err = child.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        child.communicate()
+        raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget") from None
+    proc = subprocess.CompletedProcess(argv, child.returncode, out, err)
     if check and proc.returncode != 0:
         msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise CheckpointError(f"`git {args[0]}` failed: {msg[-1] if msg else proc.returncode}")
