@@ -162,11 +162,16 @@ def test_opencode_export_failure_is_a_warning(world: dict, tmp_path: Path) -> No
 
 
 def test_opencode_export_is_bounded_in_time(world: dict, tmp_path: Path) -> None:
+    """Like the real launcher, the fake starts a child that holds the pipes; both are killed."""
+    import psutil
+
     w = world
     opencode_db(w, [("ses_mine", w["cwd"], w["ended"] - 4)])
-    exe = fake_opencode(tmp_path, "exec sleep 30\n")
-    record, _ = collect("opencode", w, tmp_path, executable=exe, timeout=0.5)
+    exe = fake_opencode(tmp_path, f"sleep 600 &\necho $! > {tmp_path}/child.pid\nwait\n")
+    record, _ = collect("opencode", w, tmp_path, executable=exe, timeout=1.0)
     assert "timed out" in record["native_sessions"][0]["note"]
+    pid = int((tmp_path / "child.pid").read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_size_cap_keeps_whole_lines_and_says_so(world: dict, tmp_path: Path) -> None:

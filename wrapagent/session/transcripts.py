@@ -234,16 +234,35 @@ def _copy_capped(source: Path, dest: Path, budget: int) -> tuple[int, bool]:
     return written, truncated
 
 
-def _export(session: NativeSession, dest: Path, budget: int, cwd: Path,
-            env: Mapping[str, str], timeout: float) -> tuple[int, bool]:
+def run_bounded(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, bytes, bytes]:
+    """(exit code, stdout, stderr) of argv, killed with everything it started after `timeout` s.
+
+    Its own session and a group kill: `opencode` is a node launcher whose
+    native child would otherwise keep the pipes open past the timeout.
+    """
+    import signal
     import subprocess
 
-    proc = subprocess.run(session.export, cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=timeout)
-    if proc.returncode != 0:
-        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise OSError(f"`{' '.join(session.export[1:])}` failed: {tail[-1] if tail else proc.returncode}")
-    data = proc.stdout
+    child = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        child.communicate()
+        raise OSError(f"`{' '.join(argv[1:])}` timed out after {timeout:.1f} s") from None
+    return child.returncode, out, err
+
+
+def _export(session: NativeSession, dest: Path, budget: int, cwd: Path,
+            env: Mapping[str, str], timeout: float) -> tuple[int, bool]:
+    code, data, err = run_bounded(session.export, cwd, env, timeout)
+    if code != 0:
+        tail = err.decode("utf-8", "replace").strip().splitlines()
+        raise OSError(f"`{' '.join(session.export[1:])}` failed: {tail[-1] if tail else code}")
     truncated = len(data) > budget
     dest.write_bytes(data[:budget] if truncated else data)
     return min(len(data), budget), truncated
