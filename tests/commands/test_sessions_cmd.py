@@ -406,3 +406,12 @@ def test_resume_starts_the_tool_wrapped_with_its_resume_option(tmp_path: Path, t
 def test_resume_without_a_native_id(world: dict) -> None:
     code, _, err = run(world, "resume", world["sh"]["id"])
     assert code == 1 and "no native session id" in err
+
+
+def test_interactive_and_pipe_sessions_have_checkpoints_too(world: dict) -> None:
+    """The PTY session (and the pipe one) of the fixture ran in a git repository without commits."""
+    for key in ("tty", "pipe", "sh"):
+        info = world[key]["checkpoints"]
+        assert info["status"] == "taken" and info["head"] is None, (key, info)
+        assert info["before"] and info["after"]
+    assert world["tty"]["native_session_id"] is None  # the demo agent keeps no transcript

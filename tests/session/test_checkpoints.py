@@ -442,3 +442,19 @@ def test_budget_kills_git_and_whatever_it_started(tmp_path: Path) -> None:
     pid = int((tmp_path / "filter.pid").read_text())
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not [p for p in (repo / ".git" / "wrapagent").iterdir() if p.name.startswith("index.")]
+
+
+def test_two_sessions_at_once_in_one_repository(tmp_path: Path) -> None:
+    import threading
+
+    repo = user_repo(tmp_path)
+    records = [{"id": new_session_id() + str(i), "depth": 0, "parent_session": None} for i in range(4)]
+    threads = [threading.Thread(target=checkpoints.begin, args=(r, CheckpointSettings(budget_secs=60), repo))
+               for r in records]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    trees = {git(repo, "rev-parse", f"{r['checkpoints']['before']}^{{tree}}") for r in records}
+    assert all(r["checkpoints"]["status"] == "taken" for r in records)
+    assert len(trees) == 1  # the same work tree, the same snapshot

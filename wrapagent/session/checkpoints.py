@@ -146,7 +146,8 @@ class Repo:
     def _index_paths(self) -> tuple[str, str]:
         folder = os.path.join(self.git_dir, "wrapagent")
         os.makedirs(folder, exist_ok=True)
-        return os.path.join(folder, "index"), os.path.join(folder, f"index.{os.getpid()}.tmp")
+        unique = f"{os.getpid()}-{os.urandom(4).hex()}"  # sessions (and threads) never share one
+        return os.path.join(folder, "index"), os.path.join(folder, f"index.{unique}.tmp")
 
     def _seed_index(self, private: str, work: str) -> None:
         """Start from the private index (warm stat cache), else the user's, else nothing.
@@ -236,7 +237,7 @@ class Repo:
 
         if not paths:
             return
-        fd, tmp = tempfile.mkstemp(prefix="index.", dir=self._index_paths()[0].rsplit("/", 1)[0])
+        fd, tmp = tempfile.mkstemp(prefix="index.", suffix=".undo", dir=os.path.dirname(self._index_paths()[0]))
         os.close(fd)
         os.unlink(tmp)
         try:
