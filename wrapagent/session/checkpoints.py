@@ -237,7 +237,8 @@ class Repo:
 
         if not paths:
             return
-        fd, tmp = tempfile.mkstemp(prefix="index.", suffix=".undo", dir=os.path.dirname(self._index_paths()[0]))
+        folder = os.path.dirname(self._index_paths()[0])
+        fd, tmp = tempfile.mkstemp(prefix="index.", suffix=".undo", dir=folder)
         os.close(fd)
         os.unlink(tmp)
         try:
