@@ -89,6 +89,11 @@ class Adapter:
     """Adjust the child's environment (opencode: keep pastes verbatim)."""
     quit_keys: tuple[bytes, ...] = (b"\x03\x03",)
     """How `doctor --probe` quits the tool cleanly."""
+    reset_commands: tuple[str, ...] = ("/clear", "/new", "/reset")
+    """Commands that throw the conversation away: submitted in full, they re-arm injection."""
+    wait_quiet_secs: float = 3.0
+    """Default `[waiting_for_input] quiet_secs`: output quiet this long after a turn = waiting.
+    Above the longest gap of the tools' thinking animations (measured 1.15-1.40 s), with margin."""
 
     # -- argv ----------------------------------------------------------------
 

@@ -54,4 +54,5 @@ ADAPTER = Adapter(
         prompt_subcommands={"exec": EXEC, "e": EXEC},
     ),
     quit_keys=(b"\x03",),
+    reset_commands=("/new",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
 )
