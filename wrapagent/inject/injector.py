@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 # --- the injector -------------------------------------------------------------
 
 STARTING = "starting"
+WAIT_READY = "wait-ready"   # after a reset: keys pass, until the composer shows again
 ARMED = "armed"
 COMMAND = "command"
 HOLDING = "holding"
@@ -106,6 +107,7 @@ class FirstMessageInjector:
 
         self.adapter = adapter
         self.screen = Screen(rows, cols)
+        self._size = (rows, cols)
         self.get_prefix = get_prefix
         self._wake_fd = wake_fd
         self.log = log
@@ -154,7 +156,7 @@ class FirstMessageInjector:
         return min(own, theirs)
 
     def _own_deadline(self) -> float | None:
-        if self.state == STARTING:
+        if self.state in (STARTING, WAIT_READY):
             return self._next_check
         if self.state == DELIVERING and self._outbox:
             return self._outbox[0][0]
@@ -171,7 +173,8 @@ class FirstMessageInjector:
         return self._delivered_at is not None and self.last_output > self._delivered_at
 
     def on_resize(self, rows: int, cols: int) -> None:
-        if self.state == STARTING:
+        self._size = (rows, cols)
+        if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
     # Public entry points never raise: a bug or an emulator surprise must not
@@ -222,7 +225,7 @@ class FirstMessageInjector:
 
     def _on_output(self, data: bytes, now: float) -> None:
         self.last_output = now
-        if self.state == STARTING:
+        if self.state in (STARTING, WAIT_READY):
             # The emulator is only needed to see the ready screen; after
             # that, output costs the proxy one timestamp.
             self.screen.feed(data)
@@ -240,7 +243,7 @@ class FirstMessageInjector:
         return self._feed(data, now)
 
     def _poll(self, now: float) -> bytes:
-        if self.state == STARTING:
+        if self.state in (STARTING, WAIT_READY):
             self._check_ready(now)
             return b""
         if self.state == HOLDING:
@@ -264,12 +267,17 @@ class FirstMessageInjector:
         if not self._bp_seen:
             return
         text = self.screen.text()
-        if all(p.search(text) for p in self._patterns):
-            self.state = ARMED if self.inject else CHATTING
-            self.watch_output = False
-            self.screen.close()
-            self.report.ready_after_s = round(now - self._t0, 3)
-            self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
+        if not all(p.search(text) for p in self._patterns):
+            return
+        self.watch_output = False
+        self.screen.close()
+        if self.state == WAIT_READY:
+            self.state = ARMED
+            self.log(f"injection: composer ready again for conversation {self.report.conversation}")
+            return
+        self.state = ARMED if self.inject else CHATTING
+        self.report.ready_after_s = round(now - self._t0, 3)
+        self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
 
     # -- the user's keys, one token at a time -----------------------------------
 
@@ -370,8 +378,20 @@ class FirstMessageInjector:
         self._trigger_at = None
         self._in_paste = False
         self._rearm()
-        self.state = ARMED
+        self._wait_ready_again()
         self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
+
+    def _wait_ready_again(self) -> None:
+        """After a reset the tool may show a dialog first (codex asks where the new chat runs):
+        the next message waits until the composer's markers show again, on a fresh emulator
+        fed only with what the tool draws from now on (a reset redraws the composer)."""
+        from wrapagent.inject.screen import Screen
+
+        self.screen = Screen(*self._size)
+        self._screen_dirty = False
+        self._next_check = None
+        self.state = WAIT_READY
+        self.watch_output = True
 
     # -- delivery -------------------------------------------------------------------
     def _start_delivery(self, now: float) -> bytes:
@@ -466,7 +486,7 @@ class FirstMessageInjector:
         `reports` holds every conversation's.
         """
         report = self.report
-        if report.status == "lost" or self.state not in (STARTING, ARMED, COMMAND, HOLDING):
+        if report.status == "lost" or self.state not in (STARTING, WAIT_READY, ARMED, COMMAND, HOLDING):
             return self.reports[0]
         if not self.inject:
             return self.reports[0]
@@ -475,7 +495,7 @@ class FirstMessageInjector:
         elif self.state == STARTING:
             report.status = "lost"
             report.notes.append("the tool never showed its ready screen")
-        elif report.conversation > 1 and self.state in (ARMED, COMMAND):
+        elif report.conversation > 1 and self.state in (WAIT_READY, ARMED, COMMAND):
             report.status = "none"
             report.notes.append("no message after the reset")
         else:
