@@ -279,3 +279,25 @@ def test_composer_backslash_enter_and_paste_do_not_submit() -> None:
     assert all(s is None for s in subs)
     (sub,) = [s for tok in tokenize(b"\r") if (s := c.feed(tok)) is not None]
     assert sub.pasted and not sub.is_command(("/clear",))
+
+
+def test_reset_without_markers_arms_once_output_is_quiet() -> None:
+    """claude redraws only what changed after /clear: no marker shows again, quiet output arms."""
+    w = World("claude")
+    w.inj.on_output(b"\x1b[?2004h\xe2\x9d\xaf \r\n? for shortcuts", w.clock.t)
+    w.clock.t += 0.5
+    w.inj.poll(w.clock.t)
+    w.message(b"hi")
+    w.send(b"/clear\r")
+    assert w.inj.state == "wait-ready"
+    assert not w.inj.watch_output                        # no emulator: the proxy stores last_output
+    reset_at = w.clock.t
+    w.clock.t += 0.1
+    w.inj.last_output = w.clock.t                        # the tool erases the old transcript
+    assert w.inj.deadline() == w.clock.t + 0.3
+    w.clock.t += 0.2
+    w.inj.poll(w.clock.t)
+    assert w.inj.state == "wait-ready"                   # not quiet long enough yet
+    w.clock.t = reset_at + 0.1 + 0.3
+    w.inj.poll(w.clock.t)
+    assert w.inj.state == "armed" and w.inj.deadline() is None

@@ -125,6 +125,8 @@ class FirstMessageInjector:
         self.reports = [self.report]
         self._t0 = clock()
         self._patterns = [re.compile(p) for p in adapter.ready_patterns]
+        self._reset_patterns = [re.compile(p) for p in adapter.reset_ready_patterns]
+        self._reset_at = 0.0
         self._bp_seen = not adapter.requires_bracketed_paste
         self._bp_tail = b""
         self.last_output = self._t0
@@ -156,8 +158,10 @@ class FirstMessageInjector:
         return min(own, theirs)
 
     def _own_deadline(self) -> float | None:
-        if self.state in (STARTING, WAIT_READY):
+        if self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             return self._next_check
+        if self.state == WAIT_READY:
+            return max(self.last_output, self._reset_at) + self.adapter.reset_quiet_secs
         if self.state == DELIVERING and self._outbox:
             return self._outbox[0][0]
         if self.state == SETTLING:
@@ -243,6 +247,12 @@ class FirstMessageInjector:
         return self._feed(data, now)
 
     def _poll(self, now: float) -> bytes:
+        if self.state == WAIT_READY and not self._reset_patterns:
+            if now - max(self.last_output, self._reset_at) >= self.adapter.reset_quiet_secs:
+                self.state = ARMED
+                self.log(f"injection: output quiet after the reset; conversation "
+                         f"{self.report.conversation} armed")
+            return b""
         if self.state in (STARTING, WAIT_READY):
             self._check_ready(now)
             return b""
@@ -267,7 +277,8 @@ class FirstMessageInjector:
         if not self._bp_seen:
             return
         text = self.screen.text()
-        if not all(p.search(text) for p in self._patterns):
+        patterns = self._reset_patterns if self.state == WAIT_READY else self._patterns
+        if not all(p.search(text) for p in patterns):
             return
         self.watch_output = False
         self.screen.close()
@@ -332,7 +343,7 @@ class FirstMessageInjector:
             return
         if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
             if before == CHATTING and self.on_reset is not None:
-                self._new_conversation(sub.text.strip())
+                self._new_conversation(sub.text.strip(), now)
             return
         if self.turns is None:
             return
@@ -368,7 +379,7 @@ class FirstMessageInjector:
         self._trigger_at = now
         self.state = HOLDING
 
-    def _new_conversation(self, command: str) -> None:
+    def _new_conversation(self, command: str, now: float) -> None:
         """A reset command was submitted: fresh blocks for the next message, as for the first."""
         assert self.on_reset is not None
         self.on_reset()
@@ -378,19 +389,25 @@ class FirstMessageInjector:
         self._trigger_at = None
         self._in_paste = False
         self._rearm()
-        self._wait_ready_again()
+        self._wait_ready_again(now)
         self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
 
-    def _wait_ready_again(self) -> None:
-        """After a reset the tool may show a dialog first (codex asks where the new chat runs):
-        the next message waits until the composer's markers show again, on a fresh emulator
-        fed only with what the tool draws from now on (a reset redraws the composer)."""
+    def _wait_ready_again(self, now: float) -> None:
+        """After a reset the tool may show a dialog first (codex asks where the new chat runs).
+
+        With `reset_ready_patterns`, the next message waits until they show on a fresh
+        emulator fed only with what the tool draws from now on; without, until output
+        has been quiet `reset_quiet_secs` since the reset (no emulator, no copy).
+        """
+        self.state = WAIT_READY
+        self._reset_at = now
+        self._screen_dirty = False
+        self._next_check = None
+        if not self._reset_patterns:
+            return
         from wrapagent.inject.screen import Screen
 
         self.screen = Screen(*self._size)
-        self._screen_dirty = False
-        self._next_check = None
-        self.state = WAIT_READY
         self.watch_output = True
 
     # -- delivery -------------------------------------------------------------------
