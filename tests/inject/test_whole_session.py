@@ -294,10 +294,10 @@ def test_reset_without_markers_arms_once_output_is_quiet() -> None:
     reset_at = w.clock.t
     w.clock.t += 0.1
     w.inj.last_output = w.clock.t                        # the tool erases the old transcript
-    assert w.inj.deadline() == w.clock.t + 0.3
+    assert w.inj.deadline() == pytest.approx(w.clock.t + 0.3)
     w.clock.t += 0.2
     w.inj.poll(w.clock.t)
     assert w.inj.state == "wait-ready"                   # not quiet long enough yet
-    w.clock.t = reset_at + 0.1 + 0.3
+    w.clock.t = reset_at + 0.1 + 0.31
     w.inj.poll(w.clock.t)
     assert w.inj.state == "armed" and w.inj.deadline() is None
