@@ -329,8 +329,9 @@ class FirstMessageInjector:
         elif state == AWAIT_SUBMIT:
             if sub is not None:
                 self.report.status = "submitted"
-                self.log(f"injection: conversation {self.report.conversation}: "
-                         "message submitted with the blocks")
+                n = self.report.conversation
+                self.log("injection: first message submitted with the blocks" if n == 1 else
+                         f"injection: conversation {n}: message submitted with the blocks")
                 self._finish()
             elif tok.kind == INTERRUPT:
                 self._note("composer cleared before submit; injection re-armed")
