@@ -157,3 +157,30 @@ def test_firer_without_runs_has_no_entry() -> None:
     firer = HookFirer(lambda turn: Result(turn, True))
     firer.close(timeout=1)
     assert firer.record_entry() is None
+
+
+def test_injector_and_tracker_sleep_once_the_wait_fired() -> None:
+    """The steady state of a whole session: no emulator, no timer, no wake fd."""
+    from wrapagent.inject.adapters import adapter_for
+    from wrapagent.inject.injector import FirstMessageInjector
+
+    fired: list[int] = []
+    turns = TurnTracker(QUIET, fired.append, to_wall=str)
+    now = 100.0
+    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "",
+                               wake_fd=None, clock=lambda: now, turns=turns, on_reset=lambda: None)
+    inj.on_output(b"\x1b[?2004hdemo> ", now)
+    now += 0.5
+    inj.poll(now)
+    assert inj.deadline() is None and inj.wake_fd() is None   # ready, nothing submitted yet
+    inj.on_input(b"hello", now)
+    inj.poll(now)
+    inj.on_input(b"\r", now)
+    inj.poll(now)
+    assert inj.watch_output is False
+    inj.last_output = now + 1.0                                # the reply (a plain store)
+    assert inj.deadline() == now + 1.0 + QUIET
+    now += 1.0 + QUIET
+    inj.poll(now)
+    assert fired == [1]
+    assert inj.deadline() is None and inj.wake_fd() is None and not inj.done
