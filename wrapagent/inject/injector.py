@@ -21,8 +21,9 @@ injection re-arms after it is submitted. A submission with no typed text
 Whole-session mode (`turns` or `on_reset` given): after the blocks were
 submitted the injector stays attached, following the user's keys with a
 `Composer` (input is tiny). A submitted reset command (`/clear`, `/new`, per
-adapter) starts a new conversation: `on_reset()` recomputes the blocks and
-the next message gets them exactly as the first did. Every other submission
+adapter) starts a new conversation: `on_reset()` recomputes the blocks, keys
+pass untouched until the composer is back (a dialog may come first), and the
+next message gets them exactly as the first did. Every other submission
 is reported to `turns`, which decides when the agent waits. Output then
 costs the proxy one timestamp (`watch_output` is false, the loop stores
 `last_output`); the emulator is only fed until the composer is ready.
