@@ -43,7 +43,7 @@ class World:
     def hooks(self, text: str) -> None:
         (self.config / "wrapagent" / "hooks.toml").write_text(text)
 
-    def spawn(self) -> pexpect.spawn:
+    def spawn(self, *args: str) -> pexpect.spawn:
         env = dict(os.environ)
         for var in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT"):
             env.pop(var, None)
@@ -51,7 +51,7 @@ class World:
                    XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(self.tmp / "data"),
                    WRAPAGENT_DEMO_LOG=str(self.demo_log), WRAPAGENT_DEMO_EVENTS=str(self.events),
                    WRAPAGENT_DEMO_THINK_SECS="3", TERM="xterm-256color")
-        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo"], env=env,
+        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo", *args], env=env,
                               cwd=str(self.project), dimensions=(30, 100), timeout=30)
         child.delayafterclose = 0
         child.delayafterterminate = 0
@@ -146,6 +146,21 @@ def test_reset_reinjects_fresh_blocks_once(world: World) -> None:
     assert [(i["conversation"], i["status"]) for i in injections] == [(1, "submitted"), (2, "submitted")]
     assert injections[1]["text"] == block(2)
     assert [h["name"] for h in rec["hooks"] if h["kind"] == "guard"] == ["g", "g"]  # guards ran again
+
+
+def test_new_conversation_is_not_a_resume(world: World) -> None:
+    """`demo --resume` resumes: the first conversation's guards see is_resume, the reset's do not."""
+    world.hooks('[[prompt_guard]]\nname = "ctx"\ncommand = "cat"\n')   # echoes the JSON it reads
+    child = world.spawn("--resume")
+    ready(child)
+    say(child, "first", 1)
+    command(child, "/new", "(new conversation 2)")
+    time.sleep(0.1)
+    say(child, "second", 2)
+    assert quit_demo(child) == 0
+    first, second = world.messages()
+    assert '"is_resume": true' in first and '"is_resume": false' in second
+    assert world.record()["is_resume"] is True
 
 
 @pytest.mark.parametrize("erase", ["\x03", "\x7f" * 6])
