@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from wrapagent.session.turns import MAX_TURNS_RECORDED, HookFirer, TurnTracker
 
@@ -134,6 +135,10 @@ def test_firer_runs_off_the_caller_thread_and_aggregates() -> None:
     firer.fire(2)
     firer.fire(3)                 # replaces the queued 2: stale notifications are dropped
     release.set()
+    for _ in range(3000):
+        if firer.runs == 2:
+            break
+        time.sleep(0.01)
     firer.close(timeout=30)
     entry = firer.record_entry()
     assert entry is not None
@@ -148,6 +153,10 @@ def test_firer_fail_open() -> None:
 
     firer = HookFirer(run)
     firer.fire(1)
+    for _ in range(3000):
+        if firer.runs == 1:
+            break
+        time.sleep(0.01)
     firer.close(timeout=30)
     entry = firer.record_entry()
     assert entry is not None and entry["failed"] == 1 and "boom" in entry["error"]
@@ -184,3 +193,32 @@ def test_injector_and_tracker_sleep_once_the_wait_fired() -> None:
     inj.poll(now)
     assert fired == [1]
     assert inj.deadline() is None and inj.wake_fd() is None and not inj.done
+
+
+def test_firer_close_drops_a_run_not_started_and_waits_for_the_running_one() -> None:
+    release = threading.Event()
+    started = threading.Event()
+    done: list[int] = []
+
+    def run(turn: int) -> Result:
+        started.set()
+        release.wait(30)
+        done.append(turn)
+        return Result(turn, ok=True)
+
+    firer = HookFirer(run)
+    firer.fire(1)
+    assert started.wait(30)
+    firer.fire(2)                                  # queued behind the running hook
+    closer = threading.Thread(target=firer.close, args=(30,))
+    closer.start()
+    for _ in range(3000):
+        if firer.closed:
+            break
+        time.sleep(0.01)
+    release.set()                                  # the running hook ends while close waits
+    closer.join(30)
+    assert not closer.is_alive()
+    assert done == [1]                             # 2 never ran: the tool had exited
+    entry = firer.record_entry()
+    assert entry is not None and entry["runs"] == 1 and entry["skipped"] == 1

@@ -111,37 +111,52 @@ def run(opts: RunOptions) -> int:
 
 
 class _Prefix:
-    """The injected prefix, computed in a background thread while the tool starts."""
+    """The injected prefix, computed in a background thread while the tool starts.
+
+    A reset starts a new generation: a guard thread of an older one that
+    finishes late is ignored. The lock keeps a late `set` from writing to a
+    wake fd number that `close` already gave back (it could be reused).
+    """
 
     def __init__(self) -> None:
         self.wake_r = -1
         self.wake_w = -1
         self.value: str | None = None
         self.done = threading.Event()
+        self.generation = 0
+        self._lock = threading.Lock()
 
     def open_wake(self) -> None:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
 
-    def set(self, value: str) -> None:
-        self.value = value
-        self.done.set()
-        if self.wake_w >= 0:
-            try:
-                os.write(self.wake_w, b"x")
-            except OSError:
-                pass
+    def set(self, value: str, generation: int = 0) -> None:
+        with self._lock:
+            if generation != self.generation:
+                return
+            self.value = value
+            self.done.set()
+            if self.wake_w >= 0:
+                try:
+                    os.write(self.wake_w, b"x")
+                except OSError:
+                    pass
 
     def get_nowait(self) -> str | None:
         return self.value if self.done.is_set() else None
 
-    def reset(self) -> None:
-        """A new conversation: no prefix until its guards have run again."""
-        self.done.clear()
-        self.value = None
+    def reset(self) -> int:
+        """A new conversation: no prefix until its guards have run again; returns its generation."""
+        with self._lock:
+            self.generation += 1
+            self.done.clear()
+            self.value = None
+            return self.generation
 
     def close(self) -> None:
-        for fd in (self.wake_r, self.wake_w):
+        with self._lock:
+            fds, self.wake_r, self.wake_w = (self.wake_r, self.wake_w), -1, -1
+        for fd in fds:
             if fd >= 0:
                 try:
                     os.close(fd)
@@ -388,15 +403,15 @@ class Session:
                                     log=self.record.log, inject=first, turns=self.turns,
                                     on_reset=(lambda: self._new_conversation(cfg)) if resets else None)
 
-    def _run_guards(self, cfg, ctx, box: _Prefix) -> None:
+    def _run_guards(self, cfg, ctx, box: _Prefix, generation: int = 0) -> None:
         """Guards + pre_session in a thread: they run while the tool starts (or the user types)."""
 
         def work() -> None:
             try:
-                box.set(self._collect(cfg, ctx, None, "none"))
+                box.set(self._collect(cfg, ctx, None, "none"), generation)
             except Exception as exc:  # a bug in a guard must not hang the first key
                 self.record.warn(f"guards failed: {exc!r}")
-                box.set("")
+                box.set("", generation)
 
         threading.Thread(target=work, name="wrapagent-guards", daemon=True).start()
 
@@ -405,8 +420,8 @@ class Session:
         from dataclasses import replace
 
         self.record.log("conversation reset: running the guards again for the next message")
-        self._prefix_box.reset()
-        self._run_guards(cfg, replace(self.ctx, is_resume=False), self._prefix_box)
+        generation = self._prefix_box.reset()
+        self._run_guards(cfg, replace(self.ctx, is_resume=False), self._prefix_box, generation)
 
     def _turn_tracker(self, wait_hook):
         from wrapagent.session.turns import HookFirer, TurnTracker

@@ -171,16 +171,25 @@ class HookFirer:
                 self._wake.notify_all()
 
     def close(self, timeout: float) -> None:
-        """Let a queued or running hook finish (bounded: hooks have their own timeout)."""
+        """The tool exited: drop a run not started yet (nobody waits for it any more) and let
+        a running one finish (bounded: hooks have their own timeout)."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while (self._busy or self._queued is not None) and self._thread is not None:
+            self._closed = True
+            if self._queued is not None:
+                self._queued = None
+                self.skipped += 1
+            self._wake.notify_all()
+            while self._busy:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._wake.wait(left)
-            self._closed = True
-            self._wake.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        with self._lock:
+            return self._closed
 
     def record_entry(self) -> dict[str, Any] | None:
         """One hooks-list entry for all runs: the last run's outcome plus counts."""
