@@ -474,7 +474,7 @@ class _Handler(BaseHTTPRequestHandler):
             reply = None
         self._thinking = kind == "turn" and THINK_MARKER in (user_text or "")
         self._turn = turn
-        self._seq = self.mock._record(
+        entry = self.mock._record(
             {
                 "time": time.time(),
                 "method": self.command,
@@ -489,7 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "turn": turn,
                 "reply": reply,
             }
-        )["seq"] if kind == "turn" else None
+        )
+        self._seq = entry["seq"] if kind == "turn" else None
         try:
             self._respond(api, path, body or {}, kind, reply or "")
         except (BrokenPipeError, ConnectionResetError):

@@ -85,6 +85,37 @@ def send(term, text: str) -> None:
     term.enter(after=0.3)
 
 
+def test_mock_thinking_reply_opens_the_stream_before_the_text(tmp_path):
+    """The mock's thinking turn: the stream is open (headers, message_start) long before the text."""
+    import http.client
+    import json
+
+    from .mock_server import MockServer
+
+    with MockServer() as mock:
+        mock.think_secs = 60.0          # the text cannot have been sent while this test runs
+        conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=30)
+        body = {"model": "m", "stream": True, "max_tokens": 10,
+                "messages": [{"role": "user", "content": "(think) hello"}]}
+        conn.request("POST", "/v1/messages", body=json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        first = resp.fp.readline() + resp.fp.readline()   # chunk size + the first event line
+        assert b"message_start" in first or b"event" in first
+        assert mock.reply_times() == []                   # stream open, text not sent yet
+        conn.close()
+        plain = MockServer()
+        with plain:
+            conn = http.client.HTTPConnection("127.0.0.1", plain.port, timeout=30)
+            body["messages"][0]["content"] = "hello"
+            conn.request("POST", "/v1/messages", body=json.dumps(body),
+                         headers={"Content-Type": "application/json"})
+            data = conn.getresponse().read()
+            assert b"".join(re.findall(rb'"text": "([^"]*)"', data)) == b"MOCK-REPLY-1"
+            assert len(plain.reply_times()) == 1           # a plain turn: sent at once, time kept
+
+
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
 def test_reset_and_waiting_for_input(cli_env, tool):
     spec = SPECS[tool]
