@@ -23,6 +23,12 @@ raw_body (text, when not JSON), api, kind, user_text, reply`.
 `count_tokens`, `probe`, `other` for the rest. `user_text` is the text the user
 typed in the latest user message of a turn (see `extract_user_text`).
 
+A user turn whose text contains `(think)` gets a *thinking* reply: the stream
+opens at once (headers and the first events), the text follows `think_secs`
+(default 6) later, like a model that thinks before it writes. The wall time
+at which each turn's reply text was sent is kept (`reply_times`), so a test
+can order it against what happened in the terminal.
+
 Standalone: `python integration/mock_server.py [--port 0] [--log FILE]` prints
 `MOCK_URL=http://127.0.0.1:<port>` and serves until interrupted.
 """
@@ -41,6 +47,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 REPLY_PREFIX = "MOCK-REPLY-"
+THINK_MARKER = "(think)"
+THINK_SECS = 6.0
 TITLE_REPLY = "Mock session title"
 SUMMARY_REPLY = "Mock summary."
 MOCK_MODEL = "mock-model"
@@ -226,6 +234,8 @@ class MockServer:
         self._seq = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.think_secs = THINK_SECS
+        self._sent: list[dict] = []
 
     # lifecycle ----------------------------------------------------------------------------
     def start(self) -> "MockServer":
@@ -274,6 +284,15 @@ class MockServer:
                 with open(self.log_path, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
         return entry
+
+    def _reply_sent(self, seq: int, turn: int | None) -> None:
+        with self._lock:
+            self._sent.append({"seq": seq, "turn": turn, "time": time.time()})
+
+    def reply_times(self, since: int = 0) -> list[float]:
+        """Wall times at which the text of each real turn's reply was sent (after any thinking)."""
+        with self._lock:
+            return [e["time"] for e in self._sent if e["seq"] > since]
 
     @property
     def requests(self) -> list[dict]:
@@ -372,6 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send_json(self, obj: Any, status: int = 200) -> None:
+        self._before_text()  # a no-op unless this is a real turn's (non-streamed) reply
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -379,6 +399,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+    def _before_text(self) -> None:
+        """A thinking turn waits here, stream open, before its text; then the send time is kept."""
+        if getattr(self, "_thinking", False):
+            time.sleep(self.mock.think_secs)
+        if getattr(self, "_seq", None) is not None:
+            self.mock._reply_sent(self._seq, self._turn)
 
     def _start_sse(self) -> None:
         self.send_response(200)
@@ -445,7 +472,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
         else:
             reply = None
-        self.mock._record(
+        self._thinking = kind == "turn" and THINK_MARKER in (user_text or "")
+        self._turn = turn
+        entry = self.mock._record(
             {
                 "time": time.time(),
                 "method": self.command,
@@ -461,6 +490,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "reply": reply,
             }
         )
+        self._seq = entry["seq"] if kind == "turn" else None
         try:
             self._respond(api, path, body or {}, kind, reply or "")
         except (BrokenPipeError, ConnectionResetError):
@@ -529,6 +559,7 @@ class _Handler(BaseHTTPRequestHandler):
             "response.content_part.added",
             {"item_id": item_id, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}},
         )
+        self._before_text()
         for piece in _pieces(reply):
             ev("response.output_text.delta", {"item_id": item_id, "output_index": 0, "content_index": 0, "delta": piece})
         ev("response.output_text.done", {"item_id": item_id, "output_index": 0, "content_index": 0, "text": reply})
@@ -576,6 +607,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         self._event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
         self._event("ping", {"type": "ping"})
+        self._before_text()
         for piece in _pieces(reply):
             self._event(
                 "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
@@ -603,6 +635,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         if ":streamGenerateContent" in path:
             self._start_sse()
+            self._before_text()
             self._event(None, response(reply))
             self._end_chunks()
             return
@@ -639,6 +672,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(None, data)
 
         chunk({"role": "assistant", "content": ""})
+        self._before_text()
         for piece in _pieces(reply):
             chunk({"content": piece})
         chunk({}, "stop", with_usage=True)

@@ -415,3 +415,33 @@ def test_interactive_and_pipe_sessions_have_checkpoints_too(world: dict) -> None
         assert info["status"] == "taken" and info["head"] is None, (key, info)
         assert info["before"] and info["after"]
     assert world["tty"]["native_session_id"] is None  # the demo agent keeps no transcript
+def test_show_prints_later_injections_and_turns_compactly() -> None:
+    from wrapagent.commands.sessions import render_show
+
+    block = '<prompt-guard name="g">\nrun 1\n</prompt-guard>\n\n'
+    first = {"conversation": 1, "status": "submitted", "path": "interactive", "text": block,
+             "attempts": 1, "notes": []}
+    record = {
+        "id": "01JX", "tool": "demo", "argv": ["demo"], "injection": first,
+        "injections": [first,
+                       {"conversation": 2, "status": "submitted", "text": block.replace("1", "2"),
+                        "at": "2026-11-23T10:00:05+00:00", "first_key_delay_ms": 12.5, "notes": []},
+                       {"conversation": 3, "status": "none", "text": None,
+                        "notes": ["no message after the reset"]}],
+        "turns": [{"n": 1, "at": "2026-11-23T10:00:00+00:00", "quiet_at": "2026-11-23T10:00:08.250000+00:00"},
+                  {"n": 2, "at": "2026-11-23T10:00:10+00:00", "quiet_at": "2026-11-23T10:00:11+00:00",
+                   "waits": 2},
+                  {"n": 3, "at": "2026-11-23T10:00:20+00:00", "quiet_at": None}],
+        "hooks": [{"name": "waiting_for_input", "kind": "lifecycle", "exit_code": 0, "duration_s": 0.01,
+                   "timed_out": False, "error": None, "runs": 3, "failed": 0, "turn": 2}],
+    }
+    text = render_show(record, None)
+    assert "Injection after reset, conversation 2: submitted" in text
+    assert "first key held 12.5 ms" in text
+    assert "run 2" in text and text.count("run 1") == 1
+    assert "conversation 3: none" in text and "note: no message after the reset" in text
+    assert "Turns: 3" in text
+    assert "#1  submitted" in text and "waiting after 8.2s" in text
+    assert "waiting after 1.0s, 2 waits" in text
+    assert "#3  submitted" in text and "not seen waiting" in text
+    assert "waiting_for_input x3" in text

@@ -85,7 +85,7 @@ def test_no_files(project, env):
     assert config.hook_for("pre_run") is None and config.hook_for("post_run") is None
     default = config.hook_for("session_complete")
     assert default == LifecycleHook("session_complete", DEFAULT_SESSION_COMPLETE, True, 30.0, "<default>")
-    assert EVENTS == ("pre_run", "post_run", "session_complete")
+    assert EVENTS == ("pre_run", "post_run", "session_complete", "waiting_for_input")
 
 
 def test_no_files_does_not_import_tomllib(project, env):

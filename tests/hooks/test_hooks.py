@@ -194,8 +194,10 @@ def test_hook_variables_and_env(tmp_path):
         "project_root": str(tmp_path),
         "cwd": str(tmp_path / "sub"),
         "exit_code": "",
+        "turn": "",
     }
     assert hook_variables(ctx, 3)["exit_code"] == "3"
+    assert hook_variables(ctx, turn=2)["turn"] == "2"
     bare = hook_variables(_ctx(tmp_path, session_dir=None, sessions_root=None))
     assert bare["session_dir"] == "" and bare["sessions_root"] == ""
 

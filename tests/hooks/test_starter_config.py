@@ -14,8 +14,9 @@ from wrapagent.hooks.starter_config import STARTER_HOOKS_TOML, write_starter
 
 GUARD_KEYS = {"name", "command", "builtin", "args", "timeout_secs"}
 EVENT_KEYS = {"enabled", "command", "timeout_secs"}
-EVENTS = ("pre_run", "post_run", "session_complete")
-PLACEHOLDERS = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code")
+EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
+PLACEHOLDERS = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code",
+                "turn")
 
 # A commented-out TOML line: "# [section]", "# [[array]]" or "# key = value".
 _COMMENTED_TOML = re.compile(r"^# (?=\[\[?[a-z_]+\]\]?$|[a-z_]+ = )")
@@ -60,7 +61,8 @@ def test_every_commented_example_is_valid_when_uncommented() -> None:
     assert len(names) == len(set(names))
     for event in EVENTS:
         table = data[event]
-        assert set(table) == EVENT_KEYS
+        extra = {"quiet_secs"} if event == "waiting_for_input" else set()
+        assert set(table) == EVENT_KEYS | extra
         assert table["enabled"] is True
         assert isinstance(table["command"], str) and table["command"]
         assert table["timeout_secs"] > 0

@@ -4,10 +4,18 @@
 newcomer sees injection work with no coding CLI installed. Tests use it as a
 fast stand-in for the real CLIs: it behaves like them where it matters
 (bracketed paste enabled, a prompt drawn when ready, `\\r` submits, `\\n`
-inserts a newline, `/…` commands) and it can log every message it received,
-byte for byte, as JSON lines (`--log FILE` or `WRAPAGENT_DEMO_LOG`).
+inserts a newline, `/…` commands, `/clear` and `/new` start a new
+conversation) and it can log every message it received, byte for byte, as
+JSON lines (`--log FILE` or `WRAPAGENT_DEMO_LOG`), and what it did (replies,
+resets) to another file, in order (`WRAPAGENT_DEMO_EVENTS`): a hook may append
+to the same file, and a test then reads who came first without timing anything.
 
-Usage: python -m wrapagent.commands.demo_agent [--log FILE] [-p] [PROMPT]
+Like the real CLIs while the model works, a message containing `(think)`
+animates a spinner for `--think-secs` (default 3, or WRAPAGENT_DEMO_THINK_SECS)
+before the reply; one containing `(ask)` first shows a permission prompt
+that waits for Enter.
+
+Usage: python -m wrapagent.commands.demo_agent [--log FILE] [--think-secs S] [-p] [PROMPT]
 """
 
 from __future__ import annotations
@@ -25,24 +33,79 @@ BANNER = ("wrapagent demo agent: type a message and press Enter; "
           "/quit or Ctrl-D to leave.")
 
 
+SPINNER = "|/-\\"
+SPIN_SECS = 0.1
+
+
 class Agent:
-    def __init__(self, log_path: str | None, out: TextIO) -> None:
+    def __init__(self, log_path: str | None, out: TextIO, think_secs: float = 3.0,
+                 events_path: str | None = None) -> None:
         self.log_path = log_path
+        self.events_path = events_path
         self.out = out
         self.count = 0
+        self.conversation = 1
+        self.think_secs = think_secs
+        self.asking: str | None = None
+        """A message waiting for the user's Enter at the permission prompt."""
+
+    def event(self, what: str, **fields: object) -> None:
+        """Append an event (message, reply, reset) to the events file, if any."""
+        if self.events_path:
+            with open(self.events_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"event": what, **fields}) + "\n")
+
+    def think(self) -> None:
+        """A spinner with a timer, redrawn every 0.1 s, like the real CLIs while the model works."""
+        import time
+
+        start = time.monotonic()
+        tick = 0
+        while (elapsed := time.monotonic() - start) < self.think_secs:
+            self.out.write(f"\r{SPINNER[tick % 4]} thinking {elapsed:4.1f}s")
+            self.out.flush()
+            tick += 1
+            time.sleep(SPIN_SECS)
+        self.out.write("\r\x1b[K")
+
+    def submit(self, text: str) -> None:
+        """A typed message: ask first if it says `(ask)`, else think if it says `(think)`, then reply."""
+        if "(ask)" in text:
+            self.asking = text
+            self.out.write("\r\nallow the demo tool to run? press Enter to allow\r\n")
+            return
+        if "(think)" in text:
+            self.out.write("\r\n")
+            self.think()
+        self.receive(text, "tty")
+
+    def allowed(self) -> None:
+        text, self.asking = self.asking, None
+        assert text is not None
+        self.out.write("allowed\r\n")
+        self.think()
+        self.receive(text, "tty")
+
+    def reset(self, command: str) -> None:
+        self.conversation += 1
+        self.event("reset", command=command, conversation=self.conversation)
+        self.out.write(f"\r\n(new conversation {self.conversation})\r\n")
 
     def receive(self, text: str, how: str) -> None:
         """Show (and log) a message exactly as it arrived."""
         self.count += 1
+        self.event("message", n=self.count)
         if self.log_path:
             with open(self.log_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"n": self.count, "how": how, "text": text}) + "\n")
+                f.write(json.dumps({"n": self.count, "how": how, "text": text,
+                                    "conversation": self.conversation}) + "\n")
         body = text.replace("\n", "\r\n" if how == "tty" else "\n")
         nl = "\r\n" if how == "tty" else "\n"
         self.out.write(f"{nl}--- message {self.count} received ({len(text)} chars) ---{nl}"
                        f"{body}{nl}--- end of message {self.count} ---{nl}")
         self.out.write(f"reply: MOCK-REPLY-{self.count}{nl}")
         self.out.flush()
+        self.event("reply", n=self.count)
 
 
 def _one_shot(agent: Agent, prompt: str | None) -> int:
@@ -114,12 +177,18 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
                     out.write("\r\nbye\r\n")
                     out.flush()
                     return 0
-                if message.startswith("/"):
+                if agent.asking is not None and not message:
+                    agent.allowed()
+                elif message.strip() in ("/clear", "/new"):
+                    agent.reset(message.strip())
+                elif message.startswith("/"):
                     out.write(f"\r\n(command {message.strip()} ignored by the demo agent)\r\n")
                 elif message:
-                    agent.receive(message, "tty")
+                    agent.submit(message)
                 else:
                     out.write("\r\n")
+                if agent.asking is not None:
+                    continue
                 out.write(PROMPT)
             elif kind == INTERRUPT and tok.data == b"\x03":
                 interrupts += 1
@@ -139,6 +208,7 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     log_path = os.environ.get("WRAPAGENT_DEMO_LOG")
+    think = os.environ.get("WRAPAGENT_DEMO_THINK_SECS", "3")
     one_shot = False
     prompt: str | None = None
     while args:
@@ -147,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             log_path = args.pop(0)
         elif arg in ("-p", "--print"):
             one_shot = True
+        elif arg == "--think-secs" and args:
+            think = args.pop(0)
         elif arg in ("--resume", "--no-paste", "--typed"):
             continue
         elif arg == "--":
@@ -155,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             prompt = arg
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    agent = Agent(log_path, sys.stdout)
+    agent = Agent(log_path, sys.stdout, think_secs=float(think),
+                  events_path=os.environ.get("WRAPAGENT_DEMO_EVENTS"))
     if one_shot or not (sys.stdin.isatty() and sys.stdout.isatty()):
         return _one_shot(agent, prompt)
     return _interactive(agent, prompt)

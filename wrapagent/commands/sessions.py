@@ -247,8 +247,9 @@ def hook_rows(hooks: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[st
     rows = [header]
     for h in hooks:
         code = h.get("exit_code")
+        runs = h.get("runs")
         rows.append((
-            str(h.get("name", "?")),
+            str(h.get("name", "?")) + (f" x{runs}" if isinstance(runs, int) and runs > 1 else ""),
             str(h.get("kind", "?")),
             "-" if code is None else str(code),
             format_duration(h.get("duration_s")),
@@ -270,6 +271,59 @@ def _bytes(n: Any) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024  # type: ignore[assignment]
     return str(n)
+
+
+def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None) -> list[str]:
+    """One line per conversation started by a reset; its text only when it differs from the first."""
+    out: list[str] = []
+    for inj in injections[1:]:
+        details = [str(inj.get("status") or "none")]
+        if inj.get("at"):
+            details.append(f"at {format_time(inj['at'])}")
+        if inj.get("first_key_delay_ms") is not None:
+            details.append(f"first key held {inj['first_key_delay_ms']} ms")
+        out.append(f"Injection after reset, conversation {inj.get('conversation', '?')}: {', '.join(details)}")
+        out.extend(f"  note: {visible_text(str(n))}" for n in inj.get("notes") or [])
+        text = inj.get("text")
+        if text and text != first_text:
+            shown = visible_text(text)
+            out.append(f"--- injected text ({len(text)} chars), verbatim ---")
+            out.append(shown[:-1] if shown.endswith("\n") else shown + "\n(no newline at end)")
+            out.append("--- end of injected text ---")
+        elif text:
+            out.append("  (same text as the first conversation)")
+    return out
+
+
+TURNS_SHOWN = 20
+
+
+def _seconds_between(start: str | None, end: str | None) -> str:
+    import datetime as dt
+
+    try:
+        delta = dt.datetime.fromisoformat(str(end)) - dt.datetime.fromisoformat(str(start))
+    except (TypeError, ValueError):
+        return "?"
+    return f"{delta.total_seconds():.1f}s"
+
+
+def _turn_rows(record: Mapping[str, Any]) -> list[str]:
+    """`Turns: N` and one compact line per turn: submitted, and when the agent went quiet."""
+    turns = record.get("turns") or []
+    if not turns:
+        return []
+    total = record.get("turns_total") or len(turns)
+    out = ["", f"Turns: {total}"]
+    for turn in turns[:TURNS_SHOWN]:
+        quiet = turn.get("quiet_at")
+        waits = f", {turn['waits']} waits" if turn.get("waits") else ""
+        out.append(f"  #{turn.get('n')}  submitted {format_time(turn.get('at'))}"
+                   + (f", waiting after {_seconds_between(turn.get('at'), quiet)}{waits}" if quiet
+                      else ", not seen waiting"))
+    if total > TURNS_SHOWN:
+        out.append(f"  ... {total - TURNS_SHOWN} more")
+    return out
 
 
 def render_show(record: Mapping[str, Any], log: str | None) -> str:
@@ -323,6 +377,8 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
         out.append("--- end of injected text ---")
     else:
         out.append("  (no injected text)")
+    out.extend(_later_injections(record.get("injections") or [], text))
+    out.extend(_turn_rows(record))
 
     out.append("")
     out.append("Hooks:")

@@ -68,7 +68,11 @@ def describe(config: Config) -> str:
         hook = config.hook_for(event)
         if hook is not None:
             out.append(f"  {event:<17} {hook.command}")
-            out.append(f"  {'':<17} timeout {_fmt_seconds(hook.timeout_secs)}, from {hook.source}")
+            quiet = ""
+            if event == "waiting_for_input":
+                quiet = ("quiet " + _fmt_seconds(hook.quiet_secs) if hook.quiet_secs is not None
+                         else "quiet: the tool's default") + ", "
+            out.append(f"  {'':<17} {quiet}timeout {_fmt_seconds(hook.timeout_secs)}, from {hook.source}")
         elif configured is not None:
             out.append(f"  {event:<17} (disabled, from {configured.source})")
         else:

@@ -32,6 +32,8 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
     EVENTS,
     DEFAULT_SESSION_COMPLETE,
     DEFAULT_LIFECYCLE_TIMEOUT,
+    DEFAULT_WAITING_TIMEOUT,
+    WAITING_FOR_INPUT,
     DEFAULT_GUARD_TIMEOUT,
     DEFAULT_PRE_SESSION_TIMEOUT,
     DEFAULT_SOURCE,
@@ -288,9 +290,14 @@ def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | N
     if table is None:
         return None
     parts, prefix = (event,), f"{event}."
-    check.unknown_keys(table, _EVENT_KEYS, prefix, parts)
+    waiting = event == WAITING_FOR_INPUT
+    check.unknown_keys(table, (*_EVENT_KEYS, "quiet_secs") if waiting else _EVENT_KEYS, prefix, parts)
     enabled = _check_bool(check, table, "enabled", True, prefix, parts)
-    timeout = _check_timeout(check, table, "timeout_secs", DEFAULT_LIFECYCLE_TIMEOUT, prefix, parts)
+    default_timeout = DEFAULT_WAITING_TIMEOUT if waiting else DEFAULT_LIFECYCLE_TIMEOUT
+    timeout = _check_timeout(check, table, "timeout_secs", default_timeout, prefix, parts)
+    quiet: float | None = None
+    if waiting and "quiet_secs" in table:
+        quiet = _check_timeout(check, table, "quiet_secs", 0.0, prefix, parts) or None
     # A disabled event needs no command; session_complete without one keeps the default command.
     required = enabled and event != "session_complete"
     command = _check_str(check, table, "command", prefix, parts, required=required)
@@ -299,7 +306,7 @@ def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | N
             command = DEFAULT_SESSION_COMPLETE
         else:
             command = ""
-    return LifecycleHook(event, command, enabled, timeout, str(check.path))
+    return LifecycleHook(event, command, enabled, timeout, str(check.path), quiet_secs=quiet)
 
 
 def _builtin_names() -> tuple[str, ...] | None:

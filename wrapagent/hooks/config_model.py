@@ -12,11 +12,14 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping
 
-EVENTS = ("pre_run", "post_run", "session_complete")
+EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
+WAITING_FOR_INPUT = "waiting_for_input"
+"""Fired (in its own thread) each time the agent goes quiet after a user submission."""
 DEFAULT_SESSION_COMPLETE = (
     "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
 )
 DEFAULT_LIFECYCLE_TIMEOUT = 30.0
+DEFAULT_WAITING_TIMEOUT = 10.0
 DEFAULT_GUARD_TIMEOUT = 10.0
 DEFAULT_PRE_SESSION_TIMEOUT = 10.0
 DEFAULT_SOURCE = "<default>"
@@ -59,6 +62,8 @@ class LifecycleHook:
     enabled: bool
     timeout_secs: float
     source: str  # file path, or "<default>"
+    quiet_secs: float | None = None
+    """waiting_for_input only: output quiet this long means waiting (None: the tool's default)."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from wrapagent.hooks.config_loader import LifecycleHook
     from wrapagent.hooks.context import GuardContext
 
-VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code")
+VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code", "turn")
 
 STDOUT_CAP = 1024 * 1024  # bytes of stdout kept when captured; the rest is drained
 LOG_CAP = 256 * 1024  # bytes of hook output copied to the log per stream
@@ -213,11 +213,13 @@ def _placeholder(template: str, i: int, variables: Mapping[str, str]) -> tuple[s
     return str(variables[name]), end + 1
 
 
-def hook_variables(ctx: GuardContext, exit_code: int | None = None) -> dict[str, str]:
+def hook_variables(ctx: GuardContext, exit_code: int | None = None,
+                   turn: int | None = None) -> dict[str, str]:
     """The `{placeholder}` values for a session; unknown ones are empty strings.
 
     Every variable is always defined (empty when not known yet, e.g.
-    `{exit_code}` in pre_run) so a template never hands literal braces to sh.
+    `{exit_code}` in pre_run, `{turn}` outside waiting_for_input) so a
+    template never hands literal braces to sh.
     """
     return {
         "session_id": ctx.session_id,
@@ -227,6 +229,7 @@ def hook_variables(ctx: GuardContext, exit_code: int | None = None) -> dict[str,
         "project_root": str(ctx.project_root),
         "cwd": str(ctx.cwd),
         "exit_code": "" if exit_code is None else str(exit_code),
+        "turn": "" if turn is None else str(turn),
     }
 
 
@@ -546,15 +549,20 @@ def run_lifecycle(
     base_env: Mapping[str, str],
     log: Callable[[str], None],
     exit_code: int | None = None,
+    turn: int | None = None,
 ) -> HookResult:
-    """Run one lifecycle hook for a session: substitute, cwd = project root, its timeout."""
-    command = substitute(hook.command, hook_variables(ctx, exit_code))
+    """Run one lifecycle hook for a session: substitute, cwd = project root, its timeout.
+
+    `turn` (waiting_for_input) is `{turn}` and WRAPAGENT_TURN.
+    """
+    command = substitute(hook.command, hook_variables(ctx, exit_code, turn))
+    extra = {"WRAPAGENT_TURN": str(turn)} if turn is not None else None
     return run_command(
         command,
         name=hook.event,
         kind="lifecycle",
         cwd=ctx.project_root,
-        env=hook_env(base_env, ctx),
+        env=hook_env(base_env, ctx, extra),
         timeout=hook.timeout_secs,
         log=log,
     )

@@ -109,14 +109,26 @@ args = { max_bytes = 4000 }
 #   {project_root}   the git top-level (else the working directory)
 #   {cwd}            the working directory
 #   {exit_code}      the tool's exit code (post_run, session_complete; empty in pre_run)
+#   {turn}           waiting_for_input only: user submissions so far (1, 2, ...)
 # The same values are in the environment: WRAPAGENT_SESSION_ID,
-# WRAPAGENT_TOOL, WRAPAGENT_PROJECT_ROOT, WRAPAGENT_WORKING_DIR, WRAPAGENT_SESSION_DIR.
+# WRAPAGENT_TOOL, WRAPAGENT_PROJECT_ROOT, WRAPAGENT_WORKING_DIR, WRAPAGENT_SESSION_DIR
+# (and WRAPAGENT_TURN for waiting_for_input).
 
 # Before the tool starts.
 # [pre_run]
 # enabled = true
 # command = "echo {tool} session {session_id} starting in {cwd} >> ~/wrapagent.log"
 # timeout_secs = 30
+
+# The agent stopped working and waits for you: after each of your
+# submissions, once its output was quiet for quiet_secs (its spinner stops).
+# Once per wait, in the background (it never delays a key). wrapagent sees
+# the screen, not the agent: a long silent tool run looks like a wait too.
+# [waiting_for_input]
+# enabled = true
+# command = "notify-send 'agent waiting' 'turn {turn}'"
+# quiet_secs = 3          # default per tool (3 for codex, claude, gemini, opencode)
+# timeout_secs = 10
 
 # After the tool exits.
 # [post_run]

@@ -26,7 +26,7 @@ from wrapagent import paths
 
 STORE_VERSION = 1
 TRUSTED, UNTRUSTED, CHANGED = "trusted", "untrusted", "changed"
-EVENTS = ("pre_run", "post_run", "session_complete")
+EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
 
 
 @dataclass(frozen=True)

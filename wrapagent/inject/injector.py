@@ -1,4 +1,4 @@
-"""First-message injection into an interactive TUI.
+"""Injection into an interactive TUI, for the whole session.
 
 The design (validated against codex, claude, gemini and opencode, see
 ../shared/clis/README.md, "Delivering a block"):
@@ -18,8 +18,18 @@ A first input that is a command (`/…`, `!…`, per adapter) passes through and
 injection re-arms after it is submitted. A submission with no typed text
 (history recall) is noted and the next message gets the blocks.
 
-Once the blocks are delivered and the user submitted, the injector reports
-`done` and the proxy stops calling it: the steady state costs nothing.
+Whole-session mode (`turns` or `on_reset` given): after the blocks were
+submitted the injector stays attached, following the user's keys with a
+`Composer` (input is tiny). A submitted reset command (`/clear`, `/new`, per
+adapter) starts a new conversation: `on_reset()` recomputes the blocks, keys
+pass untouched until the composer is back (a dialog may come first), and the
+next message gets them exactly as the first did. Every other submission
+is reported to `turns`, which decides when the agent waits. Output then
+costs the proxy one timestamp (`watch_output` is false, the loop stores
+`last_output`); the emulator is only fed until the composer is ready.
+
+First-message mode (neither given): the injector reports `done` once the
+blocks were submitted and the proxy drops it.
 """
 
 from __future__ import annotations
@@ -33,20 +43,36 @@ if TYPE_CHECKING:
     from typing import Callable
 
 from wrapagent.inject.adapters.base import Adapter
+from wrapagent.inject.composer import Composer, Submission
 from wrapagent.inject.delivery import delivery_chunks, now_iso
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, PASTE_END, PASTE_START, TEXT,
-                                   Token, tokenize)
+from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, PASTE_END, PASTE_START, TEXT, Token,
+                                   tokenize)
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class TurnListener(Protocol):
+        """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
+
+        def submitted(self, now: float) -> None: ...
+        def resumed(self, now: float) -> None: ...
+        def deadline(self, last_output: float) -> float | None: ...
+        def poll(self, now: float, last_output: float) -> None: ...
 
 # --- the injector -------------------------------------------------------------
 
 STARTING = "starting"
+WAIT_READY = "wait-ready"   # after a reset: keys pass, until the composer shows again
 ARMED = "armed"
 COMMAND = "command"
 HOLDING = "holding"
 DELIVERING = "delivering"
 SETTLING = "settling"
 AWAIT_SUBMIT = "await-submit"
+CHATTING = "chatting"
 DONE = "done"
+
+_HOLD_STATES = (HOLDING, DELIVERING, SETTLING)
 
 BP_ON = b"\x1b[?2004h"
 READY_CHECK_INTERVAL = 0.05
@@ -54,7 +80,7 @@ READY_CHECK_INTERVAL = 0.05
 
 @dataclass
 class InjectionReport:
-    """What the session record says about injection."""
+    """What the session record says about one conversation's injection."""
 
     status: str = "pending"   # pending | delivered | submitted | none | lost
     path: str = "interactive"
@@ -64,6 +90,8 @@ class InjectionReport:
     ready_after_s: float | None = None
     first_key_delay_ms: float | None = None
     notes: list[str] = field(default_factory=list)
+    conversation: int = 1
+    """1 for the session's first conversation, +1 after each reset command."""
 
 
 class FirstMessageInjector:
@@ -72,35 +100,49 @@ class FirstMessageInjector:
     def __init__(self, adapter: Adapter, *, rows: int, cols: int,
                  get_prefix: Callable[[], str | None], wake_fd: int | None,
                  log: Callable[[str], None] = lambda m: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 inject: bool = True,
+                 turns: TurnListener | None = None,
+                 on_reset: Callable[[], None] | None = None) -> None:
         from wrapagent.inject.screen import Screen
 
         self.adapter = adapter
         self.screen = Screen(rows, cols)
+        self._size = (rows, cols)
         self.get_prefix = get_prefix
         self._wake_fd = wake_fd
         self.log = log
         self.clock = clock
+        self.inject = inject
+        """False: no blocks at all, only turns are followed (keys are never held)."""
+        self.turns = turns
+        self.on_reset = on_reset
+        self.whole_session = turns is not None or on_reset is not None
         self.state = STARTING
         self.done = False
-        self.report = InjectionReport()
+        self.watch_output = True
+        """Read by the proxy per output chunk: False once the screen is no longer needed."""
+        self.report = InjectionReport(status="pending" if inject else "none")
+        self.reports = [self.report]
         self._t0 = clock()
         self._patterns = [re.compile(p) for p in adapter.ready_patterns]
+        self._reset_patterns = [re.compile(p) for p in adapter.reset_ready_patterns]
+        self._reset_at = 0.0
         self._bp_seen = not adapter.requires_bracketed_paste
         self._bp_tail = b""
-        self._last_output = self._t0
+        self.last_output = self._t0
+        """Monotonic time of the child's latest output; the proxy stores it directly."""
         self._screen_dirty = False
         self._next_check: float | None = None
         self._held = bytearray()
         self._trigger_at: float | None = None
         self._outbox: list[tuple[float, bytes]] = []
         self._delivered_at: float | None = None
-        self._output_since_delivery = False
         self._cmd_len = 0
         self._in_paste = False
         self._prefix: str | None = None
         self._release_on_error = b""
-        self._last_text_backslash = False
+        self._composer = Composer()
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -108,20 +150,36 @@ class FirstMessageInjector:
         return self._wake_fd if self.state == HOLDING else None
 
     def deadline(self) -> float | None:
-        if self.state == STARTING:
+        own = self._own_deadline()
+        if self.turns is None or self.state == STARTING:
+            return own
+        theirs = self.turns.deadline(self.last_output)
+        if own is None or theirs is None:
+            return theirs if own is None else own
+        return min(own, theirs)
+
+    def _own_deadline(self) -> float | None:
+        if self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             return self._next_check
+        if self.state == WAIT_READY:
+            return max(self.last_output, self._reset_at) + self.adapter.reset_quiet_secs
         if self.state == DELIVERING and self._outbox:
             return self._outbox[0][0]
         if self.state == SETTLING:
             assert self._delivered_at is not None
             if self._output_since_delivery:
-                return min(self._last_output + self.adapter.settle_secs,
+                return min(self.last_output + self.adapter.settle_secs,
                            self._delivered_at + self.adapter.settle_max_secs)
             return self._delivered_at + self.adapter.settle_max_secs
         return None
 
+    @property
+    def _output_since_delivery(self) -> bool:
+        return self._delivered_at is not None and self.last_output > self._delivered_at
+
     def on_resize(self, rows: int, cols: int) -> None:
-        if self.state == STARTING:
+        self._size = (rows, cols)
+        if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
     # Public entry points never raise: a bug or an emulator surprise must not
@@ -148,7 +206,10 @@ class FirstMessageInjector:
         if self.done:
             return b""
         try:
-            return self._poll(now)
+            out = self._poll(now)
+            if self.turns is not None and self.state != STARTING:
+                self.turns.poll(now, self.last_output)
+            return out
         except Exception as exc:
             self._fail(exc)
             out, self._release_on_error = self._release_on_error, b""
@@ -161,16 +222,17 @@ class FirstMessageInjector:
         self._held.clear()
         self.state = DONE
         self.done = True
+        self.watch_output = False
         if not data:
             self._release_on_error += held
             return b""
         return held
 
     def _on_output(self, data: bytes, now: float) -> None:
-        self._last_output = now
-        if self.state == STARTING:
+        self.last_output = now
+        if self.state in (STARTING, WAIT_READY):
             # The emulator is only needed to see the ready screen; after
-            # that, output costs one timestamp until injection is done.
+            # that, output costs the proxy one timestamp.
             self.screen.feed(data)
             if not self._bp_seen:
                 hay = self._bp_tail + data
@@ -179,22 +241,20 @@ class FirstMessageInjector:
                 self._bp_tail = hay[-(len(BP_ON) - 1):]
             self._screen_dirty = True
             self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
-        elif self.state == SETTLING:
-            self._output_since_delivery = True
 
     def _on_input(self, data: bytes, now: float) -> bytes:
-        if self.state in (HOLDING, DELIVERING, SETTLING):
-            self._held += data
-            return b""
         if self.state == STARTING:
             return data
-        if self.state == AWAIT_SUBMIT:
-            self._watch_submit(data)
-            return data
-        return self._armed_input(data, now)
+        return self._feed(data, now)
 
     def _poll(self, now: float) -> bytes:
-        if self.state == STARTING:
+        if self.state == WAIT_READY and not self._reset_patterns:
+            if now - max(self.last_output, self._reset_at) >= self.adapter.reset_quiet_secs:
+                self.state = ARMED
+                self.log(f"injection: output quiet after the reset; conversation "
+                         f"{self.report.conversation} armed")
+            return b""
+        if self.state in (STARTING, WAIT_READY):
             self._check_ready(now)
             return b""
         if self.state == HOLDING:
@@ -210,45 +270,94 @@ class FirstMessageInjector:
     def _check_ready(self, now: float) -> None:
         if self._next_check is None or now < self._next_check or not self._screen_dirty:
             return
-        if now - self._last_output < self.adapter.ready_quiet_secs:
-            self._next_check = self._last_output + self.adapter.ready_quiet_secs
+        if now - self.last_output < self.adapter.ready_quiet_secs:
+            self._next_check = self.last_output + self.adapter.ready_quiet_secs
             return
         self._screen_dirty = False
         self._next_check = None
         if not self._bp_seen:
             return
         text = self.screen.text()
-        if all(p.search(text) for p in self._patterns):
+        patterns = self._reset_patterns if self.state == WAIT_READY else self._patterns
+        if not all(p.search(text) for p in patterns):
+            return
+        self.watch_output = False
+        self.screen.close()
+        if self.state == WAIT_READY:
             self.state = ARMED
-            self.screen.close()
-            self.report.ready_after_s = round(now - self._t0, 3)
-            self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
+            self.log(f"injection: composer ready again for conversation {self.report.conversation}")
+            return
+        self.state = ARMED if self.inject else CHATTING
+        self.report.ready_after_s = round(now - self._t0, 3)
+        self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
 
-    # -- armed: find the first message ----------------------------------------
+    # -- the user's keys, one token at a time -----------------------------------
 
-    def _armed_input(self, data: bytes, now: float) -> bytes:
-        tokens = tokenize(data)
+    def _feed(self, data: bytes, now: float) -> bytes:
+        """Forward what may go to the child now; hold the rest from the first key of a message."""
+        if self.state in _HOLD_STATES:
+            self._held += data
+            return b""
         offset = 0
-        for tok in tokens:
-            if self.state == ARMED and not self._in_paste:
-                if tok.kind == PASTE_START or (tok.kind == TEXT and not self._is_command(tok.data)):
-                    self._trigger(now, data[offset:])
-                    return data[:offset]
-                if tok.kind == TEXT:
-                    self.state = COMMAND
-                    self._cmd_len = len(tok.data)
-                elif tok.kind == ENTER:
-                    self._note("a submission with no typed text (history recall?) was not injected; "
-                               "the next message gets the blocks")
-            elif self.state == COMMAND:
-                self._command_token(tok)
+        for tok in tokenize(data):
+            if self.state == ARMED and self._triggers(tok):
+                self._trigger(now, data[offset:])
+                return data[:offset]
+            before = self.state
+            sub = self._composer.feed(tok)
+            self._state_token(tok, sub)
+            if sub is not None:
+                self._submitted(sub, before, now)
             offset += len(tok.data)
         return data
+
+    def _triggers(self, tok: Token) -> bool:
+        if self._in_paste:
+            return False
+        return tok.kind == PASTE_START or (tok.kind == TEXT and not self._is_command(tok.data))
+
+    def _state_token(self, tok: Token, sub: Submission | None) -> None:
+        state = self.state
+        if state == ARMED:
+            if tok.kind == TEXT:
+                self.state = COMMAND
+                self._cmd_len = len(tok.data)
+            elif sub is not None:
+                self._note("a submission with no typed text (history recall?) was not injected; "
+                           "the next message gets the blocks")
+        elif state == COMMAND:
+            self._command_token(tok, sub)
+        elif state == AWAIT_SUBMIT:
+            if sub is not None:
+                self.report.status = "submitted"
+                n = self.report.conversation
+                self.log("injection: first message submitted with the blocks" if n == 1 else
+                         f"injection: conversation {n}: message submitted with the blocks")
+                self._finish()
+            elif tok.kind == INTERRUPT:
+                self._note("composer cleared before submit; injection re-armed")
+                self.state = ARMED
+                self._rearm()
+
+    def _submitted(self, sub: Submission, before: str, now: float) -> None:
+        """A submission reached the child: a reset starts a new conversation, the rest are turns."""
+        if not self.whole_session:
+            return
+        if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
+            if before == CHATTING and self.on_reset is not None:
+                self._new_conversation(sub.text.strip(), now)
+            return
+        if self.turns is None:
+            return
+        if sub.empty:
+            self.turns.resumed(now)
+        else:
+            self.turns.submitted(now)
 
     def _is_command(self, text: bytes) -> bool:
         return any(text.startswith(p.encode()) for p in self.adapter.command_prefixes)
 
-    def _command_token(self, tok: Token) -> None:
+    def _command_token(self, tok: Token, sub: Submission | None) -> None:
         if tok.kind == PASTE_START:
             self._in_paste = True
         elif tok.kind == PASTE_END:
@@ -261,7 +370,7 @@ class FirstMessageInjector:
             self._cmd_len -= 1
             if self._cmd_len <= 0:
                 self.state = ARMED
-        elif tok.kind in (ENTER, INTERRUPT):
+        elif sub is not None or tok.kind in (ENTER, INTERRUPT):
             self.state = ARMED
             self._cmd_len = 0
             if tok.kind == ENTER:
@@ -272,8 +381,38 @@ class FirstMessageInjector:
         self._trigger_at = now
         self.state = HOLDING
 
-    # -- delivery -------------------------------------------------------------------
+    def _new_conversation(self, command: str, now: float) -> None:
+        """A reset command was submitted: fresh blocks for the next message, as for the first."""
+        assert self.on_reset is not None
+        self.on_reset()
+        self.report = InjectionReport(conversation=len(self.reports) + 1)
+        self.reports.append(self.report)
+        self._prefix = None
+        self._trigger_at = None
+        self._in_paste = False
+        self._rearm()
+        self._wait_ready_again(now)
+        self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
 
+    def _wait_ready_again(self, now: float) -> None:
+        """After a reset the tool may show a dialog first (codex asks where the new chat runs).
+
+        With `reset_ready_patterns`, the next message waits until they show on a fresh
+        emulator fed only with what the tool draws from now on; without, until output
+        has been quiet `reset_quiet_secs` since the reset (no emulator, no copy).
+        """
+        self.state = WAIT_READY
+        self._reset_at = now
+        self._screen_dirty = False
+        self._next_check = None
+        if not self._reset_patterns:
+            return
+        from wrapagent.inject.screen import Screen
+
+        self.screen = Screen(*self._size)
+        self.watch_output = True
+
+    # -- delivery -------------------------------------------------------------------
     def _start_delivery(self, now: float) -> bytes:
         if self._prefix is None:
             self._drain_wake()
@@ -298,12 +437,11 @@ class FirstMessageInjector:
         if not self._outbox:
             self.state = SETTLING
             self._delivered_at = now
-            self._output_since_delivery = False
         return bytes(out)
 
     def _maybe_release(self, now: float) -> bytes:
         assert self._delivered_at is not None
-        quiet = self._output_since_delivery and now - self._last_output >= self.adapter.settle_secs
+        quiet = self._output_since_delivery and now - self.last_output >= self.adapter.settle_secs
         timed_out = now - self._delivered_at >= self.adapter.settle_max_secs
         if not (quiet or timed_out):
             return b""
@@ -314,6 +452,11 @@ class FirstMessageInjector:
         return self._release(now, finished=False)
 
     def _release(self, now: float, *, finished: bool) -> bytes:
+        """Give the held keys to the child, read as if they had just been typed.
+
+        They go through `_feed` in the new state, so an Enter among them
+        submits, and a reset among them (fast typing) still counts.
+        """
         held = bytes(self._held)
         self._held.clear()
         if self._trigger_at is not None:
@@ -323,34 +466,9 @@ class FirstMessageInjector:
         else:
             self.state = AWAIT_SUBMIT
             self._in_paste = False
-            self._watch_submit(held)
         self.log(f"injection: released {len(held)} held bytes after "
                  f"{self.report.first_key_delay_ms} ms ({self.report.status})")
-        return held
-
-    def _watch_submit(self, data: bytes) -> None:
-        """After delivery: the user's Enter submits (done); Ctrl-C/Esc clear the composer (re-arm)."""
-        for tok in tokenize(data):
-            backslash = self._last_text_backslash
-            self._last_text_backslash = tok.kind == TEXT and tok.data.endswith(b"\\")
-            if tok.kind == PASTE_START:
-                self._in_paste = True
-            elif tok.kind == PASTE_END:
-                self._in_paste = False
-            elif self._in_paste:
-                continue
-            elif tok.kind == ENTER and backslash:
-                continue  # `\` + Enter inserts a newline in claude and gemini
-            elif tok.kind == ENTER:
-                self.report.status = "submitted"
-                self.log("injection: first message submitted with the blocks")
-                self._finish()
-                return
-            elif tok.kind == INTERRUPT:
-                self._note("composer cleared before submit; injection re-armed")
-                self.state = ARMED
-                self._rearm()
-                return
+        return self._feed(held, now)
 
     def _rearm(self) -> None:
         """Back to waiting for a first message; the prefix is kept and delivered again."""
@@ -359,9 +477,14 @@ class FirstMessageInjector:
         self.report.status = "pending"
 
     def _finish(self) -> None:
+        """This conversation's injection is over: stay for the session, or be dropped."""
+        self.screen.close()
+        self.watch_output = False
+        if self.whole_session:
+            self.state = CHATTING
+            return
         self.state = DONE
         self.done = True
-        self.screen.close()
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:
@@ -376,16 +499,25 @@ class FirstMessageInjector:
         self.log(f"injection: {message}")
 
     def finalize(self) -> InjectionReport:
-        """Called when the tool exits: an injection never delivered or never submitted is said so."""
-        if self.report.status == "lost":
-            return self.report
-        if self.state in (STARTING, ARMED, COMMAND, HOLDING):
-            if self._prefix == "":
-                self.report.status = "none"
-            elif self.state == STARTING:
-                self.report.status = "lost"
-                self.report.notes.append("the tool never showed its ready screen")
-            else:
-                self.report.status = "lost"
-                self.report.notes.append("no message was typed after the tool became ready")
-        return self.report
+        """Called when the tool exits: an injection never delivered or never submitted is said so.
+
+        Returns the first conversation's report (`injection` in the record);
+        `reports` holds every conversation's.
+        """
+        report = self.report
+        if report.status == "lost" or self.state not in (STARTING, WAIT_READY, ARMED, COMMAND, HOLDING):
+            return self.reports[0]
+        if not self.inject:
+            return self.reports[0]
+        if self._prefix == "":
+            report.status = "none"
+        elif self.state == STARTING:
+            report.status = "lost"
+            report.notes.append("the tool never showed its ready screen")
+        elif report.conversation > 1 and self.state in (WAIT_READY, ARMED, COMMAND):
+            report.status = "none"
+            report.notes.append("no message after the reset")
+        else:
+            report.status = "lost"
+            report.notes.append("no message was typed after the tool became ready")
+        return self.reports[0]

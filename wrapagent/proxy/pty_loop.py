@@ -80,6 +80,9 @@ if TYPE_CHECKING:
         """
 
         done: bool
+        watch_output: bool
+        """False: the loop only stores `last_output = time.monotonic()` per output chunk."""
+        last_output: float
 
         def on_input(self, data: bytes, now: float) -> bytes:
             """Bytes to forward to the child now (the rest may be held)."""
@@ -295,12 +298,16 @@ class _Loop:
             return
         if self.stdout_ok:
             self.stdout_ok = _write_all(self.stdout_fd, mv[:got])
-        if self.on_output is None and self.interceptor is None:
+        icpt = self.interceptor
+        if icpt is not None and not icpt.watch_output:
+            # The steady state (contract v2): one timestamp, no call, no copy.
+            icpt.last_output = time.monotonic()
+            icpt = None
+        if self.on_output is None and icpt is None:
             return
         data = bytes(mv[:got])
         if self.on_output is not None:
             self.on_output(data)
-        icpt = self.interceptor
         if icpt is not None:
             icpt.on_output(data, time.monotonic())
             self._after_interceptor()

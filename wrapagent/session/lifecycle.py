@@ -111,32 +111,52 @@ def run(opts: RunOptions) -> int:
 
 
 class _Prefix:
-    """The injected prefix, computed in a background thread while the tool starts."""
+    """The injected prefix, computed in a background thread while the tool starts.
+
+    A reset starts a new generation: a guard thread of an older one that
+    finishes late is ignored. The lock keeps a late `set` from writing to a
+    wake fd number that `close` already gave back (it could be reused).
+    """
 
     def __init__(self) -> None:
         self.wake_r = -1
         self.wake_w = -1
         self.value: str | None = None
         self.done = threading.Event()
+        self.generation = 0
+        self._lock = threading.Lock()
 
     def open_wake(self) -> None:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
 
-    def set(self, value: str) -> None:
-        self.value = value
-        self.done.set()
-        if self.wake_w >= 0:
-            try:
-                os.write(self.wake_w, b"x")
-            except OSError:
-                pass
+    def set(self, value: str, generation: int = 0) -> None:
+        with self._lock:
+            if generation != self.generation:
+                return
+            self.value = value
+            self.done.set()
+            if self.wake_w >= 0:
+                try:
+                    os.write(self.wake_w, b"x")
+                except OSError:
+                    pass
 
     def get_nowait(self) -> str | None:
         return self.value if self.done.is_set() else None
 
+    def reset(self) -> int:
+        """A new conversation: no prefix until its guards have run again; returns its generation."""
+        with self._lock:
+            self.generation += 1
+            self.done.clear()
+            self.value = None
+            return self.generation
+
     def close(self) -> None:
-        for fd in (self.wake_r, self.wake_w):
+        with self._lock:
+            fds, self.wake_r, self.wake_w = (self.wake_r, self.wake_w), -1, -1
+        for fd in fds:
             if fd >= 0:
                 try:
                     os.close(fd)
@@ -303,14 +323,12 @@ class Session:
             return self._finish(passthrough.run(argv, env=self.child_env, stdin_feeder=feeder))
         if not self.interactive:
             return self._finish(passthrough.run(argv, env=self.child_env))
-        interceptor = None
-        if plan is not None and plan.kind == "interactive":
-            interceptor = self._start_interactive(cfg, ctx)
+        interceptor = self._start_interactive(cfg, ctx, plan)
         try:
             result = pty_loop.run(argv, env=self.child_env, interceptor=interceptor)
         finally:
             if interceptor is not None:
-                self._interactive_report(interceptor)
+                self._interactive_report(interceptor, plan)
         return self._finish(result)
 
     def _pre_read_stdin(self, plan) -> bytes | None:
@@ -357,40 +375,105 @@ class Session:
 
         return feed
 
-    def _start_interactive(self, cfg, ctx):
+    def _start_interactive(self, cfg, ctx, plan):
+        """The interceptor for a terminal session, or None when nothing needs the keys.
+
+        First-message blocks when the plan is interactive; resets re-arm
+        injection whenever blocks are configured (even after an argv
+        prompt); turns are followed whenever either is on, or
+        waiting_for_input is configured.
+        """
         from wrapagent.inject.injector import FirstMessageInjector
         from wrapagent.proxy.terminal import get_winsize
 
+        first = plan is not None and plan.kind == "interactive"
+        resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
+                  and bool(self.adapter.reset_commands))
+        wait_hook = cfg.hook_for("waiting_for_input")
+        if not (first or resets or wait_hook is not None):
+            return None
         box = _Prefix()
         box.open_wake()
         self._prefix_box = box
-
-        def work() -> None:
-            try:
-                box.set(self._collect(cfg, ctx, None, "none"))
-            except Exception as exc:  # a bug in a guard must not hang the first key
-                self.record.warn(f"guards failed: {exc!r}")
-                box.set("")
-
-        threading.Thread(target=work, name="wrapagent-guards", daemon=True).start()
+        if first:
+            self._run_guards(cfg, ctx, box)
+        self.turns = self._turn_tracker(wait_hook)
         size = get_winsize(0) or (24, 80, 0, 0)
         return FirstMessageInjector(self.adapter, rows=size[0], cols=size[1],
                                     get_prefix=box.get_nowait, wake_fd=box.wake_r,
-                                    log=self.record.log)
+                                    log=self.record.log, inject=first, turns=self.turns,
+                                    on_reset=(lambda: self._new_conversation(cfg)) if resets else None)
 
-    def _interactive_report(self, interceptor) -> None:
+    def _run_guards(self, cfg, ctx, box: _Prefix, generation: int = 0) -> None:
+        """Guards + pre_session in a thread: they run while the tool starts (or the user types)."""
+
+        def work() -> None:
+            try:
+                box.set(self._collect(cfg, ctx, None, "none"), generation)
+            except Exception as exc:  # a bug in a guard must not hang the first key
+                self.record.warn(f"guards failed: {exc!r}")
+                box.set("", generation)
+
+        threading.Thread(target=work, name="wrapagent-guards", daemon=True).start()
+
+    def _new_conversation(self, cfg) -> None:
+        """A reset command was submitted: the guards and pre_session run again (git may have moved)."""
+        from dataclasses import replace
+
+        self.record.log("conversation reset: running the guards again for the next message")
+        generation = self._prefix_box.reset()
+        self._run_guards(cfg, replace(self.ctx, is_resume=False), self._prefix_box, generation)
+
+    def _turn_tracker(self, wait_hook):
+        from wrapagent.session.turns import HookFirer, TurnTracker
+
+        self.firer = None
+        if wait_hook is not None:
+            from wrapagent.hooks.hook_runner import run_lifecycle
+
+            def run(turn: int):
+                return run_lifecycle(wait_hook, self.ctx, base_env=self.env, log=self.record.log,
+                                     turn=turn)
+
+            self.firer = HookFirer(run, log=self.record.log)
+        quiet = wait_hook.quiet_secs if wait_hook is not None and wait_hook.quiet_secs else None
+        return TurnTracker(quiet or self.adapter.wait_quiet_secs,
+                           self.firer.fire if self.firer is not None else None, log=self.record.log)
+
+    def _interactive_report(self, interceptor, plan) -> None:
         from dataclasses import asdict
 
-        report = asdict(interceptor.finalize())
+        first = asdict(interceptor.finalize())
         inj = self.record.record["injection"]
-        notes = inj.get("notes", []) + report.pop("notes")
-        inj.update(report)
-        inj["notes"] = notes
-        if report["status"] == "lost":
-            self.failures.append("injection not delivered")
+        if interceptor.inject:
+            notes = inj.get("notes", []) + first.pop("notes")
+            inj.update(first)
+            inj["notes"] = notes
+            if first["status"] == "lost":
+                self.failures.append("injection not delivered")
+        if plan is not None:
+            later = [asdict(r) for r in interceptor.reports[1:]]
+            self.record.record["injections"] = [dict(inj, conversation=1), *later]
+            if any(r["status"] == "lost" for r in later):
+                self.failures.append("injection after a reset not delivered")
+        self.turns.record_into(self.record.record)
+        self._close_waiting_hook()
         box = getattr(self, "_prefix_box", None)
         if box is not None:
             box.close()
+
+    def _close_waiting_hook(self) -> None:
+        firer = getattr(self, "firer", None)
+        if firer is None:
+            return
+        hook = self.cfg.hook_for("waiting_for_input")
+        firer.close(timeout=(hook.timeout_secs if hook is not None else 10.0) + 3.0)
+        entry = firer.record_entry()
+        if entry is None:
+            return
+        self.record.add_hook(entry)
+        if entry["failed"]:
+            self.failures.append(f"waiting_for_input: {entry['failed']} of {entry['runs']} runs failed")
 
     def _collect(self, cfg, ctx, prompt: str | None, source: str) -> str:
         from wrapagent.hooks.guards import collect

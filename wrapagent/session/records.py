@@ -103,6 +103,8 @@ class Session:
             "hooks": [],
             "injection": {"status": "none", "path": None, "text": None, "at": None,
                           "attempts": 0, "notes": []},
+            "injections": [],
+            "turns": [],
             "warnings": [],
             "state": "running",
             "checkpoints": None,  # session/checkpoints.py

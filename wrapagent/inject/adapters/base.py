@@ -89,6 +89,16 @@ class Adapter:
     """Adjust the child's environment (opencode: keep pastes verbatim)."""
     quit_keys: tuple[bytes, ...] = (b"\x03\x03",)
     """How `doctor --probe` quits the tool cleanly."""
+    reset_commands: tuple[str, ...] = ("/clear", "/new", "/reset")
+    """Commands that throw the conversation away: submitted in full, they re-arm injection."""
+    reset_ready_patterns: tuple[str, ...] = ()
+    """After a reset, regexes that the tool's fresh drawing must show before the next message
+    gets the blocks (codex may show a dialog first). Empty: output quiet `reset_quiet_secs`
+    after the reset is enough (claude redraws only what changed, so no marker shows again)."""
+    reset_quiet_secs: float = 0.3
+    wait_quiet_secs: float = 3.0
+    """Default `[waiting_for_input] quiet_secs`: output quiet this long after a turn = waiting.
+    Above the longest gap of the tools' thinking animations (measured 1.15-1.40 s), with margin."""
 
     # -- argv ----------------------------------------------------------------
 

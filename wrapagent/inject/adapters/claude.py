@@ -61,4 +61,5 @@ ADAPTER = Adapter(
         }),
     ),
     quit_keys=(b"\x03", b"\x03"),
+    reset_commands=("/clear",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
 )

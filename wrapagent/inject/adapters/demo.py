@@ -13,9 +13,12 @@ ADAPTER = Adapter(
     command_prefixes=("/", "!"),
     resume_flags=("--resume",),
     grammar=ArgvGrammar(
-        value_options=frozenset({"--log"}),
+        value_options=frozenset({"--log", "--think-secs"}),
         flag_options=frozenset({"--resume", "--no-paste", "--typed"}),
         oneshot_flags=frozenset({"-p", "--print"}),
     ),
     quit_keys=(b"\x04",),
+    reset_commands=("/clear", "/new"),
+    reset_ready_patterns=(r"(?m)^demo>",),
+    wait_quiet_secs=2.0,  # its thinking spinner ticks every 0.1 s
 )

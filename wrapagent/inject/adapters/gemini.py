@@ -40,4 +40,5 @@ ADAPTER = Adapter(
                                 "hook", "gemma"}),
     ),
     quit_keys=(b"\x03", b"\x03"),
+    reset_commands=("/clear",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
 )

@@ -80,4 +80,5 @@ ADAPTER = Adapter(
         prompt_subcommands={"run": RUN},
     ),
     quit_keys=(b"\x03",),
+    reset_commands=("/new",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
 )

@@ -1,0 +1,176 @@
+"""A whole session on each real CLI: a reset re-injects, waiting_for_input fires once per turn.
+
+One CLI start per tool covers (in this order):
+
+1. the first message, a "thinking" one (the mock opens the stream and sends the text 6 s
+   later, while the CLI animates its spinner): it reaches the model with the blocks;
+   waiting_for_input must not fire while the model thinks, and fires once, with turn 1,
+   after the reply was sent (order of wall times: reply sent < hook fired);
+2. the tool's reset command (`/new` or `/clear`): the next message reaches the model in a
+   fresh conversation with freshly computed blocks (the guard counts its runs), verbatim;
+   waiting_for_input fires with turn 2 after it;
+3. the message after it is untouched; turn 3 fires;
+4. nothing fired at start-up or for the reset itself, the record holds both injections,
+   the turns and one aggregated waiting_for_input entry.
+
+quiet_secs is left to the per-tool default (3 s): the measured longest output gap while a
+model thinks is 1.15-1.40 s.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .clienv import SPECS, tool_params
+
+pytestmark = pytest.mark.integration
+
+RESET = {"codex": "/new", "claude": "/clear", "gemini": "/clear", "opencode": "/new"}
+# codex asks where a new chat runs when the project is a git repository: Enter keeps it here.
+# Keys typed before the composer shows again pass untouched (they may answer such a dialog).
+RESET_DIALOG = {"codex": "Where should the new conversation run?"}
+TIMEOUT = {"codex": 200, "claude": 200, "gemini": 260, "opencode": 360}
+
+FIRST = "(think) first message of the session"
+SECOND = "first message after the reset"
+THIRD = "and one more, untouched"
+
+
+def block(n: int) -> str:
+    return f'<prompt-guard name="counter">\nguard run {n}\n</prompt-guard>\n\n'
+
+
+def configure(cli_env) -> None:
+    counter = cli_env.root / "guard-runs"
+    waits = cli_env.root / "waits.log"
+    hooks = f"""
+[[prompt_guard]]
+name = "counter"
+command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo guard run $n"
+
+[waiting_for_input]
+command = "echo $(date +%s.%N) {{turn}} $WRAPAGENT_TURN >> {waits}"
+"""
+    cli_env.write_wrapagent_config(hooks_toml=hooks)
+
+
+def waits(cli_env) -> list[tuple[float, str]]:
+    """(wall time, turn) per waiting_for_input run; checks {turn} and WRAPAGENT_TURN agree."""
+    path = cli_env.root / "waits.log"
+    out = []
+    for line in (path.read_text().splitlines() if path.exists() else []):
+        when, turn, env_turn = line.split()
+        assert turn == env_turn, line
+        out.append((float(when), turn))
+    return out
+
+
+def wait_fired(cli_env, term, count: int, timeout: float = 60.0) -> list[tuple[float, str]]:
+    import time
+
+    end = time.monotonic() + timeout
+    while len(waits(cli_env)) < count:
+        if time.monotonic() > end:
+            raise AssertionError(f"waiting_for_input ran {len(waits(cli_env))} times, expected {count}\n"
+                                 + term.dump("screen"))
+        time.sleep(0.1)
+    return waits(cli_env)
+
+
+def send(term, text: str) -> None:
+    term.type(text)
+    term.wait_for(text[-15:], timeout=15)
+    term.enter(after=0.3)
+
+
+def test_mock_thinking_reply_opens_the_stream_before_the_text(tmp_path):
+    """The mock's thinking turn: the stream is open (headers, message_start) long before the text."""
+    import http.client
+    import json
+
+    from .mock_server import MockServer
+
+    with MockServer() as mock:
+        mock.think_secs = 60.0          # the text cannot have been sent while this test runs
+        conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=30)
+        body = {"model": "m", "stream": True, "max_tokens": 10,
+                "messages": [{"role": "user", "content": "(think) hello"}]}
+        conn.request("POST", "/v1/messages", body=json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        first = resp.fp.readline() + resp.fp.readline()   # chunk size + the first event line
+        assert b"message_start" in first or b"event" in first
+        assert mock.reply_times() == []                   # stream open, text not sent yet
+        conn.close()
+        plain = MockServer()
+        with plain:
+            conn = http.client.HTTPConnection("127.0.0.1", plain.port, timeout=30)
+            body["messages"][0]["content"] = "hello"
+            conn.request("POST", "/v1/messages", body=json.dumps(body),
+                         headers={"Content-Type": "application/json"})
+            data = conn.getresponse().read()
+            assert b"".join(re.findall(rb'"text": "([^"]*)"', data)) == b"MOCK-REPLY-1"
+            assert len(plain.reply_times()) == 1           # a plain turn: sent at once, time kept
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_reset_and_waiting_for_input(cli_env, tool):
+    spec = SPECS[tool]
+    configure(cli_env)
+    mock = cli_env.mock
+    term = cli_env.spawn(cli_env.interactive_args())
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    mark = mock.mark()
+
+    # 1. a thinking turn: blocks on the first message; the hook waits for the reply
+    send(term, FIRST)
+    texts = mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts == [block(1) + FIRST], mock.summary()
+    term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout + mock.think_secs)
+    fired = wait_fired(cli_env, term, 1)
+    (reply_sent,) = mock.reply_times(since=mark)
+    assert fired[0][1] == "1"
+    assert fired[0][0] > reply_sent, "waiting_for_input fired while the model was still thinking"
+
+    # 2. the reset: a fresh conversation, fresh blocks, verbatim
+    term.wait_quiet(0.5, timeout=10)
+    term.type(RESET[tool])
+    term.enter(after=0.5)
+    if tool in RESET_DIALOG:
+        term.wait_for(RESET_DIALOG[tool], timeout=15)
+        term.wait_quiet(0.5, timeout=10)
+        term.enter(after=0.3)
+        term.wait_gone(RESET_DIALOG[tool], timeout=15)
+    term.wait_quiet(1.0, timeout=30)
+    send(term, SECOND)
+    texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts == [block(1) + FIRST, block(2) + SECOND], mock.summary()
+    second = mock.turn_requests(api=spec.api, since=mark)[1]
+    assert second["turn"] == 1, "the reset did not start a new conversation"
+    fired = wait_fired(cli_env, term, 2)
+    assert [t for _, t in fired] == ["1", "2"]          # the reset itself is not a turn
+
+    # 3. the message after it: untouched
+    term.wait_quiet(0.5, timeout=10)
+    send(term, THIRD)
+    texts = mock.wait_for_turns(3, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts[2] == THIRD, mock.summary()
+    fired = wait_fired(cli_env, term, 3)
+    assert [t for _, t in fired] == ["1", "2", "3"]
+
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+
+    record = cli_env.sessions()[-1]
+    assert [(i["conversation"], i["status"]) for i in record["injections"]] == [(1, "submitted"), (2, "submitted")]
+    assert [i["text"] for i in record["injections"]] == [block(1), block(2)]
+    assert record["injection"]["text"] == block(1)
+    assert [t["n"] for t in record["turns"]][:3] == [1, 2, 3]
+    assert all(t["quiet_at"] for t in record["turns"][:3])
+    (entry,) = [h for h in record["hooks"] if h["name"] == "waiting_for_input"]
+    assert entry["runs"] == 3 and entry["failed"] == 0 and entry["turn"] == 3
+    assert len(waits(cli_env)) == 3                     # never twice for the same wait

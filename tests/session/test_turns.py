@@ -1,0 +1,224 @@
+"""Turn tracking and the waiting_for_input firing rules, with a fake clock (no threads, no sleeps)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from wrapagent.session.turns import MAX_TURNS_RECORDED, HookFirer, TurnTracker
+
+QUIET = 3.0
+
+
+def tracker() -> tuple[TurnTracker, list[int]]:
+    fired: list[int] = []
+    return TurnTracker(QUIET, fired.append, to_wall=lambda t: f"t{t:g}"), fired
+
+
+def run_until_quiet(t: TurnTracker, start: float, outputs: list[float], end: float) -> float:
+    """Output at the given times, polling whenever the loop would (at each deadline); returns last_output."""
+    last = start
+    pending = sorted(outputs)
+    now = start
+    while now < end:
+        d = t.deadline(last)
+        nxt = pending[0] if pending else None
+        if d is None and nxt is None:
+            break
+        if nxt is not None and (d is None or nxt < d):
+            now = last = pending.pop(0)
+            continue
+        now = d
+        t.poll(now, last)
+    return last
+
+
+def test_no_timer_and_no_fire_before_the_first_submission() -> None:
+    t, fired = tracker()
+    assert t.deadline(5.0) is None
+    t.resumed(1.0)          # an Enter on an empty composer at start-up
+    assert t.deadline(5.0) is None
+    t.poll(100.0, 5.0)
+    assert fired == []
+
+
+def test_fires_once_after_quiet_then_no_timer() -> None:
+    t, fired = tracker()
+    t.submitted(10.0)
+    # the agent thinks: a spinner every second for 6 s, then the reply, then quiet
+    run_until_quiet(t, 10.0, [10.1 + k for k in range(7)], end=100.0)
+    assert fired == [1]
+    assert t.deadline(16.1) is None              # nothing pending: the proxy sleeps
+    t.poll(1000.0, 16.1)
+    assert fired == [1]                          # never twice for the same wait
+    assert t.turns == [{"n": 1, "at": "t10", "quiet_at": "t16.1"}]
+
+
+def test_gaps_shorter_than_quiet_do_not_fire() -> None:
+    t, fired = tracker()
+    t.submitted(0.0)
+    for k in range(1, 20):                       # output every 1.4 s (codex's longest gap)
+        now = k * 1.4
+        t.poll(now, now - 1.4 if k > 1 else 0.0)
+        assert fired == []
+        t.poll(now, now)
+    assert fired == []
+
+
+def test_second_turn_fires_with_its_number() -> None:
+    t, fired = tracker()
+    t.submitted(0.0)
+    run_until_quiet(t, 0.0, [0.5], end=50.0)
+    t.submitted(60.0)
+    run_until_quiet(t, 60.0, [60.5, 61.0], end=100.0)
+    assert fired == [1, 2]
+    assert [e["n"] for e in t.turns] == [1, 2]
+
+
+def test_enter_on_empty_composer_rearms_only_if_the_tool_reacts() -> None:
+    t, fired = tracker()
+    t.submitted(0.0)
+    run_until_quiet(t, 0.0, [0.5], end=50.0)     # a permission prompt shows: wait 1
+    t.resumed(60.0)                              # Enter that changes nothing on screen
+    t.poll(63.0, 0.5)
+    assert fired == [1] and t.deadline(0.5) is None
+    t.resumed(70.0)                              # Enter that allows the tool: it works again
+    run_until_quiet(t, 70.0, [70.2, 71.0], end=100.0)
+    assert fired == [1, 1]                       # the same turn, a new wait
+    assert t.turns[0]["waits"] == 2
+
+
+def test_silent_tool_after_a_submission_is_a_wait() -> None:
+    t, fired = tracker()
+    t.submitted(0.0)
+    t.poll(QUIET, -1.0)
+    assert fired == [1]
+
+
+def test_turns_list_is_capped() -> None:
+    t, _ = tracker()
+    for k in range(MAX_TURNS_RECORDED + 5):
+        t.submitted(float(k))
+    record: dict = {}
+    t.record_into(record)
+    assert len(record["turns"]) == MAX_TURNS_RECORDED
+    assert record["turns_total"] == MAX_TURNS_RECORDED + 5
+
+
+class Result:
+    def __init__(self, turn: int, ok: bool) -> None:
+        self.turn = turn
+        self._ok = ok
+
+    def ok(self) -> bool:
+        return self._ok
+
+    def to_record(self) -> dict:
+        return {"name": "waiting_for_input", "kind": "lifecycle", "command": f"n {self.turn}",
+                "exit_code": 0 if self._ok else 1, "duration_s": 0.0, "timed_out": False, "error": None}
+
+
+def test_firer_runs_off_the_caller_thread_and_aggregates() -> None:
+    threads: list[str] = []
+    release = threading.Event()
+    started = threading.Event()
+
+    def run(turn: int) -> Result:
+        threads.append(threading.current_thread().name)
+        started.set()
+        release.wait(30)
+        return Result(turn, ok=turn != 2)
+
+    firer = HookFirer(run)
+    firer.fire(1)                 # returns at once although the hook blocks
+    assert started.wait(30)
+    firer.fire(2)
+    firer.fire(3)                 # replaces the queued 2: stale notifications are dropped
+    release.set()
+    for _ in range(3000):
+        if firer.runs == 2:
+            break
+        time.sleep(0.01)
+    firer.close(timeout=30)
+    entry = firer.record_entry()
+    assert entry is not None
+    assert threads and all(name == "wrapagent-waiting" for name in threads)
+    assert entry["runs"] == 2 and entry["turn"] == 3 and entry["skipped"] == 1
+    assert entry["failed"] == 0 and entry["command"] == "n 3"
+
+
+def test_firer_fail_open() -> None:
+    def run(turn: int) -> Result:
+        raise RuntimeError("boom")
+
+    firer = HookFirer(run)
+    firer.fire(1)
+    for _ in range(3000):
+        if firer.runs == 1:
+            break
+        time.sleep(0.01)
+    firer.close(timeout=30)
+    entry = firer.record_entry()
+    assert entry is not None and entry["failed"] == 1 and "boom" in entry["error"]
+
+
+def test_firer_without_runs_has_no_entry() -> None:
+    firer = HookFirer(lambda turn: Result(turn, True))
+    firer.close(timeout=1)
+    assert firer.record_entry() is None
+
+
+def test_injector_and_tracker_sleep_once_the_wait_fired() -> None:
+    """The steady state of a whole session: no emulator, no timer, no wake fd."""
+    from wrapagent.inject.adapters import adapter_for
+    from wrapagent.inject.injector import FirstMessageInjector
+
+    fired: list[int] = []
+    turns = TurnTracker(QUIET, fired.append, to_wall=str)
+    now = 100.0
+    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "",
+                               wake_fd=None, clock=lambda: now, turns=turns, on_reset=lambda: None)
+    inj.on_output(b"\x1b[?2004hdemo> ", now)
+    now += 0.5
+    inj.poll(now)
+    assert inj.deadline() is None and inj.wake_fd() is None   # ready, nothing submitted yet
+    inj.on_input(b"hello", now)
+    inj.poll(now)
+    inj.on_input(b"\r", now)
+    inj.poll(now)
+    assert inj.watch_output is False
+    inj.last_output = now + 1.0                                # the reply (a plain store)
+    assert inj.deadline() == now + 1.0 + QUIET
+    now += 1.0 + QUIET
+    inj.poll(now)
+    assert fired == [1]
+    assert inj.deadline() is None and inj.wake_fd() is None and not inj.done
+
+
+def test_firer_close_drops_a_run_not_started_and_waits_for_the_running_one() -> None:
+    release = threading.Event()
+    started = threading.Event()
+    done: list[int] = []
+
+    def run(turn: int) -> Result:
+        started.set()
+        release.wait(30)
+        done.append(turn)
+        return Result(turn, ok=True)
+
+    firer = HookFirer(run)
+    firer.fire(1)
+    assert started.wait(30)
+    firer.fire(2)                                  # queued behind the running hook
+    closer = threading.Thread(target=firer.close, args=(30,))
+    closer.start()
+    for _ in range(3000):
+        if firer.closed:
+            break
+        time.sleep(0.01)
+    release.set()                                  # the running hook ends while close waits
+    closer.join(30)
+    assert not closer.is_alive()
+    assert done == [1]                             # 2 never ran: the tool had exited
+    entry = firer.record_entry()
+    assert entry is not None and entry["runs"] == 1 and entry["skipped"] == 1

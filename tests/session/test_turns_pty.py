@@ -1,0 +1,229 @@
+"""Whole sessions through a real PTY with the demo agent: resets re-inject, waiting_for_input fires.
+
+Order, never timing, is asserted: the demo agent appends what it did (message,
+reply, reset) to an events file and the waiting_for_input hook appends to the
+same file, so "the hook fired before the reply" shows up as a line out of order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+GUARD_COUNTER = (
+    '[[prompt_guard]]\nname = "g"\n'
+    'command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo guard run $n"\n'
+)
+WAITING = '[waiting_for_input]\ncommand = "echo fired {{turn}} $WRAPAGENT_TURN >> {events}"\nquiet_secs = 2\n'
+
+
+def block(n: int) -> str:
+    return f'<prompt-guard name="g">\nguard run {n}\n</prompt-guard>\n\n'
+
+
+class World:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.config = tmp / "config"
+        self.state = tmp / "state"
+        self.project = tmp / "project"
+        self.demo_log = tmp / "demo.jsonl"
+        self.events = tmp / "events.log"
+        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project):
+            d.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
+
+    def hooks(self, text: str) -> None:
+        (self.config / "wrapagent" / "hooks.toml").write_text(text)
+
+    def spawn(self, *args: str) -> pexpect.spawn:
+        env = dict(os.environ)
+        for var in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT"):
+            env.pop(var, None)
+        env.update(HOME=str(self.tmp / "home"), XDG_CONFIG_HOME=str(self.config),
+                   XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(self.tmp / "data"),
+                   WRAPAGENT_DEMO_LOG=str(self.demo_log), WRAPAGENT_DEMO_EVENTS=str(self.events),
+                   WRAPAGENT_DEMO_THINK_SECS="3", TERM="xterm-256color")
+        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo", *args], env=env,
+                              cwd=str(self.project), dimensions=(30, 100), timeout=30)
+        child.delayafterclose = 0
+        child.delayafterterminate = 0
+        return child
+
+    def messages(self) -> list[str]:
+        if not self.demo_log.exists():
+            return []
+        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
+
+    def event_lines(self) -> list[str]:
+        """`message 1`, `reply 1`, `reset /clear`, `fired 1 1` in the order they happened."""
+        if not self.events.exists():
+            return []
+        out = []
+        for line in self.events.read_text().splitlines():
+            if line.startswith("{"):
+                ev = json.loads(line)
+                out.append(f"{ev['event']} {ev.get('n', ev.get('command'))}")
+            else:
+                out.append(line.strip())
+        return out
+
+    def wait_event(self, line: str, count: int = 1, timeout: float = 60.0) -> None:
+        """Wait (generously) until `line` was appended `count` times."""
+        end = time.monotonic() + timeout
+        while self.event_lines().count(line) < count:
+            assert time.monotonic() < end, f"{line!r} x{count} never came: {self.event_lines()}"
+            time.sleep(0.05)
+
+    def record(self) -> dict:
+        (path,) = sorted(self.state.glob("wrapagent/projects/*/*/session.json"))
+        return json.loads(path.read_text())
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+def ready(child: pexpect.spawn) -> None:
+    child.expect("demo> ")
+    time.sleep(0.15)  # the injector arms once output has been quiet
+
+
+def type_text(child: pexpect.spawn, text: str) -> None:
+    for ch in text:
+        child.send(ch)
+        time.sleep(0.02)
+
+
+def say(child: pexpect.spawn, text: str, n: int) -> None:
+    """Type a message, submit it, wait until the agent replied to it."""
+    type_text(child, text)
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect(f"MOCK-REPLY-{n}")
+    child.expect("demo> ")
+
+
+def command(child: pexpect.spawn, text: str, shows: str) -> None:
+    type_text(child, text)
+    time.sleep(0.1)
+    child.send("\r")
+    child.expect_exact(shows)
+    child.expect("demo> ")
+
+
+def quit_demo(child: pexpect.spawn) -> int:
+    child.send("/quit\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+def test_reset_reinjects_fresh_blocks_once(world: World) -> None:
+    counter = world.tmp / "counter"
+    world.hooks(GUARD_COUNTER.format(counter=counter))
+    child = world.spawn()
+    ready(child)
+    say(child, "first", 1)
+    say(child, "second", 2)
+    command(child, "/clear", "(new conversation 2)")
+    time.sleep(0.1)
+    say(child, "third", 3)
+    say(child, "fourth", 4)
+    assert quit_demo(child) == 0
+    assert world.messages() == [block(1) + "first", "second", block(2) + "third", "fourth"]
+    rec = world.record()
+    assert rec["injection"]["status"] == "submitted"      # the first conversation, as before
+    injections = rec["injections"]
+    assert [(i["conversation"], i["status"]) for i in injections] == [(1, "submitted"), (2, "submitted")]
+    assert injections[1]["text"] == block(2)
+    assert [h["name"] for h in rec["hooks"] if h["kind"] == "guard"] == ["g", "g"]  # guards ran again
+
+
+def test_new_conversation_is_not_a_resume(world: World) -> None:
+    """`demo --resume` resumes: the first conversation's guards see is_resume, the reset's do not."""
+    world.hooks('[[prompt_guard]]\nname = "ctx"\ncommand = "cat"\n')   # echoes the JSON it reads
+    child = world.spawn("--resume")
+    ready(child)
+    say(child, "first", 1)
+    command(child, "/new", "(new conversation 2)")
+    time.sleep(0.1)
+    say(child, "second", 2)
+    assert quit_demo(child) == 0
+    first, second = world.messages()
+    assert '"is_resume": true' in first and '"is_resume": false' in second
+    assert world.record()["is_resume"] is True
+
+
+@pytest.mark.parametrize("erase", ["\x03", "\x7f" * 6])
+def test_reset_typed_but_not_submitted_does_not_rearm(world: World, erase: str) -> None:
+    counter = world.tmp / "counter"
+    world.hooks(GUARD_COUNTER.format(counter=counter))
+    child = world.spawn()
+    ready(child)
+    say(child, "first", 1)
+    type_text(child, "/clear")
+    child.send(erase)
+    time.sleep(0.2)
+    say(child, "second", 2)
+    assert quit_demo(child) == 0
+    assert world.messages() == [block(1) + "first", "second"]
+    assert len(world.record()["injections"]) == 1
+
+
+def test_reset_before_the_first_message_changes_nothing(world: World) -> None:
+    counter = world.tmp / "counter"
+    world.hooks(GUARD_COUNTER.format(counter=counter))
+    child = world.spawn()
+    ready(child)
+    command(child, "/clear", "(new conversation 2)")
+    time.sleep(0.1)
+    say(child, "first", 1)
+    say(child, "second", 2)
+    assert quit_demo(child) == 0
+    assert world.messages() == [block(1) + "first", "second"]
+    assert counter.read_text().strip() == "1"
+
+
+def test_waiting_for_input_fires_once_per_turn_after_the_reply(world: World) -> None:
+    world.hooks(WAITING.format(events=world.events))
+    child = world.spawn()
+    ready(child)
+    say(child, "(think) a slow one", 1)     # 3 s of spinner, gaps of 0.1 s, then the reply
+    world.wait_event("fired 1 1")
+    say(child, "a quick one", 2)
+    world.wait_event("fired 2 2")
+    assert quit_demo(child) == 0
+    assert world.event_lines() == ["message 1", "reply 1", "fired 1 1",
+                                   "message 2", "reply 2", "fired 2 2"]
+    rec = world.record()
+    assert [t["n"] for t in rec["turns"]] == [1, 2, 3]  # `/quit` is the third submission
+    assert all(t["quiet_at"] > t["at"] for t in rec["turns"][:2])
+    assert rec["turns"][2]["quiet_at"] is None           # the tool exited instead of waiting
+    (entry,) = [h for h in rec["hooks"] if h["name"] == "waiting_for_input"]
+    assert entry["runs"] == 2 and entry["turn"] == 2 and entry["failed"] == 0
+    assert rec["injections"] == []                       # no guards configured: nothing injected
+
+
+def test_permission_prompt_is_a_wait_and_the_answer_resumes(world: World) -> None:
+    world.hooks(WAITING.format(events=world.events))
+    child = world.spawn()
+    ready(child)
+    type_text(child, "(ask) run the tests")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("press Enter to allow")
+    world.wait_event("fired 1 1")            # the prompt waits for the user: that is a wait
+    child.send("\r")                          # allow: the agent works again, then replies
+    child.expect("MOCK-REPLY-1")
+    world.wait_event("fired 1 1", count=2)   # same turn, a new wait
+    assert quit_demo(child) == 0
+    assert world.event_lines() == ["fired 1 1", "message 1", "reply 1", "fired 1 1"]

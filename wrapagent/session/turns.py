@@ -1,0 +1,204 @@
+"""Turns of a session, and the `waiting_for_input` hook.
+
+A wrapper sees the screen, not the agent's state. All four CLIs animate a
+spinner or a timer while the model thinks or a tool runs (longest gap
+measured: 1.40 s), so after a user submission, output quiet for
+`quiet_secs` means the agent finished its turn (or shows a prompt) and
+waits. That is one *wait*: it fires the hook once, then nothing is pending
+(no timer) until the next submission.
+
+`TurnTracker` is pure timing, driven by the injector (`submitted`,
+`resumed`, `deadline`, `poll`, all on the proxy's thread, never blocking).
+`HookFirer` runs the hook in a thread of its own, one run at a time, so a
+slow hook never delays a key; its outcome is kept as one aggregated entry.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+MAX_TURNS_RECORDED = 1000
+"""A session of hours has hundreds of turns; beyond this only the count grows."""
+
+
+def wall_iso(mono: float) -> str:
+    """The wall-clock time (UTC, ISO 8601) of a `time.monotonic()` reading."""
+    from datetime import datetime, timezone
+
+    wall = time.time() - (time.monotonic() - mono)
+    return datetime.fromtimestamp(wall, timezone.utc).isoformat()
+
+
+class TurnTracker:
+    """Counts user submissions and says when the agent waits after one.
+
+    A submission arms the watch. The agent waits once its output has been
+    quiet for `quiet_secs` after it. An Enter on an empty composer (an
+    answer to a permission prompt: the agent may resume) re-arms it for the
+    same turn, but only counts if the tool drew something after it: an Enter
+    that changes nothing is not a new wait.
+    """
+
+    def __init__(self, quiet_secs: float, fire: Callable[[int], None] | None = None,
+                 *, to_wall: Callable[[float], str] = wall_iso,
+                 log: Callable[[str], None] = lambda m: None) -> None:
+        self.quiet_secs = quiet_secs
+        self.fire = fire
+        self.to_wall = to_wall
+        self.log = log
+        self.turn = 0
+        self.turns: list[dict[str, Any]] = []
+        self.waits = 0
+        self._armed_at: float | None = None
+        self._needs_output = False
+
+    # -- told by the injector --------------------------------------------------
+
+    def submitted(self, now: float) -> None:
+        self.turn += 1
+        if len(self.turns) < MAX_TURNS_RECORDED:
+            self.turns.append({"n": self.turn, "at": self.to_wall(now), "quiet_at": None})
+        self._armed_at = now
+        self._needs_output = False
+
+    def resumed(self, now: float) -> None:
+        if self.turn == 0:
+            return  # before the first submission there is no turn to wait after
+        self._armed_at = now
+        self._needs_output = True
+
+    def deadline(self, last_output: float) -> float | None:
+        if self._armed_at is None:
+            return None
+        return max(last_output, self._armed_at) + self.quiet_secs
+
+    def poll(self, now: float, last_output: float) -> None:
+        armed = self._armed_at
+        if armed is None:
+            return
+        quiet_since = max(last_output, armed)
+        if now - quiet_since < self.quiet_secs:
+            return
+        self._armed_at = None
+        if self._needs_output and last_output <= armed:
+            return  # an Enter that changed nothing on screen: the same wait goes on
+        self._waiting(quiet_since)
+
+    # -- a wait ---------------------------------------------------------------
+
+    def _waiting(self, quiet_since: float) -> None:
+        self.waits += 1
+        entry = self.turns[-1] if self.turns and self.turns[-1]["n"] == self.turn else None
+        if entry is not None:
+            if entry["quiet_at"] is None:
+                entry["quiet_at"] = self.to_wall(quiet_since)
+            else:
+                entry["waits"] = entry.get("waits", 1) + 1
+        self.log(f"turns: turn {self.turn}: the agent waits (output quiet {self.quiet_secs:g}s)")
+        if self.fire is not None:
+            self.fire(self.turn)
+
+    def record_into(self, record: dict[str, Any]) -> None:
+        """The record's `turns`: one entry per submission (`turns_total` when capped)."""
+        record["turns"] = list(self.turns)
+        if self.turn > len(self.turns):
+            record["turns_total"] = self.turn
+
+
+class HookFirer:
+    """Runs `run(turn)` in a background thread, one at a time, in order.
+
+    `fire` never blocks (it is called on the proxy's thread). Runs queue up
+    behind a slow hook; at most one waits, later ones replace it (the hook
+    is about *now*: three stale notifications help nobody).
+    """
+
+    def __init__(self, run: Callable[[int], Any], log: Callable[[str], None] = lambda m: None) -> None:
+        self.run = run
+        self.log = log
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._queued: int | None = None
+        self._closed = False
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self.runs = 0
+        self.failed = 0
+        self.skipped = 0
+        self.last: dict[str, Any] | None = None
+        self.last_turn: int | None = None
+
+    def fire(self, turn: int) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if self._queued is not None:
+                self.skipped += 1
+            self._queued = turn
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="wrapagent-waiting",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while self._queued is None and not self._closed:
+                    self._wake.wait()
+                if self._queued is None:
+                    return
+                turn, self._queued = self._queued, None
+                self._busy = True
+            try:
+                result = self.run(turn)
+                outcome = result.to_record()
+                ok = result.ok()
+            except Exception as exc:  # fail-open: a hook problem never reaches the tool
+                outcome = {"error": repr(exc)}
+                ok = False
+                self.log(f"waiting_for_input failed: {exc!r}")
+            with self._lock:
+                self._busy = False
+                self.runs += 1
+                self.failed += 0 if ok else 1
+                self.last = outcome
+                self.last_turn = turn
+                self._wake.notify_all()
+
+    def close(self, timeout: float) -> None:
+        """The tool exited: drop a run not started yet (nobody waits for it any more) and let
+        a running one finish (bounded: hooks have their own timeout)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._closed = True
+            if self._queued is not None:
+                self._queued = None
+                self.skipped += 1
+            self._wake.notify_all()
+            while self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._wake.wait(left)
+
+    @property
+    def closed(self) -> bool:
+        with self._lock:
+            return self._closed
+
+    def record_entry(self) -> dict[str, Any] | None:
+        """One hooks-list entry for all runs: the last run's outcome plus counts."""
+        with self._lock:
+            if self.last is None:
+                return None
+            entry = dict(self.last)
+            entry.update(name="waiting_for_input", kind="lifecycle", turn=self.last_turn,
+                         runs=self.runs, failed=self.failed)
+            if self.skipped:
+                entry["skipped"] = self.skipped
+            return entry
