@@ -210,6 +210,23 @@ def test_pre_session_without_prompt_gets_empty_stdin(tmp_path, ctx):
     assert collected.runs[0].body == "[from pipe] stdin"
 
 
+@pytest.mark.parametrize("tool, transport", [
+    ("codex", "codex"), ("claude", "claude-code"), ("gemini", "gemini-cli"), ("opencode", "opencode"),
+    ("aider", "aider"),
+])
+def test_pre_session_gets_csa_environment_names(tmp_path, ctx, tool, transport):
+    """A hook written for CSA reads CSA_*; the WRAPAGENT_* names are still there next to them."""
+    from dataclasses import replace
+
+    workdir = ctx.project_root / "sub dir"
+    workdir.mkdir()
+    hook = script(tmp_path, "pre.sh", 'printf "%s|%s|%s|%s|%s" "$CSA_SESSION_ID" "$CSA_TRANSPORT" '
+                                      '"$CSA_PROJECT_ROOT" "$CSA_WORKING_DIR" "$WRAPAGENT_SESSION_ID"\n')
+    collected, _ = run(Config(pre_session=pre(hook)), replace(ctx, tool=tool, cwd=workdir))
+    assert collected.runs[0].body == (
+        f"01JGUARDSESSION|{transport}|{ctx.project_root}|{workdir}|01JGUARDSESSION")
+
+
 @pytest.mark.parametrize(
     "command, fragment",
     [("exit 1", "exited with 1"), ("true", "no output"), ("no-such-command-xyz", "127"), ("sleep 5", "timed out")],

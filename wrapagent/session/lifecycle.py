@@ -249,7 +249,9 @@ class Session:
         self.ctx = ctx
         record.record["is_resume"] = ctx.is_resume
         self.child_env["WRAPAGENT_SESSION_ID"] = record.id
-        self._lifecycle("pre_run", None)
+        pre_run = self._lifecycle("pre_run", None)
+        if pre_run is not None and pre_run.refuses():
+            return self._refused(pre_run)
         try:
             result = self._run_tool(cfg, record, ctx)
         except WrapagentError as exc:
@@ -421,24 +423,54 @@ class Session:
 
     # -- after the tool ----------------------------------------------------------
 
-    def _lifecycle(self, event: str, exit_code: int | None) -> None:
+    def _lifecycle(self, event: str, exit_code: int | None):
+        """Run one lifecycle hook; its HookResult (None when not configured or folded into the commit)."""
         from wrapagent.hooks.hook_runner import run_lifecycle
 
         hook = self.cfg.hook_for(event)
         if hook is None:
-            return
+            return None
         if event == "session_complete":
             result = self._session_complete(hook, exit_code)
             if result is None:
-                return
+                return None
         else:
             result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
                                    exit_code=exit_code)
         self.record.add_hook(result.to_record())
-        if not result.ok():
+        if not result.ok() and not (event == "pre_run" and result.refuses()):
             what = "timed out" if result.timed_out else f"exit {result.exit_code}"
             self.failures.append(f"{event}: {what}")
         self.record.save()
+        return result
+
+    def _refused(self, pre_run) -> int:
+        """pre_run exited 2: the tool is not started, the user gets one line, the session ends `blocked`.
+
+        The record is committed (session_complete fires, post_run does not:
+        nothing ran), and wrapagent exits 2 like the hook. The line goes to
+        stderr: in pipe mode stdout belongs to the tool's consumer.
+        """
+        import signal
+        import time
+
+        from wrapagent.hooks.hook_runner import REFUSE_EXIT
+        from wrapagent.session.records import now_iso
+
+        reason = pre_run.message() or "no reason given"
+        self.record.record.update(state="blocked", blocked_reason=reason, ended_at=now_iso(),
+                                  duration_s=round(time.monotonic() - self.record._t0, 3))
+        self.record.log(f"pre_run refused the launch (exit {REFUSE_EXIT}): {reason}")
+        old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        try:
+            self.record.save()
+            self._lifecycle("session_complete", REFUSE_EXIT)
+        finally:
+            signal.signal(signal.SIGHUP, old)
+        _stderr(f"wrapagent: pre_run refused to start {self.name}: {reason}")
+        if self.failures:
+            _stderr(f"wrapagent: {'; '.join(self.failures[:3])} — see {self.record.log_path}")
+        return REFUSE_EXIT
 
     def _session_complete(self, hook, exit_code: int | None):
         """Run session_complete under the sessions repository's commit lock.
