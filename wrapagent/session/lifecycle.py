@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: not on the 
     from typing import Callable, Mapping, Sequence
 
 
+SWEEP_WAIT_SECS = 90.0  # at the end, for the abandoned-session sweep (bounded by the 60 s commit lock)
+
+
 class RunOptions:
     """What `__main__` parsed. A plain class: `dataclasses` costs ~20 ms to import."""
 
@@ -231,10 +234,35 @@ class Session:
                                project_root=self.project_root, env=self.env,
                                mode="pty" if self.interactive else "pipe")
         self.record = record
+        sweeper = self._start_sweep(record)
         try:
             return self._run_with_record(cfg, record)
         finally:
+            if sweeper is not None:
+                sweeper.join(timeout=SWEEP_WAIT_SECS)
             record.close()
+
+    def _start_sweep(self, record):
+        """Sessions left `running` by a killed wrapagent become `abandoned`, in a thread.
+
+        Only when another session's running marker exists (one listdir); the
+        thread runs beside the tool and is waited for at the end, so its
+        commit is never cut short by wrapagent exiting.
+        """
+        from wrapagent.session.records import running_markers, sweep_abandoned
+
+        if not running_markers(record.root, record.id):
+            return None
+
+        def sweep() -> None:
+            try:
+                sweep_abandoned(record.root, record.id, log=record.log)
+            except Exception as exc:  # never the session's end
+                record.log(f"warning: looking for abandoned sessions failed: {exc!r}")
+
+        thread = threading.Thread(target=sweep, name="wrapagent-sweep", daemon=True)
+        thread.start()
+        return thread
 
     def _ctx(self, record):
         from wrapagent.hooks.context import GuardContext
