@@ -480,22 +480,18 @@ class Session:
         stderr: in pipe mode stdout belongs to the tool's consumer.
         """
         import signal
-        import time
 
         from wrapagent.hooks.hook_runner import REFUSE_EXIT
-        from wrapagent.session.records import now_iso
 
         reason = pre_run.message() or "no reason given"
-        self.record.record.update(state="blocked", blocked_reason=reason, ended_at=now_iso(),
-                                  duration_s=round(time.monotonic() - self.record._t0, 3))
+        _stderr(f"wrapagent: pre_run refused to start {self.name}: {reason}")
         self.record.log(f"pre_run refused the launch (exit {REFUSE_EXIT}): {reason}")
         old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
         try:
-            self.record.save()
+            self.record.block(reason)
             self._lifecycle("session_complete", REFUSE_EXIT)
         finally:
             signal.signal(signal.SIGHUP, old)
-        _stderr(f"wrapagent: pre_run refused to start {self.name}: {reason}")
         if self.failures:
             _stderr(f"wrapagent: {'; '.join(self.failures[:3])} — see {self.record.log_path}")
         return REFUSE_EXIT

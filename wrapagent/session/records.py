@@ -174,6 +174,12 @@ class Session:
         )
         self.save()
 
+    def block(self, reason: str) -> None:
+        """pre_run refused the launch: the tool never ran, so no exit code or resources."""
+        self.record.update(ended_at=now_iso(), duration_s=round(time.monotonic() - self._t0, 3),
+                           state="blocked", blocked_reason=reason)
+        self.save()
+
     def close(self) -> None:
         """The session is over (whatever its state): close the log and drop the running marker."""
         if self._log is not None:
