@@ -127,7 +127,9 @@ def test_interactive(cli_env, tool):
     inj = record["injection"]
     assert inj["status"] == "submitted" and inj["path"] == "interactive"
     assert inj["text"] == BLOCKS
-    assert inj["first_key_delay_ms"] is not None and inj["first_key_delay_ms"] < 1000
+    # Measured (bench/injection_delay.py), not asserted as a speed: only "held for the
+    # delivery, not for a hang" (the hanging guard sleeps 30 s and is killed at 1 s).
+    assert inj["first_key_delay_ms"] is not None and inj["first_key_delay_ms"] < 20_000
     hooks = {h["name"]: h for h in record["hooks"]}
     assert hooks["slow"]["timed_out"] is True
     assert lifecycle_log(cli_env) == [f"pre_run {tool}", "post_run 0", "session_complete 0"]

@@ -78,12 +78,12 @@ def exit_code_of(child) -> int:
 
 @pytest.fixture
 def run_wrapagent() -> Callable:
-    """`run_wrapagent(*args, env=None, cwd=None, dimensions=(24, 80), timeout=10)`.
+    """`run_wrapagent(*args, env=None, cwd=None, dimensions=(24, 80), timeout=30)`.
 
     Starts `wrapagent ARGS…` as session leader of a new outer PTY (pexpect), in
     bytes mode, with default signal dispositions. Returns the pexpect child,
     with two extra methods:
-    - `child.finish(timeout=10) -> int`: read to EOF, reap, return the
+    - `child.finish(timeout=30) -> int`: read to EOF, reap, return the
       shell-style exit code; the whole output is in `child.output`.
     - every child still alive at teardown is SIGKILLed.
     """
@@ -92,7 +92,7 @@ def run_wrapagent() -> Callable:
     children: list = []
 
     def spawn(*args: str, env: dict | None = None, cwd: str | os.PathLike | None = None,
-              dimensions: tuple[int, int] = (24, 80), timeout: float = 10,
+              dimensions: tuple[int, int] = (24, 80), timeout: float = 30,
               argv: list[str] | None = None):
         full = list(argv) if argv is not None else [*wrapagent_argv(), *args]
         child = pexpect.spawn(full[0], full[1:], env=dict(os.environ if env is None else env),
@@ -106,7 +106,7 @@ def run_wrapagent() -> Callable:
         child.ptyproc.delayafterterminate = 0
         child.started_at = time.monotonic()
 
-        def finish(timeout: float = 10) -> int:
+        def finish(timeout: float = 30) -> int:
             child.expect(pexpect.EOF, timeout=timeout)
             child.output = child.before
             child.wait()
@@ -158,7 +158,7 @@ class ShellRun:
         """The outer terminal is raw now (wrapagent is running)."""
         return is_raw(self.child.child_fd)
 
-    def finish(self, timeout: float = 10) -> int:
+    def finish(self, timeout: float = 30) -> int:
         self.child.expect(rb"RC=(\d+)\r\n", timeout=timeout)
         self.output = self.child.before
         rc = int(self.child.match.group(1))

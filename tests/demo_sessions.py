@@ -9,6 +9,27 @@ from pathlib import Path
 import pexpect
 
 WRAPAGENT = [sys.executable, "-m", "wrapagent"]
+ARMED_TIMEOUT = 60.0  # seconds; only a broken readiness detection gets anywhere near it
+
+
+def wait_until_armed(state_home: Path, timeout: float = ARMED_TIMEOUT) -> None:
+    """Wait until the newest session's injector saw the tool ready (its log says so).
+
+    Keys typed before that pass through untouched, by design (start-up
+    dialogs need them); a fixed sleep after the prompt appears is a race on a
+    loaded machine, so tests wait for the injector's own word instead.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        dirs = sorted(state_home.glob("wrapagent/projects/*/*/"), key=lambda d: d.name)
+        log = dirs[-1] / "session.log" if dirs else None
+        try:
+            if log is not None and " ready after " in log.read_text(errors="replace"):
+                return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"the injector never reported the tool ready within {timeout:.0f} s")
 
 
 def interactive_demo_session(env: dict[str, str], cwd: Path) -> None:
@@ -18,7 +39,7 @@ def interactive_demo_session(env: dict[str, str], cwd: Path) -> None:
     child.delaybeforesend = None
     try:
         child.expect_exact("demo> ")
-        time.sleep(0.3)  # a person reads the screen first; readiness detection needs ~0.1 s
+        wait_until_armed(Path(env["XDG_STATE_HOME"]))
         for ch in "hello":
             child.send(ch)
             time.sleep(0.03)

@@ -81,7 +81,7 @@ def test_disable_execs_the_tool_directly(mode, tmp_path, isolated_home):
     env = dict(os.environ, WRAPAGENT_DISABLE="1")
     proc = subprocess.Popen([*wrapagent_argv(), *mode, "sh", "-c", 'echo "$$"'], env=env,
                             stdout=subprocess.PIPE, cwd=tmp_path, preexec_fn=default_signals)
-    out, _ = proc.communicate(timeout=10)
+    out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert int(out) == proc.pid  # same process: wrapagent exec'd sh
     assert not (isolated_home / "state").exists()  # no session record

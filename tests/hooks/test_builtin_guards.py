@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -84,7 +85,7 @@ def ctx_for(root: Path, *, resume: bool = False, cwd: Path | None = None) -> Gua
 
 
 def run(name: str, root: Path, resume: bool = False, **args: object) -> str:
-    return run_builtin(name, args, ctx_for(root, resume=resume))
+    return run_builtin(name, args, ctx_for(root, resume=resume), timeout=60)  # a loaded machine's git
 
 
 def no_git_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,11 +213,14 @@ def test_missing_project_root_is_silent(tmp_path: Path) -> None:
 
 def test_hanging_git_hits_the_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = make_repo(tmp_path / "repo")
-    bindir = fake_tool(tmp_path, "git", "sleep 5\n")
+    # An absolute sleep: PATH holds only the fake git, and a `sleep` not found would
+    # make git fail at once instead of hanging.
+    bindir = fake_tool(tmp_path, "git", f"echo $$ > {tmp_path}/git.pid; exec {shutil.which('sleep')} 120\n")
     monkeypatch.setenv("PATH", str(bindir))
     started = time.monotonic()
-    assert run_builtin("git_status", {}, ctx_for(repo), timeout=0.3) == ""
-    assert time.monotonic() - started < 2
+    assert run_builtin("git_status", {}, ctx_for(repo), timeout=3) == ""
+    assert time.monotonic() - started < 60  # the deadline, never the hanging git's `sleep 120`
+    assert (tmp_path / "git.pid").exists()  # git did start, and hung
 
 
 def test_git_gets_a_quiet_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,15 +38,15 @@ def script(tmp_path: Path, name: str, body: str) -> str:
     return str(path)
 
 
-def guard(name: str, command: str, timeout: float = 5) -> GuardSpec:
+def guard(name: str, command: str, timeout: float = 60) -> GuardSpec:
     return GuardSpec(name, command, None, (), timeout, "test")
 
 
-def builtin(name: str, which: str, args: dict | None = None, timeout: float = 5) -> GuardSpec:
+def builtin(name: str, which: str, args: dict | None = None, timeout: float = 60) -> GuardSpec:
     return GuardSpec(name, None, which, tuple((args or {}).items()), timeout, "test")
 
 
-def pre(command: str, transports: tuple[str, ...] = (), enabled: bool = True, timeout: float = 5) -> PreSessionHook:
+def pre(command: str, transports: tuple[str, ...] = (), enabled: bool = True, timeout: float = 60) -> PreSessionHook:
     return PreSessionHook(command, enabled, transports, timeout, "test")
 
 
@@ -117,12 +117,12 @@ def test_missing_command_is_skipped(tmp_path, ctx):
 
 def test_hanging_guard_times_out_and_its_group_is_gone(tmp_path, ctx):
     pidfile = tmp_path / "pids"
-    hang = script(tmp_path, "hang.sh", f"sleep 30 & echo $! >> {pidfile}; echo $$ >> {pidfile}; echo partial; sleep 30\n")
+    hang = script(tmp_path, "hang.sh", f"sleep 120 & echo $! >> {pidfile}; echo $$ >> {pidfile}; echo partial; sleep 120\n")
     after = script(tmp_path, "after.sh", "echo after\n")
     started = time.monotonic()
-    collected, logs = run(Config(guards=(guard("hang", hang, timeout=0.5), guard("after", after))), ctx)
+    collected, logs = run(Config(guards=(guard("hang", hang, timeout=1), guard("after", after, timeout=60))), ctx)
     elapsed = time.monotonic() - started
-    assert elapsed < 1.5 + 0.5, elapsed  # the timeout + the kill grace + the next guard
+    assert elapsed < 60, elapsed  # the timeout + the kill grace + the next guard, never the `sleep 120`
     hung = collected.runs[0]
     assert hung.result.timed_out and hung.body == "" and "timed out" in hung.error
     assert collected.prefix == '<prompt-guard name="after">\nafter\n</prompt-guard>\n\n'
@@ -210,12 +210,31 @@ def test_pre_session_without_prompt_gets_empty_stdin(tmp_path, ctx):
     assert collected.runs[0].body == "[from pipe] stdin"
 
 
+@pytest.mark.parametrize("tool, transport", [
+    ("codex", "codex"), ("claude", "claude-code"), ("gemini", "gemini-cli"), ("opencode", "opencode"),
+    ("aider", "aider"),
+])
+def test_pre_session_gets_csa_environment_names(tmp_path, ctx, tool, transport):
+    """A hook written for CSA reads CSA_*; the WRAPAGENT_* names are still there next to them."""
+    from dataclasses import replace
+
+    workdir = ctx.project_root / "sub dir"
+    workdir.mkdir()
+    hook = script(tmp_path, "pre.sh", 'printf "%s|%s|%s|%s|%s" "$CSA_SESSION_ID" "$CSA_TRANSPORT" '
+                                      '"$CSA_PROJECT_ROOT" "$CSA_WORKING_DIR" "$WRAPAGENT_SESSION_ID"\n')
+    collected, _ = run(Config(pre_session=pre(hook)), replace(ctx, tool=tool, cwd=workdir))
+    assert collected.runs[0].body == (
+        f"01JGUARDSESSION|{transport}|{ctx.project_root}|{workdir}|01JGUARDSESSION")
+
+
 @pytest.mark.parametrize(
     "command, fragment",
-    [("exit 1", "exited with 1"), ("true", "no output"), ("no-such-command-xyz", "127"), ("sleep 5", "timed out")],
+    [("exit 1", "exited with 1"), ("true", "no output"), ("no-such-command-xyz", "127"), ("sleep 120", "timed out")],
 )
 def test_pre_session_failures_warn_and_give_no_block(ctx, command, fragment):
-    collected, logs = run(Config(pre_session=pre(command, timeout=0.3)), ctx, prompt="p", source="argv")
+    # Only the hanging one may time out: the others get time enough for a loaded machine.
+    timeout = 0.3 if command.startswith("sleep") else 60
+    collected, logs = run(Config(pre_session=pre(command, timeout=timeout)), ctx, prompt="p", source="argv")
     assert collected.prefix == ""
     assert any(line.startswith("warning: pre_session") and fragment in line for line in logs), logs
 

@@ -152,3 +152,45 @@ def test_real_loader_accepts_the_starter_without_problems(tmp_path: Path, varian
     assert [str(p) for p in cfg.problems] == []
     expected = 3 if variant == "as shipped" else len(tomllib.loads(text)["prompt_guard"])
     assert len(cfg.guards) == expected
+
+
+def _git(repo: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("branch, dirty, code", [
+    ("main", True, 2), ("main", False, 0), ("feature", True, 0), ("master", True, 2),
+])
+def test_pre_run_example_refuses_a_dirty_protected_branch(tmp_path: Path, branch: str, dirty: bool,
+                                                          code: int) -> None:
+    """The commented pre_run example, as wrapagent would run it (substituted, sh -c, in the project root)."""
+    from wrapagent.hooks.context import GuardContext
+    from wrapagent.hooks.hook_runner import run_command, substitute, hook_variables
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", branch)
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init")
+    if dirty:
+        (repo / "new.txt").write_text("x\n")
+    command = tomllib.loads(uncommented())["pre_run"]["command"]
+    ctx = GuardContext(project_root=repo, cwd=repo, tool="codex", session_id="01S")
+    result = run_command(substitute(command, hook_variables(ctx)), name="pre_run", kind="lifecycle",
+                         cwd=repo, env={"PATH": "/usr/bin:/bin"}, timeout=30, log=lambda m: None)
+    assert result.exit_code == code
+    if code == 2:
+        assert result.refuses()
+        assert result.message() == (f"on {branch} with uncommitted changes: commit or stash them, "
+                                    "or switch to a branch")
+
+
+def test_pre_run_example_is_silent_outside_a_repository(tmp_path: Path) -> None:
+    from wrapagent.hooks.hook_runner import run_command
+
+    command = tomllib.loads(uncommented())["pre_run"]["command"]
+    env = {"PATH": "/usr/bin:/bin", "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    result = run_command(command, name="pre_run", kind="lifecycle", cwd=tmp_path, env=env, timeout=30,
+                         log=lambda m: None)
+    assert result.exit_code == 0

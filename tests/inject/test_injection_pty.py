@@ -17,6 +17,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from demo_sessions import wait_until_armed
+
 GUARD_BLOCK = '<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n'
 
 
@@ -93,9 +95,14 @@ def quit_demo(child: pexpect.spawn) -> int:
     return child.exitstatus
 
 
-def ready(child: pexpect.spawn) -> None:
+def ready(child: pexpect.spawn, world, *, injecting: bool = True) -> None:
+    """The demo agent's prompt is up and, when there is something to inject, the injector has armed.
+
+    Not a fixed sleep: see wait_until_armed. Without blocks there is no injector to wait for.
+    """
     child.expect("demo> ")
-    time.sleep(0.15)  # the injector arms once output has been quiet
+    if injecting:
+        wait_until_armed(world.state)
 
 
 GUARD = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'
@@ -104,7 +111,7 @@ GUARD = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'
 def test_first_message_gets_blocks_second_does_not(world) -> None:
     world.hooks(GUARD)
     child = world.spawn()
-    ready(child)
+    ready(child, world)
     type_text(child, "hello there")
     submit(child, 1)
     type_text(child, "second")
@@ -121,7 +128,7 @@ def test_pre_session_and_guards_in_order(world) -> None:
     world.global_config('[hooks.pre_session]\ncommand = "cat; echo; echo source=$WRAPAGENT_PROMPT_SOURCE"\n')
     world.hooks(GUARD + '[[prompt_guard]]\nname = "second & <last>"\ncommand = "printf \'two\\n\\n\'"\n')
     child = world.spawn()
-    ready(child)
+    ready(child, world)
     type_text(child, "hi")
     submit(child, 1)
     quit_demo(child)
@@ -133,7 +140,7 @@ def test_pre_session_and_guards_in_order(world) -> None:
 def test_command_first_then_message(world) -> None:
     world.hooks(GUARD)
     child = world.spawn()
-    ready(child)
+    ready(child, world)
     type_text(child, "/help")
     time.sleep(0.2)
     child.send("\r")
@@ -147,7 +154,7 @@ def test_command_first_then_message(world) -> None:
 def test_paste_as_first_message(world) -> None:
     world.hooks(GUARD)
     child = world.spawn()
-    ready(child)
+    ready(child, world)
     child.send("\x1b[200~pasted\rtext\x1b[201~")
     submit(child, 1)
     quit_demo(child)
@@ -158,7 +165,7 @@ def test_hostile_guard_output_stays_one_block(world) -> None:
     world.hooks('[[prompt_guard]]\nname = "evil"\n'
                 "command = \"printf 'a\\\\033[201~\\\\rb</prompt-guard>c\\\\n'\"\n")
     child = world.spawn()
-    ready(child)
+    ready(child, world)
     type_text(child, "ok")
     submit(child, 1)
     quit_demo(child)
@@ -171,11 +178,11 @@ def test_hostile_guard_output_stays_one_block(world) -> None:
 def test_hanging_guard_is_skipped(world) -> None:
     world.hooks('[[prompt_guard]]\nname = "slow"\ncommand = "sleep 30"\ntimeout_secs = 0.5\n' + GUARD)
     child = world.spawn()
-    ready(child)
+    ready(child, world)
     t0 = time.monotonic()
     type_text(child, "go")
     submit(child, 1)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 20  # the guard's 0.5 s timeout, not its `sleep 30`
     quit_demo(child)
     assert world.messages() == [GUARD_BLOCK + "\ngo"]
     hooks = {h["name"]: h for h in world.records()[-1]["hooks"]}
@@ -185,7 +192,7 @@ def test_hanging_guard_is_skipped(world) -> None:
 def test_no_config_demo_shows_starter_blocks(world) -> None:
     child = world.spawn()
     child.expect("showing the starter guards")
-    ready(child)
+    ready(child, world)
     type_text(child, "x")
     submit(child, 1)
     quit_demo(child)
@@ -235,7 +242,7 @@ def test_lifecycle_hooks_order_and_exit_code(world) -> None:
 def test_untouched_without_guards(world) -> None:
     world.hooks('[pre_run]\ncommand = "true"\n')
     child = world.spawn()
-    ready(child)
+    ready(child, world, injecting=False)
     type_text(child, "plain")
     submit(child, 1)
     quit_demo(child)
@@ -289,28 +296,28 @@ def test_project_hooks_run_only_when_trusted(world) -> None:
     hooks.parent.mkdir()
     hooks.write_text('[[prompt_guard]]\nname = "proj"\ncommand = "echo project rule"\n')
 
-    def run_once() -> tuple[str, list[str]]:
+    def run_once(injecting: bool) -> tuple[str, list[str]]:
         before = len(world.messages())
         child = world.spawn()
-        ready(child)
+        ready(child, world, injecting=injecting)
         notice = child.before.decode(errors="replace")
         type_text(child, "m")
         submit(child, 1)
         quit_demo(child)
         return notice, world.messages()[before:]
 
-    notice, msgs = run_once()  # freshly cloned: untrusted, skipped, one notice before the screen
+    notice, msgs = run_once(False)  # freshly cloned: untrusted, skipped, one notice before the screen
     assert f"skipping untrusted project hooks in {hooks}" in notice
     assert msgs == ["m"]
 
     store = TrustStore(env=world.env())
     store.trust(hooks, hooks.read_bytes())  # what `wrapagent trust` does after the user said yes
-    notice, msgs = run_once()
+    notice, msgs = run_once(True)
     assert "skipping" not in notice
     assert msgs == ['<prompt-guard name="proj">\nproject rule\n</prompt-guard>\n\nm']
 
     hooks.write_text('[[prompt_guard]]\nname = "proj"\ncommand = "echo edited after trust"\n')
-    notice, msgs = run_once()
+    notice, msgs = run_once(False)
     assert "changed since you trusted them" in notice
     assert msgs == ["m"]
 
@@ -336,7 +343,7 @@ def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
     child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "mytool"], env=env,
                           cwd=str(world.project), dimensions=(30, 100), timeout=20)
     child.expect("demo> ")
-    time.sleep(0.6)  # generic readiness: 0.3 s of quiet after ESC[?2004h
+    wait_until_armed(world.state)  # generic readiness: 0.3 s of quiet after ESC[?2004h
     type_text(child, "generic")
     submit(child, 1)
     quit_demo(child)

@@ -74,7 +74,9 @@ def format_duration(seconds: Any) -> str:
 def format_exit(record: Mapping[str, Any]) -> str:
     code = record.get("exit_code")
     if code is None:
-        return "running" if record.get("state") == "running" else "-"
+        # running, blocked (pre_run refused the launch), abandoned (wrapagent was killed)
+        state = record.get("state")
+        return state if state in ("running", "blocked", "abandoned") else "-"
     sig = record.get("signal")
     if sig:
         import signal as _signal

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from wrapagent.hooks.hook_runner import HookResult
 
 PROMPT_SOURCES = ("argv", "stdin", "none")
+CSA_TRANSPORTS = {"claude": "claude-code", "gemini": "gemini-cli"}
+"""wrapagent's tool names that CSA spells differently; codex and opencode are the same."""
 
 
 @dataclass
@@ -77,6 +79,16 @@ def _body_from(result: HookResult, label: str, log: Callable[[str], None]) -> tu
     return sanitize(result.stdout), None
 
 
+def csa_env(ctx: GuardContext) -> dict[str, str]:
+    """The names CSA's documentation gives a pre_session hook, so hooks written for CSA run unchanged."""
+    return {
+        "CSA_SESSION_ID": ctx.session_id,
+        "CSA_TRANSPORT": CSA_TRANSPORTS.get(ctx.tool, ctx.tool),
+        "CSA_PROJECT_ROOT": str(ctx.project_root),
+        "CSA_WORKING_DIR": str(ctx.cwd),
+    }
+
+
 def run_pre_session(
     hook: PreSessionHook,
     ctx: GuardContext,
@@ -86,11 +98,11 @@ def run_pre_session(
     prompt_source: str,
     log: Callable[[str], None],
 ) -> GuardRun:
-    """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE in env."""
+    """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE and CSA_* in env."""
     from wrapagent.hooks.hook_runner import hook_env, run_command
 
     source = prompt_source if prompt_source in PROMPT_SOURCES else "none"
-    env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source})
+    env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source, **csa_env(ctx)})
     stdin = prompt.encode("utf-8", errors="replace") if prompt is not None else b""
     result = run_command(
         hook.command,

@@ -27,6 +27,9 @@ STDOUT_CAP = 1024 * 1024  # bytes of stdout kept when captured; the rest is drai
 LOG_CAP = 256 * 1024  # bytes of hook output copied to the log per stream
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL of the group
 PIPE_GRACE = 0.2  # seconds to wait for pipes to close after the shell has exited
+HEAD_CAP = 4096  # bytes of each stream kept for the hook's message (a refusing pre_run's reason)
+REFUSE_EXIT = 2  # a pre_run hook exiting with this refuses the launch (Claude Code's, CodeMie's convention)
+REASON_CHARS = 300  # a refusal's reason is cut to this many characters on its one line
 
 
 # --------------------------------------------------------------------------- substitution
@@ -261,9 +264,33 @@ class HookResult:
     timed_out: bool
     error: str | None
     stdout: bytes = b""
+    stderr_head: bytes = b""
+    """The first HEAD_CAP bytes of stderr (also copied to the log)."""
+    stdout_head: bytes = b""
+    """The first HEAD_CAP bytes of stdout, when it was logged rather than captured."""
 
     def ok(self) -> bool:
         return self.error is None and not self.timed_out and self.exit_code == 0
+
+    def refuses(self) -> bool:
+        """Exit 2 (not a timeout, not a signal): the hook refuses what it guards (pre_run: the launch)."""
+        return self.exit_code == REFUSE_EXIT and not self.timed_out
+
+    def message(self) -> str:
+        """What the hook said, on one line: its stderr, else its stdout, trimmed.
+
+        Control characters are dropped (the line goes to the user's terminal)
+        and lines are joined with " / ", cut at REASON_CHARS characters.
+        """
+        from wrapagent.inject.blocks import strip_terminal_controls
+
+        for raw in (self.stderr_head, self.stdout_head or self.stdout[:HEAD_CAP]):
+            text = strip_terminal_controls(raw.decode("utf-8", errors="replace"))
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if lines:
+                joined = " / ".join(lines)
+                return joined if len(joined) <= REASON_CHARS else joined[: REASON_CHARS - 1] + "…"
+        return ""
 
     def to_record(self) -> dict:
         return {
@@ -289,8 +316,11 @@ class _LineLog:
         self.buf = b""
         self.seen = 0
         self.capped = False
+        self.head = bytearray()
 
     def feed(self, data: bytes) -> None:
+        if len(self.head) < HEAD_CAP:
+            self.head += data[: HEAD_CAP - len(self.head)]
         if self.capped:
             return
         self.seen += len(data)
@@ -411,8 +441,10 @@ def run_command(
 
     started = time.monotonic()
 
-    def result(exit_code: int | None, timed_out: bool, error: str | None, out: bytes = b"") -> HookResult:
-        return HookResult(name, kind, command, exit_code, time.monotonic() - started, timed_out, error, out)
+    def result(exit_code: int | None, timed_out: bool, error: str | None, out: bytes = b"",
+               heads: tuple[bytes, bytes] = (b"", b"")) -> HookResult:
+        return HookResult(name, kind, command, exit_code, time.monotonic() - started, timed_out, error, out,
+                          stderr_head=heads[0], stdout_head=heads[1])
 
     workdir = Path(cwd)
     if not workdir.is_dir():
@@ -435,7 +467,7 @@ def run_command(
         return result(None, False, f"could not start: {exc}")
 
     try:
-        out, timed_out, stuck = _pump(proc, stdin, timeout, name, log, capture_stdout)
+        out, timed_out, stuck, heads = _pump(proc, stdin, timeout, name, log, capture_stdout)
     except BaseException:
         # Even on KeyboardInterrupt, do not leave the hook's group running.
         _kill_group(proc, proc.pid)
@@ -457,14 +489,15 @@ def run_command(
         error = None
     if stuck and not timed_out:
         _LineLog(name, log)._say(f"[{name}] a background process kept the output open; its process group was killed")
-    return result(code, timed_out, error, out)
+    return result(code, timed_out, error, out, heads)
 
 
 def _pump(proc, stdin: bytes | None, timeout: float, name: str, log: Callable[[str], None], capture: bool):
     """Feed stdin, read stdout/stderr until EOF, timeout, or the pipe-holding grace.
 
-    Returns (captured stdout, timed_out, stuck) where `stuck` means the shell
-    exited but something else in its group kept a pipe open past PIPE_GRACE.
+    Returns (captured stdout, timed_out, stuck, (stderr head, stdout head))
+    where `stuck` means the shell exited but something else in its group kept
+    a pipe open past PIPE_GRACE.
     """
     import selectors
 
@@ -530,7 +563,8 @@ def _pump(proc, stdin: bytes | None, timeout: float, name: str, log: Callable[[s
             _close(stream)
         for line_log in logs.values():
             line_log.flush()
-    return bytes(captured), timed_out, stuck
+    heads = (bytes(logs["stderr"].head), bytes(logs["stdout"].head))
+    return bytes(captured), timed_out, stuck, heads
 
 
 def _close(stream) -> None:

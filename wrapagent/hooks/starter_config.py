@@ -114,11 +114,16 @@ args = { max_bytes = 4000 }
 # WRAPAGENT_TOOL, WRAPAGENT_PROJECT_ROOT, WRAPAGENT_WORKING_DIR, WRAPAGENT_SESSION_DIR
 # (and WRAPAGENT_TURN for waiting_for_input).
 
-# Before the tool starts.
+# Before the tool starts. A pre_run hook that exits 2 refuses the launch: the
+# tool is not started, wrapagent prints the hook's reason (its stderr, else its
+# stdout) on one line and exits 2, and the session is recorded as "blocked"
+# (session_complete still runs, post_run does not). Any other failure is only
+# a warning. This one refuses to start an agent on main/master with uncommitted
+# changes (hooks run in the project root):
 # [pre_run]
 # enabled = true
-# command = "echo {tool} session {session_id} starting in {cwd} >> ~/wrapagent.log"
-# timeout_secs = 30
+# command = 'b=$(git symbolic-ref --short -q HEAD) || exit 0; case "$b" in main|master) ;; *) exit 0 ;; esac; test -z "$(git status --porcelain)" || { echo "on $b with uncommitted changes: commit or stash them, or switch to a branch" >&2; exit 2; }'
+# timeout_secs = 10
 
 # The agent stopped working and waits for you: after each of your
 # submissions, once its output was quiet for quiet_secs (its spinner stops).

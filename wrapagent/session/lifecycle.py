@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: not on the 
     from typing import Callable, Mapping, Sequence
 
 
+SWEEP_WAIT_SECS = 90.0  # at the end, for the abandoned-session sweep (bounded by the 60 s commit lock)
+
+
 class RunOptions:
     """What `__main__` parsed. A plain class: `dataclasses` costs ~20 ms to import."""
 
@@ -251,10 +254,35 @@ class Session:
                                project_root=self.project_root, env=self.env,
                                mode="pty" if self.interactive else "pipe")
         self.record = record
+        sweeper = self._start_sweep(record)
         try:
             return self._run_with_record(cfg, record)
         finally:
+            if sweeper is not None:
+                sweeper.join(timeout=SWEEP_WAIT_SECS)
             record.close()
+
+    def _start_sweep(self, record):
+        """Sessions left `running` by a killed wrapagent become `abandoned`, in a thread.
+
+        Only when another session's running marker exists (one listdir); the
+        thread runs beside the tool and is waited for at the end, so its
+        commit is never cut short by wrapagent exiting.
+        """
+        from wrapagent.session.records import running_markers, sweep_abandoned
+
+        if not running_markers(record.root, record.id):
+            return None
+
+        def sweep() -> None:
+            try:
+                sweep_abandoned(record.root, record.id, log=record.log)
+            except Exception as exc:  # never the session's end
+                record.log(f"warning: looking for abandoned sessions failed: {exc!r}")
+
+        thread = threading.Thread(target=sweep, name="wrapagent-sweep", daemon=True)
+        thread.start()
+        return thread
 
     def _ctx(self, record):
         from wrapagent.hooks.context import GuardContext
@@ -269,7 +297,9 @@ class Session:
         self.ctx = ctx
         record.record["is_resume"] = ctx.is_resume
         self.child_env["WRAPAGENT_SESSION_ID"] = record.id
-        self._lifecycle("pre_run", None)
+        pre_run = self._lifecycle("pre_run", None)
+        if pre_run is not None and pre_run.refuses():
+            return self._refused(pre_run)
         self._history_before(record)
         try:
             result = self._run_tool(cfg, record, ctx)
@@ -505,24 +535,50 @@ class Session:
 
     # -- after the tool ----------------------------------------------------------
 
-    def _lifecycle(self, event: str, exit_code: int | None) -> None:
+    def _lifecycle(self, event: str, exit_code: int | None):
+        """Run one lifecycle hook; its HookResult (None when not configured or folded into the commit)."""
         from wrapagent.hooks.hook_runner import run_lifecycle
 
         hook = self.cfg.hook_for(event)
         if hook is None:
-            return
+            return None
         if event == "session_complete":
             result = self._session_complete(hook, exit_code)
             if result is None:
-                return
+                return None
         else:
             result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
                                    exit_code=exit_code)
         self.record.add_hook(result.to_record())
-        if not result.ok():
+        if not result.ok() and not (event == "pre_run" and result.refuses()):
             what = "timed out" if result.timed_out else f"exit {result.exit_code}"
             self.failures.append(f"{event}: {what}")
         self.record.save()
+        return result
+
+    def _refused(self, pre_run) -> int:
+        """pre_run exited 2: the tool is not started, the user gets one line, the session ends `blocked`.
+
+        The record is committed (session_complete fires, post_run does not:
+        nothing ran), and wrapagent exits 2 like the hook. The line goes to
+        stderr: in pipe mode stdout belongs to the tool's consumer.
+        """
+        import signal
+
+        from wrapagent.hooks.hook_runner import REFUSE_EXIT
+
+        reason = pre_run.message() or "no reason given"
+        _stderr(f"wrapagent: pre_run refused to start {self.name}: {reason}")
+        self.record.log(f"pre_run refused the launch (exit {REFUSE_EXIT}): {reason}")
+        old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        try:
+            self.record.block(reason)
+            self._lifecycle("session_complete", REFUSE_EXIT)
+        finally:
+            signal.signal(signal.SIGHUP, old)
+        if self.failures:
+            _stderr(f"wrapagent: {'; '.join(self.failures[:3])} — see {self.record.log_path}")
+        return REFUSE_EXIT
 
     def _session_complete(self, hook, exit_code: int | None):
         """Run session_complete under the sessions repository's commit lock.

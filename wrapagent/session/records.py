@@ -17,13 +17,21 @@ import time
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Mapping, Sequence
+    from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from wrapagent import paths
 
 RECORD_NAME = "session.json"
 LOG_NAME = "session.log"
 COMMIT_LOCK_NAME = ".commit.lock"
+RUNNING_DIR = ".running"
+"""`<sessions root>/.running/<id>.lock`: one marker per live session, removed when it ends.
+
+A killed wrapagent leaves its marker behind, so the next session finds the
+candidates with one listdir of this tiny folder (not a git call, not a scan of
+every record). `*.lock` is in the repository's .gitignore, so markers are never committed.
+"""
+START_TIME_TOLERANCE = 0.01  # seconds; both sides use the same clock-tick arithmetic
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -110,10 +118,25 @@ class Session:
             "checkpoints": None,  # session/checkpoints.py
             "native_session_id": None,  # session/transcripts.py
             "native_sessions": [],
+            "pid": os.getpid(),
+            "pid_started_at": process_start_time(os.getpid()),
         }
         session = cls(root, session_id, record)
         session.save(durable=False)
+        session._mark_running()
         return session
+
+    @property
+    def running_marker(self) -> Path:
+        return self.root / RUNNING_DIR / f"{self.id}.lock"
+
+    def _mark_running(self) -> None:
+        """Written after the first record, so whoever sees the marker can read the pid."""
+        try:
+            self.running_marker.parent.mkdir(exist_ok=True)
+            self.running_marker.touch()
+        except OSError:
+            pass  # a read-only root loses crash detection, not the session
 
     @property
     def record_path(self) -> Path:
@@ -156,10 +179,19 @@ class Session:
         )
         self.save()
 
+    def block(self, reason: str) -> None:
+        """pre_run refused the launch: the tool never ran, so no exit code or resources."""
+        self.record.update(ended_at=now_iso(), duration_s=round(time.monotonic() - self._t0, 3),
+                           state="blocked", blocked_reason=reason)
+        self.save()
+
     def close(self) -> None:
+        """The session is over (whatever its state): close the log and drop the running marker."""
         if self._log is not None:
             self._log.close()
             self._log = None
+        with contextlib.suppress(OSError):
+            self.running_marker.unlink()
 
 
 def ensure_repo(root: Path) -> None:
@@ -255,3 +287,137 @@ def iter_records(roots: Sequence[Path]) -> list[dict[str, Any]]:
                     out.append(rec)
     out.sort(key=lambda r: r.get("id", ""), reverse=True)
     return out
+
+
+# --------------------------------------------------------------------------- abandoned sessions
+
+
+def process_start_time(pid: int) -> float | None:
+    """When process `pid` started (epoch seconds), None when there is no such process.
+
+    Recorded next to the pid so that a later session does not mistake a new
+    process that reused the pid for the session's wrapagent. On Linux it is
+    read from /proc (two small reads: psutil costs ~37 ms to import, on the
+    start-up path); elsewhere psutil computes it.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        with open("/proc/stat", "rb") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return None  # Linux, and the process is gone
+        return _psutil_start_time(pid)
+    except (OSError, StopIteration, ValueError, IndexError):
+        return _psutil_start_time(pid)
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def _psutil_start_time(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return None
+    except psutil.Error:
+        return None
+
+
+def owner_alive(record: Mapping[str, Any]) -> bool:
+    """Whether the wrapagent that wrote `record` still runs: same pid, same start time."""
+    pid = record.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    started = process_start_time(pid)
+    if started is None:
+        return False
+    recorded = record.get("pid_started_at")
+    if not isinstance(recorded, (int, float)):
+        return True  # no start time to compare: a live pid is given the benefit of the doubt
+    return abs(started - recorded) <= START_TIME_TOLERANCE
+
+
+def running_markers(root: Path, own_id: str) -> list[str]:
+    """Session ids with a running marker other than `own_id`: one listdir, usually of an empty folder."""
+    try:
+        names = os.listdir(root / RUNNING_DIR)
+    except OSError:
+        return []
+    return [n[: -len(".lock")] for n in names if n.endswith(".lock") and n != f"{own_id}.lock"]
+
+
+def _iso_from_epoch(seconds: float) -> str:
+    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat()
+
+
+def mark_abandoned(session_dir: Path, record: dict[str, Any], *, by: str) -> None:
+    """`running` → `abandoned`, ended when its log (else its record) was last written."""
+    stamps = []
+    for name in (LOG_NAME, RECORD_NAME):
+        with contextlib.suppress(OSError):
+            stamps.append((session_dir / name).stat().st_mtime)
+    ended = max(stamps) if stamps else time.time()
+    duration = None
+    with contextlib.suppress(TypeError, ValueError):
+        duration = round(max(0.0, ended - _dt.datetime.fromisoformat(record["started_at"]).timestamp()), 3)
+    record.update(state="abandoned", ended_at=_iso_from_epoch(ended), duration_s=duration)
+    record.setdefault("warnings", []).append(
+        f"wrapagent (pid {record.get('pid')}) ended without closing this session (killed?); "
+        f"marked abandoned by session {by}; ended_at is the last write of its files")
+    data = json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n"
+    atomic_write(session_dir / RECORD_NAME, data)
+
+
+def sweep_abandoned(root: Path, own_id: str, *, log: Callable[[str], None] = lambda m: None) -> list[str]:
+    """Mark and commit the sessions whose wrapagent died without ending them; their ids.
+
+    Under the commit lock, so two sessions starting at once do not both
+    commit the same record, and no session_complete commits half of it.
+    A marker whose record already ended (wrapagent killed after saving it)
+    is simply dropped.
+    """
+    candidates = running_markers(root, own_id)
+    if not candidates:
+        return []
+    found: list[str] = []
+    with commit_lock(root):
+        for sid in candidates:
+            session_dir = root / sid
+            record = load_record(session_dir)
+            if record is not None and record.get("state") == "running":
+                if owner_alive(record):
+                    continue
+                mark_abandoned(session_dir, record, by=own_id)
+                log(f"session {sid}: its wrapagent is gone; marked abandoned")
+                found.append(sid)
+            elif record is not None and record.get("state") == "abandoned":
+                found.append(sid)  # marked by a sweep that could not commit it
+            else:
+                with contextlib.suppress(OSError):
+                    (root / RUNNING_DIR / f"{sid}.lock").unlink()
+        if found:
+            _commit_sessions(root, found, f"session{'s' if len(found) > 1 else ''} "
+                                          f"{', '.join(found)} abandoned")
+            for sid in found:
+                with contextlib.suppress(OSError):
+                    (root / RUNNING_DIR / f"{sid}.lock").unlink()
+    return found
+
+
+def _commit_sessions(root: Path, session_ids: Sequence[str], message: str) -> None:
+    """Commit exactly these session folders (not whatever else is staged); raises on a git failure."""
+    ensure_repo(root)
+    dirs = [f"{sid}/" for sid in session_ids]
+    env = git_env()
+    subprocess.run(["git", "-C", str(root), "add", "--", *dirs], check=True, env=env,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", message, "--", *dirs],
+                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # "nothing to commit" (an earlier sweep committed, then died) is fine; anything left is not.
+    left = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", *dirs], check=True,
+                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
+    if left.strip():
+        raise RuntimeError(f"could not commit {', '.join(dirs)} in {root}")
