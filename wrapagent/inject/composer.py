@@ -79,6 +79,16 @@ class Composer:
             self._unknown = True  # cursor keys, Tab, Ctrl-letters: the line is no longer ours to read
         return None
 
+    @property
+    def has_text(self) -> bool:
+        """Typed characters (a Backspace erases a whole one) or a paste since the last submission or clear."""
+        return bool(self._buf) or self._pasted
+
+    @property
+    def in_paste(self) -> bool:
+        """Between a paste's start and its end: the keys are the paste's, not the user's typing."""
+        return self._in_paste
+
     def clear(self) -> None:
         self._buf.clear()
         self._pasted = self._unknown = self._in_paste = self._backslash = False

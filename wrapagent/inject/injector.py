@@ -138,11 +138,11 @@ class FirstMessageInjector:
         self._trigger_at: float | None = None
         self._outbox: list[tuple[float, bytes]] = []
         self._delivered_at: float | None = None
-        self._cmd_len = 0
         self._in_paste = False
         self._prefix: str | None = None
         self._release_on_error = b""
         self._composer = Composer()
+        self._begun_early = False
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -163,6 +163,10 @@ class FirstMessageInjector:
             return self._next_check
         if self.state == WAIT_READY:
             return max(self.last_output, self._reset_at) + self.adapter.reset_quiet_secs
+        if self.state == HOLDING and self._prefix is not None:
+            # Re-held in the middle of a release (a Ctrl-C, then a key, in one batch):
+            # the blocks are known, deliver again at once instead of waiting for a key.
+            return self._trigger_at or 0.0
         if self.state == DELIVERING and self._outbox:
             return self._outbox[0][0]
         if self.state == SETTLING:
@@ -243,14 +247,20 @@ class FirstMessageInjector:
             self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
 
     def _on_input(self, data: bytes, now: float) -> bytes:
+        if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
+            # The composer is drawn but its quiet period is not over: a key now
+            # starts a message, so the blocks must go before it, not after.
+            self._became_ready(now)
         if self.state == STARTING:
+            for tok in tokenize(data):
+                self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
             return data
         return self._feed(data, now)
 
     def _poll(self, now: float) -> bytes:
         if self.state == WAIT_READY and not self._reset_patterns:
             if now - max(self.last_output, self._reset_at) >= self.adapter.reset_quiet_secs:
-                self.state = ARMED
+                self._arm()
                 self.log(f"injection: output quiet after the reset; conversation "
                          f"{self.report.conversation} armed")
             return b""
@@ -275,21 +285,49 @@ class FirstMessageInjector:
             return
         self._screen_dirty = False
         self._next_check = None
+        if self._screen_ready():
+            self._became_ready(now)
+
+    def _screen_ready(self) -> bool:
+        """The ready markers are on the screen as drawn so far."""
         if not self._bp_seen:
-            return
+            return False
         text = self.screen.text()
         patterns = self._reset_patterns if self.state == WAIT_READY else self._patterns
-        if not all(p.search(text) for p in patterns):
-            return
+        return all(p.search(text) for p in patterns)
+
+    def _became_ready(self, now: float) -> None:
+        self._screen_dirty = False
+        self._next_check = None
         self.watch_output = False
         self.screen.close()
         if self.state == WAIT_READY:
-            self.state = ARMED
+            self._arm()
             self.log(f"injection: composer ready again for conversation {self.report.conversation}")
             return
-        self.state = ARMED if self.inject else CHATTING
         self.report.ready_after_s = round(now - self._t0, 3)
+        if self.inject:
+            self._arm()
+        else:
+            self.state = CHATTING
         self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
+
+    def _arm(self) -> None:
+        """The composer is ready: the next message gets the blocks.
+
+        Unless the user began one before it was (typed or pasted while the tool
+        started, or before it came back after a reset): blocks cannot go in front
+        of text already in the composer, so that message passes untouched, like a
+        command, and the one after it gets them.
+        """
+        if not self._composer.in_paste:
+            self.state = ARMED
+            return
+        self.state = COMMAND
+        self._in_paste = True
+        self._begun_early = True
+        self._note("a paste begun before the composer was ready goes without the blocks; "
+                   "the next message gets them")
 
     # -- the user's keys, one token at a time -----------------------------------
 
@@ -321,7 +359,6 @@ class FirstMessageInjector:
         if state == ARMED:
             if tok.kind == TEXT:
                 self.state = COMMAND
-                self._cmd_len = len(tok.data)
             elif sub is not None:
                 self._note("a submission with no typed text (history recall?) was not injected; "
                            "the next message gets the blocks")
@@ -364,17 +401,17 @@ class FirstMessageInjector:
             self._in_paste = False
         elif self._in_paste:
             return
-        elif tok.kind == TEXT:
-            self._cmd_len += len(tok.data)
         elif tok.kind == BACKSPACE:
-            self._cmd_len -= 1
-            if self._cmd_len <= 0:
+            # The composer erased a whole character (UTF-8 aware); counting bytes here
+            # left `/é` + two Backspaces a command, and the next message went bare.
+            if not self._composer.has_text:
                 self.state = ARMED
+                self._begun_early = False
         elif sub is not None or tok.kind in (ENTER, INTERRUPT):
             self.state = ARMED
-            self._cmd_len = 0
-            if tok.kind == ENTER:
+            if tok.kind == ENTER and not self._begun_early:
                 self._note("first input was a command: passed through, injection re-armed")
+            self._begun_early = False
 
     def _trigger(self, now: float, held: bytes) -> None:
         self._held += held
