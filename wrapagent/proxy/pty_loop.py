@@ -1,10 +1,16 @@
 """The transparent PTY proxy: the child on a new pseudo-terminal, bytes copied both ways.
 
-Shape taken from asciinema's recorder, with its weak spots fixed:
-- the loop ends when the master reports EIO (every byte of a fast-exiting
+Each direction is copied by a thread of its own, sleeping in one wait
+(`portable.Waiter`: poll() on Linux, select() on macOS, whose poll() does not
+support ttys); the main thread handles signals, the child and the
+interceptor's timers. A single loop that did all of it paid per pass for
+checks the copy never needs (bench/ptybench.py: 0.7x the throughput of
+`script`, 1.3x its CPU per byte), and the interceptor now stays attached for
+the whole session. Properties kept from the asciinema-like loop before it:
+- output ends when the master reports EIO (every byte of a fast-exiting
   child is drained), never on "child exited" alone;
 - signals become bytes on a pipe (`signal.set_wakeup_fd`) and are handled in
-  the loop, so no work happens in a signal handler;
+  the main thread, so no work happens in a signal handler;
 - keystrokes are queued and written to the non-blocking master, no sleeps;
 - the window size is set before the child runs (ptyprocess does it in the
   child before exec) and copied again on every SIGWINCH;
@@ -23,19 +29,20 @@ import signal
 import time
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent.proxy import terminal
+from wrapagent.proxy import portable, terminal
 from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
 
 if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: annotations only
     from typing import Callable, Mapping, Protocol, Sequence
-
-POLLIN, POLLOUT, POLLHUP, POLLERR = select.POLLIN, select.POLLOUT, select.POLLHUP, select.POLLERR
 
 PTY_CHUNK = 4095
 """A PTY master hands out at most about this much per read; a shorter read means "drained"."""
 
 READ_SIZE = 64 * 1024
 """16-64 KiB: bigger reads cost more in Python than they save (../shared/PERF.md)."""
+
+STDIN_READ_SIZE = 16 * 1024
+"""Keys and pastes: a terminal hands a paste over in pieces of a few KiB at most."""
 
 MAX_PENDING_INPUT = 1024 * 1024
 """Stop reading the user's keys while this much is queued for a child that does not read."""
@@ -75,11 +82,21 @@ if TYPE_CHECKING:
     class Interceptor(Protocol):
         """Sees the user's input and the child's output until it says it is done.
 
-        Used for first-message injection; when `done` is true the proxy stops
-        calling it, so the steady state costs nothing.
+        The contract (v2): `done` true -> dropped for good. `watch_output`
+        is read per output chunk: true -> `on_output(bytes copy, now)`;
+        false (the steady state) -> the loop only stores `last_output = now`
+        (time.monotonic()), no call, no copy, no lock. `poll` runs right
+        after every on_input/on_output, when `deadline()` has passed and when
+        `wake_fd()` is readable; what it returns goes to the child after
+        anything already queued. `deadline()` and `wake_fd()` may change
+        after any call. Calls are never concurrent (one lock); the
+        `last_output` store is the only thing that may happen concurrently.
+        An interceptor never blocks.
         """
 
         done: bool
+        watch_output: bool
+        last_output: float
 
         def on_input(self, data: bytes, now: float) -> bytes:
             """Bytes to forward to the child now (the rest may be held)."""
@@ -218,14 +235,14 @@ def _noop_handler(signum: int, frame: object) -> None:
     """The wakeup fd carries the signal; the handler only has to exist."""
 
 
-def _write_all(fd: int, data: bytes) -> bool:
+def _write_all(fd: int, data: bytes | memoryview) -> bool:
     """Blocking write of everything; False if the destination is gone (terminal hung up)."""
     view = memoryview(data)
     while view:
         try:
             n = os.write(fd, view)
         except BlockingIOError:
-            select.select([], [fd], [])
+            select.select([], [fd], [])  # a non-blocking fd someone else set: wait, not spin
             continue
         except OSError as exc:
             if exc.errno in (errno.EIO, errno.EPIPE, errno.EBADF, errno.ENXIO):
@@ -235,13 +252,66 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
+def _poke(fd: int) -> None:
+    """One byte on a wake-up pipe; a full pipe already says "look again"."""
+    try:
+        os.write(fd, b"x")
+    except (BlockingIOError, OSError):
+        pass
+
+
+def _drain_pipe(fd: int) -> None:
+    try:
+        os.read(fd, 4096)
+    except (BlockingIOError, OSError):
+        pass
+
+
+def _wake_pipe() -> tuple[int, int]:
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    return r, w
+
+
+def _block_signals_in_this_thread() -> None:
+    """Signals go to the main thread only: it is the one waiting on the signal pipe.
+
+    A copy thread interrupted by a signal would only restart its system call
+    (PEP 475); blocking them here saves those wake-ups.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS))
+
+
+_CLOSED, _DRAINED, _MORE = 0, 1, 2
+"""What `_Loop.read_master` saw: the master is gone, it has nothing now, or it may have more."""
+
+
 class _Loop:
-    """State of one proxy run; `run()` below is the public entry."""
+    """State of one proxy run; `run()` below is the public entry.
+
+    Three threads, each sleeping in one blocking wait of its own:
+    - the output thread copies master -> user (reads into one reused buffer,
+      repeated while the PTY hands out full chunks, then one write);
+    - the input thread copies user -> interceptor -> master, and is the only
+      writer of the master, so bytes reach the child in the order queued;
+    - the main thread handles signals (forwarding, SIGWINCH, SIGCHLD and
+      reaping), the interceptor's deadlines and wake fd, and the kill grace.
+    So the copy itself pays no per-pass bookkeeping: with an interceptor in
+    its steady state, an output chunk costs one `time.monotonic()` and one
+    attribute store. Threads wake each other through pipes (`_poke`), never
+    by timers: an idle session makes no wake-ups at all.
+
+    `lock` serialises every call into the interceptor and every change of
+    `pending` (bytes queued for the child); it is never held across I/O.
+    """
 
     def __init__(self, pid: int, master: int, stdin_fd: int, stdout_fd: int,
                  interceptor: Interceptor | None,
                  on_output: Callable[[bytes], None] | None,
                  kill_grace: float) -> None:
+        import threading
+
         self.pid = pid
         self.master = master
         self.stdin_fd = stdin_fd
@@ -249,30 +319,87 @@ class _Loop:
         self.interceptor = interceptor
         self.on_output = on_output
         self.kill_grace = kill_grace
+        self.lock = threading.Lock()
         self.pending = bytearray()
         self.stdin_open = True
         self.stdout_ok = True
         self.master_open = True
+        self.stop_input = False
+        self.stop_output = False
         self.status: int | None = None
         self.rusage: object | None = None
         self.reaped_at: float | None = None
         self.kill_deadline: float | None = None
         self.result_signals: list[int] = []
         self.killed = False
+        self.error: BaseException | None = None
         self.buf = bytearray(READ_SIZE)
         self.mv = memoryview(self.buf)
+        # What the main thread sleeps on; a copy thread that moves either pokes it.
+        self.main_deadline: float | None = None
+        self.main_wake: int | None = None
+        self.main_r, self.main_w = _wake_pipe()
+        self.in_r, self.in_w = _wake_pipe()
+        self.out_r, self.out_w = _wake_pipe()
+        self.threads = [threading.Thread(target=self._output_thread, name="wrapagent-output", daemon=True),
+                        threading.Thread(target=self._input_thread, name="wrapagent-input", daemon=True)]
 
-    # -- events -------------------------------------------------------------
+    def close(self) -> None:
+        for fd in (self.main_r, self.main_w, self.in_r, self.in_w, self.out_r, self.out_w):
+            os.close(fd)
 
-    def read_master(self) -> None:
-        """Copy the child's output to the user.
+    # -- output: master -> user ------------------------------------------------
+
+    def _output_thread(self) -> None:
+        try:
+            _block_signals_in_this_thread()
+            waiter = portable.Waiter()
+            waiter.watch((self.master, self.out_r))
+            while True:
+                seen = self.read_master()
+                if seen == _CLOSED:
+                    break
+                if seen == _DRAINED and not self._wait_master(waiter):
+                    break
+        except BaseException as exc:  # re-raised by the main thread
+            self.error = exc
+        finally:
+            self.master_open = False
+            _poke(self.main_w)
+            _poke(self.in_w)
+
+    def _wait_master(self, waiter: portable.Waiter) -> bool:
+        """Sleep until the master is readable; False when output must stop.
+
+        Once the child was reaped, stop after DRAIN_QUIET_SECS of quiet or
+        DRAIN_MAX_SECS in all (a leftover holding the terminal).
+        """
+        while True:
+            timeout = None
+            if self.reaped_at is not None:
+                left = self.reaped_at + DRAIN_MAX_SECS - time.monotonic()
+                if left <= 0:
+                    return False
+                timeout = min(DRAIN_QUIET_SECS, left)
+            readable, _ = waiter.wait(timeout)
+            if self.stop_output:
+                return False
+            if self.master in readable:
+                return True
+            if not readable:
+                return False  # quiet since the reap (the only case with a timeout)
+            _drain_pipe(self.out_r)  # poked: the child was reaped; wait again with a timeout
+
+    def read_master(self) -> int:
+        """Copy what the child wrote to the user; returns _CLOSED, _DRAINED or _MORE.
 
         Reads go into one reused buffer (no allocation per read) and are
         repeated while the PTY hands out full chunks, then written at once:
-        fewer passes through the Python loop per byte (bench/ptybench.py).
+        fewer passes through Python per byte (bench/ptybench.py).
         """
         mv = self.mv
         got = 0
+        seen = _DRAINED
         while got < READ_SIZE:
             try:
                 n = os.readv(self.master, (mv[got:],))
@@ -283,31 +410,66 @@ class _Loop:
                 # EIO rather than as end of file.
                 if exc.errno != errno.EIO:
                     raise
-                self.master_open = False
-                break
+                n = 0
             if n == 0:
-                self.master_open = False
+                seen = _CLOSED
                 break
             got += n
             if n < PTY_CHUNK:
                 break
-        if not got:
-            return
-        if self.stdout_ok:
-            self.stdout_ok = _write_all(self.stdout_fd, mv[:got])
-        if self.on_output is None and self.interceptor is None:
-            return
-        data = bytes(mv[:got])
-        if self.on_output is not None:
-            self.on_output(data)
-        icpt = self.interceptor
-        if icpt is not None:
-            icpt.on_output(data, time.monotonic())
-            self._after_interceptor()
+        else:
+            seen = _MORE
+        if got:
+            if self.stdout_ok:
+                self.stdout_ok = _write_all(self.stdout_fd, mv[:got])
+            icpt = self.interceptor
+            if icpt is not None:
+                if icpt.watch_output:
+                    self._interceptor_output(icpt, bytes(mv[:got]))
+                else:
+                    icpt.last_output = time.monotonic()  # the steady state: nothing more
+            if self.on_output is not None:
+                self.on_output(bytes(mv[:got]))
+            if self.reaped_at is not None and time.monotonic() - self.reaped_at >= DRAIN_MAX_SECS:
+                return _CLOSED  # a leftover that keeps writing
+        return seen
+
+    def _interceptor_output(self, icpt: Interceptor, data: bytes) -> None:
+        with self.lock:
+            if self.interceptor is not icpt:
+                return
+            now = time.monotonic()
+            icpt.on_output(data, now)
+            self._after_call(icpt, now, "output")
+
+    # -- input: user -> interceptor -> master -------------------------------------
+
+    def _input_thread(self) -> None:
+        try:
+            _block_signals_in_this_thread()
+            waiter = portable.Waiter()
+            while not self.stop_input:
+                read = [self.in_r]
+                if self.stdin_open and len(self.pending) < MAX_PENDING_INPUT:
+                    read.append(self.stdin_fd)
+                write = (self.master,) if self.pending and self.master_open else ()
+                waiter.watch(read, write)
+                readable, writable = waiter.wait(None)
+                if self.in_r in readable:
+                    _drain_pipe(self.in_r)
+                if self.stop_input:
+                    break  # keys typed from now on belong to whoever reads the terminal next
+                if writable or (self.pending and self.in_r in readable):
+                    self.flush_input()
+                if self.stdin_fd in readable:
+                    self.read_stdin()
+        except BaseException as exc:
+            self.error = exc
+            _poke(self.main_w)
 
     def read_stdin(self) -> None:
         try:
-            data = os.read(self.stdin_fd, READ_SIZE)
+            data = os.read(self.stdin_fd, STDIN_READ_SIZE)
         except BlockingIOError:
             return
         except OSError:
@@ -316,61 +478,78 @@ class _Loop:
             # The user's terminal is gone (hang-up) or stdin closed.
             self.stdin_open = False
             return
-        icpt = self.interceptor
-        if icpt is not None:
-            data = icpt.on_input(data, time.monotonic())
-            self._after_interceptor()
-        if not data:
-            return
-        if not self.pending:
-            # The keystroke path: straight to the child, queue only a remainder.
-            try:
-                n = os.write(self.master, data)
-            except BlockingIOError:
-                n = 0
-            except OSError as exc:
-                if exc.errno in (errno.EIO, errno.EBADF):
-                    return
-                raise
-            if n < len(data):
-                self.pending += data[n:]
-            return
-        self.pending += data
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is not None:
+                now = time.monotonic()
+                data = icpt.on_input(data, now)
+                self.pending += data
+                self._after_call(icpt, now, "input")
+            else:
+                self.pending += data
         self.flush_input()
 
-    def _after_interceptor(self) -> None:
-        icpt = self.interceptor
-        if icpt is None:
-            return
-        due = icpt.poll(time.monotonic())
-        if due:
-            self.pending += due
-            self.flush_input()
-        if icpt.done:
-            self.interceptor = None
-
     def flush_input(self) -> None:
-        if not self.pending or not self.master_open:
+        """Write what is queued for the child, as much as it takes now (the master is non-blocking)."""
+        with self.lock:
+            chunk = bytes(self.pending[:READ_SIZE])
+        if not chunk:
             return
         try:
-            n = os.write(self.master, self.pending[:READ_SIZE])
+            n = os.write(self.master, chunk)
         except BlockingIOError:
             return
         except OSError as exc:
-            if exc.errno in (errno.EIO, errno.EBADF):
-                self.pending.clear()
-                return
-            raise
-        del self.pending[:n]
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                raise
+            with self.lock:
+                self.pending.clear()  # the child is gone: nobody will read these
+            return
+        with self.lock:
+            del self.pending[:n]
+
+    # -- the interceptor (always under `lock`) --------------------------------------
+
+    def _after_call(self, icpt: Interceptor, now: float, caller: str) -> None:
+        """After any call into the interceptor: take what is due, drop it when done, wake who must act.
+
+        `caller` is the thread: "input" flushes `pending` itself right after;
+        the others poke it. A call from a copy thread may have moved the
+        deadline or the wake fd the main thread sleeps on: then it is poked.
+        """
+        due = icpt.poll(now)
+        if due:
+            self.pending += due
+            if caller != "input":
+                _poke(self.in_w)
+        if icpt.done:
+            self.interceptor = None
+            if caller != "main":
+                _poke(self.main_w)
+            return
+        if caller != "main":
+            deadline, wake = icpt.deadline(), icpt.wake_fd()
+            if wake != self.main_wake or (deadline is not None and (
+                    self.main_deadline is None or deadline < self.main_deadline)):
+                _poke(self.main_w)
+
+    def _main_poll(self, now: float) -> None:
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is not None:
+                self._after_call(icpt, now, "main")
+
+    # -- signals and the child ----------------------------------------------------------
 
     def handle_signals(self, signals: list[int]) -> None:
         for sig in signals:
             if sig == signal.SIGWINCH:
                 terminal.copy_winsize(self.stdin_fd, self.master)
-                resize = getattr(self.interceptor, "on_resize", None)
-                size = terminal.get_winsize(self.stdin_fd) if resize is not None else None
-                if resize is not None and size:
-                    resize(size[0], size[1])  # its screen emulator redraws at the new size too
+                with self.lock:
+                    resize = getattr(self.interceptor, "on_resize", None)
+                    size = terminal.get_winsize(self.stdin_fd) if resize is not None else None
+                    if resize is not None and size:
+                        resize(size[0], size[1])  # its screen emulator redraws at the new size too
             elif sig == signal.SIGCHLD:
                 self.try_reap()
             elif sig in FORWARDED_SIGNALS:
@@ -387,6 +566,7 @@ class _Loop:
             # The user's terminal is gone: nothing more to read or show.
             self.stdin_open = False
             self.stdout_ok = False
+            _poke(self.in_w)
 
     def try_reap(self) -> None:
         if self.status is not None:
@@ -394,108 +574,79 @@ class _Loop:
         try:
             pid, status, rusage = os.wait4(self.pid, os.WNOHANG)
         except ChildProcessError:
-            self.status = 0
-            self.reaped_at = time.monotonic()
-            return
+            pid, status, rusage = self.pid, 0, None
         if pid == self.pid:
             self.status = status
             self.rusage = rusage
             self.reaped_at = time.monotonic()
+            # The child is gone: keys typed from now on are not its. The output
+            # thread drains the master with the DRAIN_* limits from here on.
+            self.stop_input = True
+            _poke(self.in_w)
+            _poke(self.out_w)
 
-    # -- the loop ------------------------------------------------------------
+    # -- the main thread -------------------------------------------------------------
 
     def timeout(self, now: float) -> float | None:
-        deadlines = []
-        if self.interceptor is not None:
-            d = self.interceptor.deadline()
-            if d is not None:
-                deadlines.append(d)
-        if self.kill_deadline is not None and self.status is None:
-            deadlines.append(self.kill_deadline)
-        if self.status is not None and self.master_open:
-            deadlines.append(now + DRAIN_QUIET_SECS)
+        """Seconds until the main thread must act without any event, or None (sleep until one)."""
+        deadlines = [d for d in (self.main_deadline, None if self.status is not None else self.kill_deadline)
+                     if d is not None]
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - now)
 
-    def _register(self, poller, registered: dict[int, int], wake: int | None, sigfd: int) -> dict[int, int]:
-        want = {sigfd: POLLIN}
-        if self.master_open:
-            want[self.master] = POLLIN | (POLLOUT if self.pending else 0)
-            if self.stdin_open and len(self.pending) < MAX_PENDING_INPUT:
-                want[self.stdin_fd] = POLLIN
-        if wake is not None:
-            want[wake] = POLLIN
-        for fd in registered.keys() - want.keys():
-            poller.unregister(fd)
-        for fd, mask in want.items():
-            if registered.get(fd) != mask:
-                poller.register(fd, mask)  # register() also modifies
-        return want
+    def _plan_wait(self, waiter: portable.Waiter, sigfd: int) -> None:
+        """Read the interceptor's deadline and wake fd (under the lock: it is a call) and watch them."""
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is None:
+                self.main_deadline = self.main_wake = None
+            else:
+                self.main_deadline, self.main_wake = icpt.deadline(), icpt.wake_fd()
+        fds = [sigfd, self.main_r]
+        if self.main_wake is not None:
+            fds.append(self.main_wake)
+        waiter.watch(fds)
 
     def run(self, sigpipe: _SignalPipe) -> None:
-        """poll() with fds registered once, re-registered only when the state changes.
-
-        Rebuilding select()'s lists on every pass was measurable CPU per byte
-        and keystroke latency (bench/ptybench.py), so the pass is kept lean.
-        """
-        poller = select.poll()
-        registered: dict[int, int] = {}
-        last_key: tuple | None = None
+        """Start the copy threads; handle signals, deadlines and the child until all is done."""
+        for thread in self.threads:
+            thread.start()
+        waiter = portable.Waiter()
         sigfd = sigpipe.rfd
-        master, stdin_fd = self.master, self.stdin_fd
         while self.master_open or self.status is None:
-            icpt = self.interceptor
-            wake = icpt.wake_fd() if icpt is not None else None
-            key = (self.master_open, bool(self.pending), self.stdin_open,
-                   len(self.pending) < MAX_PENDING_INPUT, wake)
-            if key != last_key:
-                registered = self._register(poller, registered, wake, sigfd)
-                last_key = key
-            if icpt is None and self.kill_deadline is None and self.status is None:
-                timeout = None  # the steady state: sleep until something happens
-            else:
-                t = self.timeout(time.monotonic())
-                timeout = None if t is None else t * 1000.0
-            events = poller.poll(timeout)
-            master_ev = 0
-            stdin_ready = sig_ready = wake_ready = False
-            for fd, ev in events:
-                if fd == master:
-                    master_ev = ev
-                elif fd == stdin_fd:
-                    stdin_ready = True
-                elif fd == sigfd:
-                    sig_ready = True
-                else:
-                    wake_ready = True
-            if sig_ready:
+            self._plan_wait(waiter, sigfd)
+            readable, _ = waiter.wait(self.timeout(time.monotonic()))
+            if self.error is not None:
+                raise self.error
+            if sigfd in readable:
                 self.handle_signals(sigpipe.read())
-            if master_ev & POLLOUT:
-                self.flush_input()
-            if master_ev & (POLLIN | POLLHUP | POLLERR) and self.master_open:
-                self.read_master()
-            if stdin_ready and self.master_open:
-                self.read_stdin()
-            if self.interceptor is not None and (wake_ready or not events):
-                self._after_interceptor()
+            if self.main_r in readable:
+                _drain_pipe(self.main_r)
+            now = time.monotonic()
+            if self.interceptor is not None and (
+                    (self.main_wake is not None and self.main_wake in readable)
+                    or (self.main_deadline is not None and now >= self.main_deadline)):
+                self._main_poll(now)
             if self.status is None and not self.master_open:
                 # EIO came first: the child closed its terminal; wait for it
                 # to exit (SIGCHLD wakes us), still forwarding signals.
                 self.try_reap()
-            if self.kill_deadline is not None or self.status is not None:
-                self.check_deadlines(bool(master_ev))
+            if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
+                _killpg(self.pid, signal.SIGKILL)
+                self.killed = True
+                self.kill_deadline = None
+        if self.error is not None:
+            raise self.error
 
-    def check_deadlines(self, master_ready: bool) -> None:
-        now = time.monotonic()
-        if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
-            _killpg(self.pid, signal.SIGKILL)
-            self.killed = True
-            self.kill_deadline = None
-        if self.status is not None and self.master_open and self.reaped_at is not None:
-            since = now - self.reaped_at
-            if (since >= DRAIN_QUIET_SECS and not master_ready) or since >= DRAIN_MAX_SECS:
-                self.master_open = False
+    def stop(self) -> None:
+        """Stop both copy threads and wait for them (also on the exception path)."""
+        self.stop_input = self.stop_output = True
+        _poke(self.in_w)
+        _poke(self.out_w)
+        for thread in self.threads:
+            if thread.ident is not None:
+                thread.join(timeout=2.0)
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -528,29 +679,8 @@ def _terminate(pid: int, grace: float) -> tuple[int, object, bool]:
 
 
 def session_leftovers(sid: int) -> list[int]:
-    """Processes still in the child's session (it was the session leader).
-
-    A process the child moved to its own session (a daemon it meant to
-    leave behind) is not listed: that was left on purpose.
-    """
-    found = []
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in entries:
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid in (me, sid):
-            continue
-        try:
-            if os.getsid(pid) == sid:
-                found.append(pid)
-        except OSError:
-            continue
-    return found
+    """Processes still in the child's session (it was the session leader); see `portable`."""
+    return portable.session_leftovers(sid)
 
 
 def reap_leftovers(sid: int, grace: float = ORPHAN_GRACE_SECS) -> int:
@@ -562,7 +692,7 @@ def reap_leftovers(sid: int, grace: float = ORPHAN_GRACE_SECS) -> int:
         _kill(pid, signal.SIGTERM)
     end = time.monotonic() + grace
     while time.monotonic() < end:
-        pids = [p for p in pids if _alive(p)]
+        pids = [p for p in pids if portable.alive(p)]
         if not pids:
             return 0
         time.sleep(0.02)
@@ -576,15 +706,6 @@ def _kill(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            # field 3 is the state; Z = zombie (exited, waiting for its parent)
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
@@ -611,7 +732,12 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                 on_spawn(pid)
             os.set_blocking(master, False)
             with terminal.raw_mode(stdin_fd):
-                loop.run(sigpipe)
+                try:
+                    loop.run(sigpipe)
+                finally:
+                    # Before the terminal is restored: no copy thread may read
+                    # a key or write a byte once the user's shell is back.
+                    loop.stop()
         finally:
             if loop.status is None:
                 # An exception in the loop (or in on_spawn): don't leave the
@@ -619,6 +745,7 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                 # never wait forever: a child that ignores SIGTERM used to hang
                 # wrapagent here in a blocking wait4.
                 loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
+            loop.close()
             os.close(master)
             # In the finally too: an exception must not orphan the child's
             # background jobs either.
