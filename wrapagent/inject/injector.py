@@ -107,6 +107,23 @@ class FirstMessageInjector:
     def wake_fd(self) -> int | None:
         return self._wake_fd if self.state == HOLDING else None
 
+    @property
+    def watch_output(self) -> bool:
+        """Output bytes are needed only while the screen reader runs or delivery settles.
+
+        In every other state output only moves `last_output`, which the
+        proxy stores itself without calling in (contract v2).
+        """
+        return self.state == STARTING or self.state == SETTLING
+
+    @property
+    def last_output(self) -> float:
+        return self._last_output
+
+    @last_output.setter
+    def last_output(self, now: float) -> None:
+        self._last_output = now
+
     def deadline(self) -> float | None:
         if self.state == STARTING:
             return self._next_check
