@@ -28,9 +28,8 @@ PLATFORM = os.environ.get("WRAPAGENT_PLATFORM") or sys.platform
 DARWIN = PLATFORM.startswith("darwin")
 USE_POLL = not DARWIN and hasattr(select, "poll")
 
-_READ_EVENTS = 0
-_WRITE_EVENTS = 0
-if USE_POLL:
+_READ_EVENTS = _WRITE_EVENTS = 0
+if hasattr(select, "poll"):
     # A hang-up or error counts as readable: the read that follows reports it (EIO).
     _READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
     _WRITE_EVENTS = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL

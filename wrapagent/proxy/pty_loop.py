@@ -448,12 +448,12 @@ class _Loop:
         try:
             _block_signals_in_this_thread()
             waiter = portable.Waiter()
+            in_r, stdin_fd, master = self.in_r, self.stdin_fd, self.master
             while not self.stop_input:
-                read = [self.in_r]
-                if self.stdin_open and len(self.pending) < MAX_PENDING_INPUT:
-                    read.append(self.stdin_fd)
-                write = (self.master,) if self.pending and self.master_open else ()
-                waiter.watch(read, write)
+                pending = self.pending
+                waiter.watch((in_r, stdin_fd) if self.stdin_open and len(pending) < MAX_PENDING_INPUT
+                             else (in_r,),
+                             (master,) if pending and self.master_open else ())
                 readable, writable = waiter.wait(None)
                 if self.in_r in readable:
                     _drain_pipe(self.in_r)
@@ -477,6 +477,21 @@ class _Loop:
         if not data:
             # The user's terminal is gone (hang-up) or stdin closed.
             self.stdin_open = False
+            return
+        if self.interceptor is None and not self.pending:
+            # The keystroke path. Once the interceptor is dropped (it never
+            # comes back) only this thread touches `pending`: no lock.
+            try:
+                n = os.write(self.master, data)
+            except BlockingIOError:
+                n = 0
+            except OSError as exc:
+                if exc.errno not in (errno.EIO, errno.EBADF):
+                    raise
+                return
+            if n < len(data):
+                with self.lock:
+                    self.pending += data[n:]
             return
         with self.lock:
             icpt = self.interceptor
