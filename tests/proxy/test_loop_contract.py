@@ -10,6 +10,7 @@ call. Every wait is for a condition, with a generous timeout.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 
@@ -17,6 +18,7 @@ import pytest
 
 from conftest import helper
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
+from wrapagent.errors import ToolNotExecutable, ToolNotFound
 from wrapagent.proxy import pty_loop
 
 TIMEOUT = 20.0
@@ -53,7 +55,11 @@ class UserTerminal:
         os.write(self.master, data)
 
     def close(self) -> None:
+        # Slave first: the reader sees EIO and ends; only then may the master's
+        # fd number be reused (a reader still running would read the next test's PTY).
         os.close(self.slave)
+        self.reader.join(TIMEOUT)
+        assert not self.reader.is_alive()
         os.close(self.master)
 
 
@@ -310,3 +316,44 @@ def test_keys_typed_after_the_child_exited_stay_in_the_terminal(term):
 def test_no_copy_thread_left_after_run(term):
     run_loop(None, term, lambda t: None)
     assert [t.name for t in threading.enumerate() if t.name.startswith("wrapagent-")] == []
+
+
+# -- spawn: the child's start, and exec failures reported in the parent ---------------------
+
+def test_spawned_child_leads_its_session_on_a_sized_terminal():
+    code = ("import os, sys, fcntl, termios, struct;"
+            "r, c = struct.unpack('HHHH', fcntl.ioctl(0, termios.TIOCGWINSZ, b'0' * 8))[:2];"
+            "print(r, c, os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(), os.getcwd())")
+    pid, master = pty_loop.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd="/", size=(31, 97))
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 1024)
+            except OSError:  # EIO: the child is gone
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert out == b"31 97 True True /\r\n"
+
+
+@pytest.mark.parametrize("case, error, message", [
+    ("missing", ToolNotFound, "command not found"),
+    ("bad-interpreter", ToolNotFound, "required file not found"),
+    ("not-executable", ToolNotExecutable, "Permission denied"),
+])
+def test_exec_failure_is_raised_in_the_parent(tmp_path, case, error, message):
+    if case == "missing":
+        argv = ["no-such-tool-anywhere-xyz"]
+    else:
+        path = tmp_path / case
+        path.write_text("#!/no/such/interpreter\n")
+        path.chmod(0o755 if case == "bad-interpreter" else 0o644)
+        argv = [str(path)]
+    with pytest.raises(error, match=message):
+        pty_loop.spawn(argv, env=dict(os.environ), cwd=None, size=(24, 80))

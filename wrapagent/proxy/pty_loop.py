@@ -23,9 +23,11 @@ output observer), so tests can hand it PTY pairs they own.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import select
 import signal
+import termios
 import time
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
@@ -161,39 +163,83 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
           size: tuple[int, int]) -> tuple[int, int]:
     """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd).
 
-    ptyprocess reports exec failures through a CLOEXEC pipe, so "not
-    executable" surfaces here, in the parent, before the terminal goes raw.
+    fork + exec of our own rather than ptyprocess: importing ptyprocess
+    (shutil, lzma, …) cost ~20-30 ms of every start-up, more than the proxy.
+    The size is set on the slave before the child exists, so the tool's
+    first look at its terminal sees it. Exec failures come back through a
+    CLOEXEC pipe, so "not found" / "not executable" surface here, in the
+    parent, before the terminal goes raw.
     """
-    from ptyprocess import PtyProcess
+    master, slave = os.openpty()  # both non-inheritable: the master is closed by exec
+    try:
+        terminal.set_winsize(slave, (size[0], size[1], 0, 0))
+        err_r, err_w = os.pipe()  # CLOEXEC: reads EOF once exec succeeded
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; ends in exec or _exit
+                _exec_child(slave, err_w, argv, env, cwd)
+        finally:
+            os.close(err_w)
+        try:
+            report = b""
+            while True:
+                chunk = os.read(err_r, 64)
+                if not chunk:
+                    break
+                report += chunk
+        finally:
+            os.close(err_r)
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    if report:
+        os.close(master)
+        os.waitpid(pid, 0)  # it _exited after writing the report
+        err = int(report) if report.isdigit() else None
+        if err == errno.ENOENT and "/" not in argv[0]:
+            raise ToolNotFound(f"{argv[0]}: command not found")
+        raise exec_error(argv[0], err)
+    return pid, master
 
+
+def _exec_child(slave: int, err_w: int, argv: Sequence[str], env: Mapping[str, str],
+                cwd: str | None) -> None:
+    """In the forked child: own session, the slave as controlling terminal and stdio, exec.
+
+    Only plain system calls between fork and exec (other threads may have
+    held locks at the fork). On failure the errno goes to the parent.
+    """
+    code = 0
     try:
-        proc = PtyProcess.spawn(list(argv), env=dict(env), cwd=cwd, dimensions=size,
-                                preexec_fn=_default_signals)
-    except FileNotFoundError:
-        # ptyprocess's own PATH lookup found nothing executable.
-        raise ToolNotFound(f"{argv[0]}: command not found") from None
+        signal.set_wakeup_fd(-1)  # a signal here must not write into the parent's signal pipe
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        for fd in (0, 1, 2):
+            os.dup2(slave, fd)  # inheritable
+        if slave > 2:
+            os.close(slave)
+        _default_signals()
+        if cwd is not None:
+            os.chdir(cwd)
+        os.execvpe(argv[0], list(argv), dict(env))
     except OSError as exc:
-        # exec failed in the child: a plain OSError carrying the errno.
-        raise exec_error(argv[0], exc.errno) from None
-    # We own the fd and the reaping from here on; make ptyprocess forget both
-    # so its __del__ neither closes our fd nor sleeps `delayafterclose`.
-    master = os.dup(proc.fd)
-    proc.closed = True
-    proc.terminated = True
+        code = exc.errno or 0
+    except BaseException:
+        code = 0
     try:
-        proc.fileobj.close()
-    except OSError:
-        pass
-    return proc.pid, master
+        os.write(err_w, str(code).encode())
+    finally:
+        os._exit(127)
 
 
 def _default_signals() -> None:
     """In the child before exec: undo Python's start-up SIG_IGN of SIGPIPE and SIGXFSZ.
 
-    Ignored dispositions survive exec, and ptyprocess (unlike subprocess's
-    restore_signals) does not reset them: the tool and every shell it ran
+    Ignored dispositions survive exec (caught ones, like our no-op
+    handlers, are reset by exec itself): the tool and every shell it ran
     would ignore SIGPIPE, so `yes | head -1` printed "Broken pipe" errors.
-    Caught signals (our no-op handlers) are reset by exec itself.
     """
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
@@ -344,7 +390,18 @@ class _Loop:
         self.threads = [threading.Thread(target=self._output_thread, name="wrapagent-output", daemon=True),
                         threading.Thread(target=self._input_thread, name="wrapagent-input", daemon=True)]
 
+    def threads_alive(self) -> bool:
+        return any(thread.is_alive() for thread in self.threads)
+
     def close(self) -> None:
+        """Close the wake-up pipes, unless a copy thread outlived `stop()`.
+
+        A thread stuck in a write to a frozen terminal would otherwise find
+        its fd numbers reused by the next open(): leaking six fds is the
+        lesser harm, at exit.
+        """
+        if self.threads_alive():
+            return
         for fd in (self.main_r, self.main_w, self.in_r, self.in_w, self.out_r, self.out_w):
             os.close(fd)
 
@@ -760,8 +817,9 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                 # never wait forever: a child that ignores SIGTERM used to hang
                 # wrapagent here in a blocking wait4.
                 loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
+            if not loop.threads_alive():
+                os.close(master)  # (see _Loop.close)
             loop.close()
-            os.close(master)
             # In the finally too: an exception must not orphan the child's
             # background jobs either.
             orphans = reap_leftovers(pid)
