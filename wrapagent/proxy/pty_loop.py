@@ -22,6 +22,7 @@ output observer), so tests can hand it PTY pairs they own.
 
 from __future__ import annotations
 
+import _thread
 import errno
 import fcntl
 import os
@@ -329,6 +330,47 @@ def _block_signals_in_this_thread() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS))
 
 
+class _CopyThread:
+    """A thread from `_thread`, with just start / join / is_alive.
+
+    `threading` costs ~2-3 ms of start-up to import and the loop needs none
+    of its extras; the threads are daemonic by nature (wrapagent leaves
+    with os._exit once the session is saved).
+    """
+
+    def __init__(self, target: Callable[[], None]) -> None:
+        self._target = target
+        self._running = _thread.allocate_lock()
+        self._started = False
+
+    def start(self) -> None:
+        self._running.acquire()
+        self._started = True
+        try:
+            _thread.start_new_thread(self._run, ())
+        except BaseException:
+            self._running.release()
+            raise
+
+    def _run(self) -> None:
+        try:
+            self._target()  # catches everything itself
+        finally:
+            self._running.release()
+
+    def join(self, timeout: float) -> bool:
+        """True if the thread has ended (or never started) within `timeout` seconds."""
+        if not self._started:
+            return True
+        if self._running.acquire(timeout=timeout):
+            self._running.release()
+            return True
+        return False
+
+    def is_alive(self) -> bool:
+        return self._started and self._running.locked()
+
+
 _CLOSED, _DRAINED, _MORE = 0, 1, 2
 """What `_Loop.read_master` saw: the master is gone, it has nothing now, or it may have more."""
 
@@ -356,8 +398,6 @@ class _Loop:
                  interceptor: Interceptor | None,
                  on_output: Callable[[bytes], None] | None,
                  kill_grace: float) -> None:
-        import threading
-
         self.pid = pid
         self.master = master
         self.stdin_fd = stdin_fd
@@ -365,7 +405,7 @@ class _Loop:
         self.interceptor = interceptor
         self.on_output = on_output
         self.kill_grace = kill_grace
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.pending = bytearray()
         self.stdin_open = True
         self.stdout_ok = True
@@ -387,8 +427,7 @@ class _Loop:
         self.main_r, self.main_w = _wake_pipe()
         self.in_r, self.in_w = _wake_pipe()
         self.out_r, self.out_w = _wake_pipe()
-        self.threads = [threading.Thread(target=self._output_thread, name="wrapagent-output", daemon=True),
-                        threading.Thread(target=self._input_thread, name="wrapagent-input", daemon=True)]
+        self.threads = [_CopyThread(self._output_thread), _CopyThread(self._input_thread)]
 
     def threads_alive(self) -> bool:
         return any(thread.is_alive() for thread in self.threads)
@@ -717,8 +756,7 @@ class _Loop:
         _poke(self.in_w)
         _poke(self.out_w)
         for thread in self.threads:
-            if thread.ident is not None:
-                thread.join(timeout=2.0)
+            thread.join(timeout=2.0)
 
 
 def _killpg(pid: int, sig: int) -> None:
