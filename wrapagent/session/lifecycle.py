@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
@@ -114,6 +113,8 @@ class _Prefix:
     """The injected prefix, computed in a background thread while the tool starts."""
 
     def __init__(self) -> None:
+        import threading  # ~2-3 ms: only full mode with injection needs it
+
         self.wake_r = -1
         self.wake_w = -1
         self.value: str | None = None
@@ -357,6 +358,8 @@ class Session:
         return feed
 
     def _start_interactive(self, cfg, ctx):
+        import threading
+
         from wrapagent.inject.injector import FirstMessageInjector
         from wrapagent.proxy.terminal import get_winsize
 
