@@ -577,28 +577,44 @@ class _Loop:
         if self.interceptor is None and not self.pending:
             # The keystroke path. Once the interceptor is dropped (it never
             # comes back) only this thread touches `pending`: no lock.
-            try:
-                n = os.write(self.master, data)
-            except BlockingIOError:
-                n = 0
-            except OSError as exc:
-                if exc.errno not in (errno.EIO, errno.EBADF):
-                    raise
-                return
-            if n < len(data):
-                with self.lock:
-                    self.pending += data[n:]
+            self._send(data)
             return
         with self.lock:
             icpt = self.interceptor
-            if icpt is not None:
-                now = time.monotonic()
-                data = icpt.on_input(data, now)
+            if icpt is None:
                 self.pending += data
-                self._after_call(icpt, now, "input")
+                direct = False
             else:
-                self.pending += data
-        self.flush_input()
+                now = time.monotonic()
+                data = icpt.on_input(data, now) + icpt.poll(now)  # poll's bytes follow
+                # Nothing queued: write at once, before the bookkeeping below
+                # (the key's latency). Bytes queued later by other threads
+                # are behind these: this thread is the master's only writer.
+                direct = not self.pending
+                if not direct:
+                    self.pending += data
+        if not direct:
+            self.flush_input()
+        elif data:
+            self._send(data)
+        if icpt is not None:
+            with self.lock:
+                if self.interceptor is icpt:
+                    self._after_effects(icpt, "input")
+
+    def _send(self, data: bytes) -> None:
+        """Write `data` to the child now; what it does not take goes first in the queue."""
+        try:
+            n = os.write(self.master, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                raise
+            return  # the child is gone
+        if n < len(data):
+            with self.lock:
+                self.pending[0:0] = data[n:]
 
     def flush_input(self) -> None:
         """Write what is queued for the child, as much as it takes now (the master is non-blocking)."""
@@ -633,6 +649,10 @@ class _Loop:
             self.pending += due
             if caller != "input":
                 _poke(self.in_w)
+        self._after_effects(icpt, caller)
+
+    def _after_effects(self, icpt: Interceptor, caller: str) -> None:
+        """Drop a done interceptor; wake the main thread if its deadline or wake fd moved."""
         if icpt.done:
             self.interceptor = None
             if caller != "main":
