@@ -91,3 +91,13 @@ def test_alive_is_false_for_a_zombie_and_after_reaping():
         os.waitpid(pid, 0)
     assert not portable.alive(pid)
     assert portable.alive(os.getpid())
+
+
+def test_prepare_sweep_loads_psutil_only_in_macos_mode(platform_mode):
+    code = ("import sys, time; from wrapagent.proxy import portable; portable.prepare_sweep(); "
+            "end = time.monotonic() + 30\n"
+            "while 'psutil' not in sys.modules and portable.DARWIN and time.monotonic() < end: time.sleep(0.005)\n"
+            "print('psutil' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "WRAPAGENT_PLATFORM": platform_mode},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(platform_mode == "darwin")

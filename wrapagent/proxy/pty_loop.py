@@ -860,6 +860,7 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                 terminal.set_winsize(master, size)  # pixels too
             if on_spawn is not None:
                 on_spawn(pid)
+            portable.prepare_sweep()
             os.set_blocking(master, False)
             with terminal.raw_mode(stdin_fd):
                 try:
