@@ -638,11 +638,11 @@ class _Loop:
     # -- the interceptor (always under `lock`) --------------------------------------
 
     def _after_call(self, icpt: Interceptor, now: float, caller: str) -> None:
-        """After any call into the interceptor: take what is due, drop it when done, wake who must act.
+        """After a call into the interceptor: take what is due, drop it when done, wake who must act.
 
-        `caller` is the thread: "input" flushes `pending` itself right after;
-        the others poke it. A call from a copy thread may have moved the
-        deadline or the wake fd the main thread sleeps on: then it is poked.
+        `caller` is the thread ("output" or "main"; the input thread does the
+        same in `read_stdin`, writing first). Bytes due go to `pending` and
+        the input thread, the master's only writer, is poked to send them.
         """
         due = icpt.poll(now)
         if due:
@@ -652,7 +652,12 @@ class _Loop:
         self._after_effects(icpt, caller)
 
     def _after_effects(self, icpt: Interceptor, caller: str) -> None:
-        """Drop a done interceptor; wake the main thread if its deadline or wake fd moved."""
+        """Drop a done interceptor; wake the main thread if its deadline or wake fd moved.
+
+        A call from a copy thread may have set an earlier deadline or a new
+        wake fd than the main thread sleeps on (both are re-read under the
+        lock before every sleep, so comparing here is race-free).
+        """
         if icpt.done:
             self.interceptor = None
             if caller != "main":
@@ -847,6 +852,9 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
     """Run `argv` on a new PTY, proxying the terminal on `stdin_fd`/`stdout_fd`.
 
     Raises ToolNotFound / ToolNotExecutable before touching the terminal.
+    Must run in the main thread (signal handlers). `on_output` and the
+    interceptor's output calls happen in the output thread; all interceptor
+    calls are serialised (see `Interceptor`).
     """
     with _SignalPipe((signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)) as sigpipe:
         # Size read after the SIGWINCH handler is in place: a resize in between
