@@ -61,10 +61,22 @@ Record = dict[str, Any]
 
 @dataclass(frozen=True)
 class Proxy:
-    """A way of running a command on the terminal: `wrap` turns argv into the launch argv."""
+    """A way of running a command on the terminal: `wrap` turns argv into the launch argv.
+
+    `env` is added to the bench's environment and `cwd` is where it starts
+    (the full-mode row runs in a folder that is not a git project, with its
+    own XDG directories so the session records it makes stay in the bench's
+    temporary folder).
+    """
 
     name: str
     wrap: Callable[[Sequence[str]], list[str]]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def launch(self, argv: Sequence[str], env: Mapping[str, str], **kw: Any) -> OuterPty:
+        """An OuterPty running `argv` through this proxy."""
+        return OuterPty(self.wrap(argv), {**env, **self.env}, cwd=self.cwd, **kw)
 
 
 def direct_proxy() -> Proxy:
@@ -80,6 +92,52 @@ def script_proxy() -> Proxy:
 def wrapagent_proxy(prefix: Sequence[str]) -> Proxy:
     """wrapagent's bare proxy mode: no hooks, no injection, no session record."""
     return Proxy("wrapagent", lambda argv: [*prefix, "--no-hooks", *argv])
+
+
+def wrapagent_full_proxy(prefix: Sequence[str], home: Path) -> Proxy:
+    """wrapagent in full mode with the default configuration (no config file).
+
+    Record created, pre_run/post_run, record saved and committed into the
+    sessions repository at exit. Run in `home/project`, a folder that is not
+    a git project, with XDG_* under `home`: the records stay out of the
+    user's own state directory. The sessions repository is created by the
+    probe run, so the measured runs commit into an existing one, as every
+    session but a project's first does.
+    """
+    project = home / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    env = {f"XDG_{kind}_HOME": str(home / kind.lower()) for kind in ("CONFIG", "STATE", "DATA", "CACHE")}
+    return Proxy("wrapagent-full", lambda argv: [*prefix, *argv], env=env, cwd=str(project))
+
+
+def python_of(cmd: Sequence[str]) -> str:
+    """The interpreter a wrapagent launcher runs: `python -m wrapagent`, or its console script's #!."""
+    if len(cmd) >= 3 and cmd[1] == "-m":
+        return cmd[0]
+    try:
+        with open(cmd[0], "rb") as f:
+            first = f.readline()
+    except OSError:
+        return sys.executable
+    if first.startswith(b"#!") and len(first.split()) == 1:
+        return first[2:].strip().decode()
+    return sys.executable
+
+
+def steady_proxy(python: str) -> Proxy:
+    """wrapagent's loop with an interceptor attached in its light steady state (bench/steady_proxy.py).
+
+    Full mode's steady state: what every output chunk costs once the first
+    message went in (a timestamp) and every input chunk (the key tokenizer).
+    """
+    script = str(BENCH_DIR / "steady_proxy.py")
+    return Proxy("wrapagent-steady", lambda argv: [python, script, "light", *argv])
+
+
+def pyexec_proxy(python: str) -> Proxy:
+    """The start-up floor of any Python launcher: wrapagent's interpreter, which only execs the command."""
+    code = "import os, sys; os.execvp(sys.argv[1], sys.argv[1:])"
+    return Proxy("pyexec", lambda argv: [python, "-c", code, *argv])
 
 
 def extra_proxy(spec: str) -> Proxy:
@@ -168,10 +226,12 @@ class ExitInfo:
     cpu_tree: float  # the leader plus every child it reaped, seconds
 
 
-def _exec_child(slave: int, argv: Sequence[str], env: Mapping[str, str]) -> NoReturn:
+def _exec_child(slave: int, argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> NoReturn:
     """In the forked child: become session leader with the slave as controlling tty, exec."""
     try:
         os.login_tty(slave)  # setsid + TIOCSCTTY + dup2 onto 0/1/2
+        if cwd is not None:
+            os.chdir(cwd)
         # Python ignores SIGPIPE/SIGXFSZ and ignored dispositions survive exec.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
@@ -198,6 +258,7 @@ class OuterPty:
         size: tuple[int, int] = (ROWS, COLS),
         capture: bool = True,
         hasher: Any = None,
+        cwd: str | None = None,
     ) -> None:
         master, slave = os.openpty()
         set_winsize(slave, *size)
@@ -205,7 +266,7 @@ class OuterPty:
         self.launched = time.perf_counter()
         self.pid = os.fork()
         if self.pid == 0:
-            _exec_child(slave, argv, env)
+            _exec_child(slave, argv, env, cwd)
         os.close(slave)
         os.set_blocking(master, False)
         self.master = master
@@ -357,7 +418,7 @@ def make_payload(size_mb: int) -> Payload:
 
 def fixed_cpu(proxy: Proxy, env: Mapping[str, str]) -> float:
     """The leader's CPU for `true`: start-up and exit, which no byte pays for."""
-    with OuterPty(proxy.wrap(["true"]), env) as term:
+    with proxy.launch(["true"], env) as term:
         return term.finish().cpu_self
 
 
@@ -369,7 +430,7 @@ def run_throughput(proxy: Proxy, payload: Payload, env: Mapping[str, str]) -> Re
     charged to the bytes, and the smaller the payload the more it would weigh.
     """
     hasher = hashlib.sha256()
-    with OuterPty(proxy.wrap(["cat", str(payload.path)]), env, capture=False, hasher=hasher) as term:
+    with proxy.launch(["cat", str(payload.path)], env, capture=False, hasher=hasher) as term:
         info = term.finish(RUN_TIMEOUT_S)
         assert term.first_byte_at is not None and term.last_byte_at is not None
         seconds = term.last_byte_at - term.first_byte_at
@@ -424,7 +485,7 @@ def run_latency(proxies: Sequence[Proxy], n: int, env: Mapping[str, str]) -> dic
     """
     child = ["sh", "-c", f"stty raw -echo; printf R; exec dd bs=1 count={n} 2>/dev/null"]
     with contextlib.ExitStack() as stack:
-        terms = {p.name: stack.enter_context(OuterPty(p.wrap(child), env)) for p in proxies}
+        terms = {p.name: stack.enter_context(p.launch(child, env)) for p in proxies}
         pollers: dict[str, select.poll] = {}
         for name, term in terms.items():
             term.read_until(b"R")
@@ -448,7 +509,7 @@ def run_latency(proxies: Sequence[Proxy], n: int, env: Mapping[str, str]) -> dic
 
 def run_first_byte(proxy: Proxy, env: Mapping[str, str]) -> float:
     """Launch → the child's first byte at the master, ms (child: `printf x; sleep 0.1`)."""
-    with OuterPty(proxy.wrap(["sh", "-c", "printf x; sleep 0.1"]), env) as term:
+    with proxy.launch(["sh", "-c", "printf x; sleep 0.1"], env) as term:
         seen = term.read_until(b"x")
         term.finish()
         return (seen - term.launched) * 1000
@@ -456,13 +517,27 @@ def run_first_byte(proxy: Proxy, env: Mapping[str, str]) -> float:
 
 def run_true(proxy: Proxy, env: Mapping[str, str]) -> float:
     """Launch → the leader has exited, ms (child: `true`)."""
-    with OuterPty(proxy.wrap(["true"]), env) as term:
+    with proxy.launch(["true"], env) as term:
         info = term.finish()
         return (info.exited_at - term.launched) * 1000
 
 
+def run_exit(proxy: Proxy, env: Mapping[str, str]) -> float:
+    """The child's only byte → the leader has exited, ms (child: `printf x`, which exits at once).
+
+    What a proxy does after its child is gone: drain, reap, restore the
+    terminal and, in full mode, save the record and commit it.
+    """
+    with proxy.launch(["printf", "x"], env) as term:
+        term.read_until(b"x")
+        assert term.first_byte_at is not None
+        info = term.finish()
+        return (info.exited_at - term.first_byte_at) * 1000
+
+
 def run_startup(proxy: Proxy, env: Mapping[str, str]) -> Record:
-    return {"first_byte_ms": run_first_byte(proxy, env), "true_exit_ms": run_true(proxy, env)}
+    return {"first_byte_ms": run_first_byte(proxy, env), "true_exit_ms": run_true(proxy, env),
+            "exit_ms": run_exit(proxy, env)}
 
 
 PYTHON_FLOORS: Final = {
@@ -478,12 +553,13 @@ def run_floor(argv: Sequence[str], env: Mapping[str, str]) -> Record:
     with OuterPty(argv, env) as term:
         seen = term.read_until(b"x")
         info = term.finish()
-        return {"first_byte_ms": (seen - term.launched) * 1000, "true_exit_ms": (info.exited_at - term.launched) * 1000}
+        return {"first_byte_ms": (seen - term.launched) * 1000, "true_exit_ms": (info.exited_at - term.launched) * 1000,
+                "exit_ms": (info.exited_at - seen) * 1000}
 
 
 def run_idle(proxy: Proxy, seconds: float, env: Mapping[str, str]) -> Record:
     """`sleep N`: the leader's CPU % and wake-ups/s, from 1 s after launch (start-up excluded)."""
-    with OuterPty(proxy.wrap(["sleep", str(seconds)]), env) as term:
+    with proxy.launch(["sleep", str(seconds)], env) as term:
         term.sleep(1.0)
         t0, cpu0, ctx0 = time.perf_counter(), proc_cpu_seconds(term.pid), proc_ctx_switches(term.pid)
         term.sleep(seconds - 1.5)
@@ -515,7 +591,7 @@ def _finished(term: OuterPty, timeout: float = 10.0) -> ExitInfo:
 def case_every_byte(proxy: Proxy, env: Mapping[str, str]) -> CaseResult:
     """`seq 1 200000`: every byte arrives, nothing added."""
     expected = b"".join(b"%d\r\n" % i for i in range(1, 200001))
-    with OuterPty(proxy.wrap(["seq", "1", "200000"]), env) as term:
+    with proxy.launch(["seq", "1", "200000"], env) as term:
         info = _finished(term)
         got = bytes(term.output)
         if got == expected and info.code == 0:
@@ -529,7 +605,7 @@ def case_tail(proxy: Proxy, env: Mapping[str, str], runs: int) -> CaseResult:
     """`printf tail`, which exits at once: the output must outrun the exit, every time."""
     lost, restored = 0, True
     for _ in range(runs):
-        with OuterPty(proxy.wrap(["printf", "tail"]), env) as term:
+        with proxy.launch(["printf", "tail"], env) as term:
             info = _finished(term)
             lost += bytes(term.output) != b"tail" or info.code != 0
             restored &= term.termios_restored()
@@ -538,21 +614,21 @@ def case_tail(proxy: Proxy, env: Mapping[str, str], runs: int) -> CaseResult:
 
 def case_exit_code(proxy: Proxy, env: Mapping[str, str]) -> CaseResult:
     """`exit 7` comes back as 7."""
-    with OuterPty(proxy.wrap(["sh", "-c", "exit 7"]), env) as term:
+    with proxy.launch(["sh", "-c", "exit 7"], env) as term:
         info = _finished(term)
         return CaseResult(info.code == 7, f"exit {info.code}", term.termios_restored())
 
 
 def case_child_sigterm(proxy: Proxy, env: Mapping[str, str]) -> CaseResult:
     """The child kills itself with SIGTERM: 143, like a shell reports it."""
-    with OuterPty(proxy.wrap(["sh", "-c", "kill -TERM $$"]), env) as term:
+    with proxy.launch(["sh", "-c", "kill -TERM $$"], env) as term:
         info = _finished(term)
         return CaseResult(info.code == 143, f"exit {info.code}", term.termios_restored())
 
 
 def case_ctrl_c(proxy: Proxy, env: Mapping[str, str]) -> CaseResult:
     """^C typed at the terminal reaches the child's tty as SIGINT: `sleep 10` ends with 130."""
-    with OuterPty(proxy.wrap(["sh", "-c", "printf R; exec sleep 10"]), env) as term:
+    with proxy.launch(["sh", "-c", "printf R; exec sleep 10"], env) as term:
         term.read_until(b"R")
         term.sleep(0.05)  # let `exec sleep` happen
         term.write(b"\x03")
@@ -572,7 +648,7 @@ def case_proxy_sigterm(proxy: Proxy, env: Mapping[str, str]) -> CaseResult:
             f'trap "echo TERM >> {mark}; exit 143" TERM; trap "echo HUP >> {mark}; exit 129" HUP; '
             "printf R; while :; do sleep 0.05; done"
         )
-        with OuterPty(proxy.wrap(["sh", "-c", script]), env) as term:
+        with proxy.launch(["sh", "-c", script], env) as term:
             term.read_until(b"R")
             term.sleep(0.05)
             os.kill(term.pid, signal.SIGTERM)
@@ -604,7 +680,7 @@ time.sleep(5); sys.exit(3)
 
 def case_resize(proxy: Proxy, env: Mapping[str, str]) -> CaseResult:
     """The child starts with the terminal's size and sees a resize of the outer PTY."""
-    with OuterPty(proxy.wrap([sys.executable, "-c", RESIZE_CHILD]), env) as term:
+    with proxy.launch([sys.executable, "-c", RESIZE_CHILD], env) as term:
         term.read_until(b"\n")
         initial = bytes(term.output).split(b"R ", 1)[-1].split()[0].decode()
         term.resize(40, 100)
@@ -673,13 +749,13 @@ def log(message: str) -> None:
 
 
 def probe_wrapagent(proxy: Proxy, env: Mapping[str, str]) -> str | None:
-    """None if `--no-hooks true` exits 0 and `--no-hooks seq 1 5` prints 1..5, else why not."""
+    """None if `true` exits 0 and `seq 1 5` prints 1..5 through the proxy, else why not."""
     try:
-        with OuterPty(proxy.wrap(["true"]), env) as term:
+        with proxy.launch(["true"], env) as term:
             code = term.finish(15).code
             if code != 0:
                 return f"`{shlex.join(proxy.wrap(['true']))}` exited {code}: {bytes(term.output)[-300:]!r}"
-        with OuterPty(proxy.wrap(["seq", "1", "5"]), env) as term:
+        with proxy.launch(["seq", "1", "5"], env) as term:
             term.finish(15)
             if bytes(term.output) != b"1\r\n2\r\n3\r\n4\r\n5\r\n":
                 return f"`seq 1 5` printed {bytes(term.output)[-300:]!r}"
@@ -734,11 +810,12 @@ def measure_latency(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, s
             records.append({"round": r, "proxy": name, **rec})
 
 
-def measure_startup(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], results: Results) -> None:
+def measure_startup(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], results: Results,
+                    references: Sequence[Proxy] = ()) -> None:
     """Several launches per round (start-up is short and jittery), the interpreter floors alongside."""
     records = results.records.setdefault("startup", [])
     runs: list[tuple[str, Callable[[], Record]]] = [
-        *((p.name, lambda p=p: run_startup(p, env)) for p in proxies),
+        *((p.name, lambda p=p: run_startup(p, env)) for p in [*proxies, *references]),
         *((name, lambda argv=argv: run_floor(argv, env)) for name, argv in PYTHON_FLOORS.items()),
     ]
     for r in range(opts.rounds):
@@ -756,8 +833,12 @@ def measure_correctness(opts: Options, proxies: Sequence[Proxy], env: Mapping[st
         log(f"correctness {name}: " + ", ".join(f"{p}={'ok' if c.passed else 'FAIL'}" for p, c in per.items()))
 
 
-def measure(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], results: Results) -> None:
-    """Run each selected test in a fixed order, proxies interleaved within every round."""
+def measure(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], results: Results,
+            references: Sequence[Proxy] = ()) -> None:
+    """Run each selected test in a fixed order, proxies interleaved within every round.
+
+    `references` (pyexec) run in the start-up test only: they are floors, not proxies.
+    """
     if "throughput" in opts.tests:
         log(f"throughput: preparing {opts.size_mb} MB payload")
         payload = make_payload(opts.size_mb)
@@ -766,7 +847,7 @@ def measure(opts: Options, proxies: Sequence[Proxy], env: Mapping[str, str], res
     if "latency" in opts.tests:
         measure_latency(opts, proxies, env, results)
     if "startup" in opts.tests:
-        measure_startup(opts, proxies, env, results)
+        measure_startup(opts, proxies, env, results, references)
     if "idle" in opts.tests:
         measure_rounds("idle", opts, proxies, results, run=lambda p: run_idle(p, opts.idle_s, env),
                        describe=lambda r: f"{r['cpu_percent']:.2f} % CPU, {r['wakeups_per_s']:.2f} wake-ups/s")
@@ -869,11 +950,15 @@ def startup_table(records: Sequence[Record], proxies: Sequence[str]) -> str:
             fmt(median_of(records, "first_byte_ms", p), ".1f"),
             fmt(ratio(records, "first_byte_ms", p, "script")),
             fmt(added(records, "first_byte_ms", p), "+.1f"),
+            fmt(added(records, "first_byte_ms", p, "pyexec"), "+.1f"),
             fmt(median_of(records, "true_exit_ms", p), ".1f"),
             fmt(ratio(records, "true_exit_ms", p, "script")),
+            fmt(median_of(records, "exit_ms", p), ".1f"),
+            fmt(added(records, "exit_ms", p), "+.1f"),
         ])
     return md_table(
-        ["proxy", "launch→first byte ms", "×script", "added vs direct ms", "`true` launch→exit ms", "×script"],
+        ["proxy", "launch→first byte ms", "×script", "added vs direct ms", "added vs pyexec ms",
+         "`true` launch→exit ms", "×script", "child's byte→exit ms", "exit added vs direct ms"],
         rows,
     )
 
@@ -908,30 +993,49 @@ class Target:
     met: bool | None
 
 
+def _verdict(value: float | None, ok: Callable[[float], bool]) -> bool | None:
+    return None if value is None else ok(value)
+
+
 def targets(results: Results, proxy: str) -> list[Target]:
-    """The targets from the brief, for one candidate proxy, all relative to `script`."""
+    """The goals of issue 12 for one proxy: bare proxy and extras against `script`, the
+    full-mode rows against the bare proxy and the `pyexec` floor."""
     rec = results.records
     out: list[Target] = []
-    if "throughput" in rec:
+    steady = proxy == "wrapagent-steady"
+    full = proxy == "wrapagent-full"
+    if "throughput" in rec and not full:
         t = rec["throughput"]
-        thr = ratio(t, "mb_per_s", proxy, "script")
-        cpu = ratio(t, "cpu_ns_per_byte", proxy, "script")
         lost = max((r["bytes_lost"] for r in t if r["proxy"] == proxy), default=None)
-        out.append(Target("throughput ×script ≥ 1.0", fmt(thr), None if thr is None else thr >= 1.0))
-        net = ratio(t, "cpu_net_ns_per_byte", proxy, "script")
-        out.append(Target("CPU per byte ×script ≤ 1.1", fmt(cpu), None if cpu is None else cpu <= 1.1))
-        out.append(Target("(same, net of start-up CPU) ≤ 1.1", fmt(net), None if net is None else net <= 1.1))
-        out.append(Target("0 bytes lost (throughput)", fmt(lost, "d"), None if lost is None else lost == 0))
-    if "latency" in rec:
+        if steady:
+            thr = ratio(t, "mb_per_s", proxy, "wrapagent")
+            cpu = ratio(t, "cpu_ns_per_byte", proxy, "wrapagent")
+            net = ratio(t, "cpu_net_ns_per_byte", proxy, "wrapagent")
+            out.append(Target("throughput ×bare wrapagent ≥ 0.95", fmt(thr), _verdict(thr, lambda v: v >= 0.95)))
+            out.append(Target("CPU per byte ×bare wrapagent ≤ 1.05", fmt(cpu), _verdict(cpu, lambda v: v <= 1.05)))
+            out.append(Target("(same, net of start-up CPU) ≤ 1.05", fmt(net), _verdict(net, lambda v: v <= 1.05)))
+        else:
+            thr = ratio(t, "mb_per_s", proxy, "script")
+            cpu = ratio(t, "cpu_ns_per_byte", proxy, "script")
+            net = ratio(t, "cpu_net_ns_per_byte", proxy, "script")
+            out.append(Target("throughput ×script ≥ 1.0", fmt(thr), _verdict(thr, lambda v: v >= 1.0)))
+            out.append(Target("CPU per byte ×script ≤ 1.0", fmt(cpu), _verdict(cpu, lambda v: v <= 1.0)))
+            out.append(Target("(same, net of start-up CPU) ≤ 1.0", fmt(net), _verdict(net, lambda v: v <= 1.0)))
+        out.append(Target("0 bytes lost (throughput)", fmt(lost, "d"), _verdict(lost, lambda v: v == 0)))
+    if "latency" in rec and not full:
         mine, base = added(rec["latency"], "p50_us", proxy), added(rec["latency"], "p50_us", "script")
         ok = None if mine is None or base is None else mine <= base
         out.append(Target("keystroke p50 added ≤ script's", f"{fmt(mine, '+.0f')} µs vs {fmt(base, '+.0f')} µs", ok))
-    if "startup" in rec:
-        fb = ratio(rec["startup"], "first_byte_ms", proxy, "script")
-        out.append(Target("first byte ≤ 2.5× script", fmt(fb), None if fb is None else fb <= 2.5))
+    if "startup" in rec and not steady:
+        fb = added(rec["startup"], "first_byte_ms", proxy, "pyexec")
+        limit = 25.0 if full else 5.0
+        out.append(Target(f"first byte ≤ pyexec + {limit:g} ms", fmt(fb, "+.1f", " ms"),
+                          _verdict(fb, lambda v: v <= limit)))
+        ex = median_of(rec["startup"], "exit_ms", proxy)
+        out.append(Target("child's exit → proxy's exit (reported)", fmt(ex, ".1f", " ms"), None))
     if "idle" in rec:
         wk = max((r["wakeups_per_s"] for r in rec["idle"] if r["proxy"] == proxy), default=None)
-        out.append(Target("0 idle wake-ups/s", fmt(wk), None if wk is None else wk == 0))
+        out.append(Target("0 idle wake-ups/s", fmt(wk), _verdict(wk, lambda v: v == 0)))
     if results.correctness:
         failed = [n for n, per in results.correctness.items() if not per[proxy].passed]
         failed += ["termios"] if not all(per[proxy].termios_restored for per in results.correctness.values()) else []
@@ -960,9 +1064,13 @@ def report(results: Results, meta: Mapping[str, Any]) -> str:
                   latency_table(rec["latency"], ps), ""]
     if "startup" in rec:
         parts += [f"## Start-up: median of {results.options.startup_n} launches/round", "",
-                  startup_table(rec["startup"], [*ps, *PYTHON_FLOORS]),
-                  "", "Rows in parentheses are references, not proxies: the bench's own interpreter "
-                  f"(`{sys.executable}`) writing one byte and exiting, with and without `site`.", ""]
+                  startup_table(rec["startup"], [*ps, "pyexec", *PYTHON_FLOORS]),
+                  "", "`pyexec` is the floor of any Python launcher: wrapagent's own interpreter, "
+                  "execing the command and nothing else. Rows in parentheses are references, not proxies: "
+                  f"the bench's own interpreter (`{sys.executable}`) writing one byte and exiting, with and "
+                  "without `site`. \"Child's byte→exit\": `printf x` as the child, from its byte at the "
+                  "terminal to the proxy's exit (drain, reap, restore; in full mode the record saved and "
+                  "committed).", ""]
     if "idle" in rec:
         parts += [f"## Idle: `sleep {results.options.idle_s:g}`, window from 1 s to end − 0.5 s", "",
                   idle_table(rec["idle"], ps), ""]
@@ -1007,7 +1115,8 @@ def save(results: Results, meta: Mapping[str, Any], markdown: str) -> Path:
 # ---------------------------------------------------------------------------
 
 ALL_TESTS: Final = ("throughput", "latency", "startup", "idle", "correctness")
-ALL_PROXIES: Final = ("direct", "script", "wrapagent")
+ALL_PROXIES: Final = ("direct", "script", "wrapagent", "wrapagent-full", "wrapagent-steady")
+WRAPAGENT_ROWS: Final = ("wrapagent", "wrapagent-full", "wrapagent-steady")
 
 
 def parse_args(argv: Sequence[str] | None) -> Options:
@@ -1055,15 +1164,21 @@ def parse_args(argv: Sequence[str] | None) -> Options:
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
     env = child_env()
-    candidates = {"direct": direct_proxy(), "script": script_proxy(), "wrapagent": wrapagent_proxy(opts.wrapagent_cmd)}
+    python = python_of(opts.wrapagent_cmd)
+    home = Path(tempfile.mkdtemp(prefix="wrapagent-ptybench-"))  # the full-mode row's state, removed at the end
+    candidates = {"direct": direct_proxy(), "script": script_proxy(), "wrapagent": wrapagent_proxy(opts.wrapagent_cmd),
+                  "wrapagent-full": wrapagent_full_proxy(opts.wrapagent_cmd, home),
+                  "wrapagent-steady": steady_proxy(python)}
     proxies = [candidates[name] for name in opts.proxies] + [extra_proxy(spec) for spec in opts.extras]
     results = Results(opts, [])
-    if any(p.name == "wrapagent" for p in proxies) and not opts.skip_probe:
-        why = probe_wrapagent(candidates["wrapagent"], env)
+    for name in WRAPAGENT_ROWS:
+        if name not in opts.proxies or opts.skip_probe:
+            continue
+        why = probe_wrapagent(candidates[name], env)
         if why:
-            results.notes.append(f"wrapagent left out: {why}")
+            results.notes.append(f"{name} left out: {why}")
             log(results.notes[-1])
-            proxies = [p for p in proxies if p.name != "wrapagent"]
+            proxies = [p for p in proxies if p.name != name]
     if "script" in opts.proxies and shutil.which("script") is None:
         results.notes.append("script left out: util-linux `script` is not on PATH")
         proxies = [p for p in proxies if p.name != "script"]
@@ -1072,13 +1187,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("nothing left to measure")
         return 2
     started = time.perf_counter()
-    measure(opts, proxies, env, results)
+    try:
+        measure(opts, proxies, env, results, [pyexec_proxy(python)])
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "machine": f"{platform.machine()} · {os.cpu_count()} CPUs · Linux {platform.release()} · "
                    f"Python {platform.python_version()} · load {os.getloadavg()[0]:.2f}",
         "git": git_rev(),
-        "commands": {p.name: " ".join(p.wrap(["CMD"])) for p in proxies},
+        "commands": {p.name: " ".join(p.wrap(["CMD"])) for p in [*proxies, pyexec_proxy(python)]},
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
     markdown = report(results, meta)

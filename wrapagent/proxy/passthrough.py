@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable, Mapping, Sequence
@@ -101,6 +100,8 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
         if on_spawn is not None:
             on_spawn(proc.pid)
         if stdin_feeder is not None:
+            import threading  # ~2-3 ms; full mode imports this module on its PTY path too
+
             threading.Thread(target=_feed, args=(wfd, stdin_feeder), daemon=True).start()
         _, status, ru = os.wait4(proc.pid, 0)
     finally:

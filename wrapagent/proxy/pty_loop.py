@@ -1,10 +1,16 @@
 """The transparent PTY proxy: the child on a new pseudo-terminal, bytes copied both ways.
 
-Shape taken from asciinema's recorder, with its weak spots fixed:
-- the loop ends when the master reports EIO (every byte of a fast-exiting
+Each direction is copied by a thread of its own, sleeping in one wait
+(`portable.Waiter`: poll() on Linux, select() on macOS, whose poll() does not
+support ttys); the main thread handles signals, the child and the
+interceptor's timers. A single loop that did all of it paid per pass for
+checks the copy never needs (bench/ptybench.py: 0.7x the throughput of
+`script`, 1.3x its CPU per byte), and the interceptor now stays attached for
+the whole session. Properties kept from the asciinema-like loop before it:
+- output ends when the master reports EIO (every byte of a fast-exiting
   child is drained), never on "child exited" alone;
 - signals become bytes on a pipe (`signal.set_wakeup_fd`) and are handled in
-  the loop, so no work happens in a signal handler;
+  the main thread, so no work happens in a signal handler;
 - keystrokes are queued and written to the non-blocking master, no sleeps;
 - the window size is set before the child runs (ptyprocess does it in the
   child before exec) and copied again on every SIGWINCH;
@@ -16,26 +22,30 @@ output observer), so tests can hand it PTY pairs they own.
 
 from __future__ import annotations
 
+import _thread
 import errno
+import fcntl
 import os
 import select
 import signal
+import termios
 import time
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent.proxy import terminal
+from wrapagent.proxy import portable, terminal
 from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
 
 if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: annotations only
     from typing import Callable, Mapping, Protocol, Sequence
-
-POLLIN, POLLOUT, POLLHUP, POLLERR = select.POLLIN, select.POLLOUT, select.POLLHUP, select.POLLERR
 
 PTY_CHUNK = 4095
 """A PTY master hands out at most about this much per read; a shorter read means "drained"."""
 
 READ_SIZE = 64 * 1024
 """16-64 KiB: bigger reads cost more in Python than they save (../shared/PERF.md)."""
+
+STDIN_READ_SIZE = 16 * 1024
+"""Keys and pastes: a terminal hands a paste over in pieces of a few KiB at most."""
 
 MAX_PENDING_INPUT = 1024 * 1024
 """Stop reading the user's keys while this much is queued for a child that does not read."""
@@ -75,8 +85,16 @@ if TYPE_CHECKING:
     class Interceptor(Protocol):
         """Sees the user's input and the child's output until it says it is done.
 
-        Used for first-message injection; when `done` is true the proxy stops
-        calling it, so the steady state costs nothing.
+        The contract (v2): `done` true -> dropped for good. `watch_output`
+        is read per output chunk: true -> `on_output(bytes copy, now)`;
+        false (the steady state) -> the loop only stores `last_output = now`
+        (time.monotonic()), no call, no copy, no lock. `poll` runs right
+        after every on_input/on_output, when `deadline()` has passed and when
+        `wake_fd()` is readable; what it returns goes to the child after
+        anything already queued. `deadline()` and `wake_fd()` may change
+        after any call. Calls are never concurrent (one lock); the
+        `last_output` store is the only thing that may happen concurrently.
+        An interceptor never blocks.
         """
 
         done: bool
@@ -147,39 +165,83 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
           size: tuple[int, int]) -> tuple[int, int]:
     """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd).
 
-    ptyprocess reports exec failures through a CLOEXEC pipe, so "not
-    executable" surfaces here, in the parent, before the terminal goes raw.
+    fork + exec of our own rather than ptyprocess: importing ptyprocess
+    (shutil, lzma, …) cost ~20-30 ms of every start-up, more than the proxy.
+    The size is set on the slave before the child exists, so the tool's
+    first look at its terminal sees it. Exec failures come back through a
+    CLOEXEC pipe, so "not found" / "not executable" surface here, in the
+    parent, before the terminal goes raw.
     """
-    from ptyprocess import PtyProcess
+    master, slave = os.openpty()  # both non-inheritable: the master is closed by exec
+    try:
+        terminal.set_winsize(slave, (size[0], size[1], 0, 0))
+        err_r, err_w = os.pipe()  # CLOEXEC: reads EOF once exec succeeded
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; ends in exec or _exit
+                _exec_child(slave, err_w, argv, env, cwd)
+        finally:
+            os.close(err_w)
+        try:
+            report = b""
+            while True:
+                chunk = os.read(err_r, 64)
+                if not chunk:
+                    break
+                report += chunk
+        finally:
+            os.close(err_r)
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    if report:
+        os.close(master)
+        os.waitpid(pid, 0)  # it _exited after writing the report
+        err = int(report) if report.isdigit() else None
+        if err == errno.ENOENT and "/" not in argv[0]:
+            raise ToolNotFound(f"{argv[0]}: command not found")
+        raise exec_error(argv[0], err)
+    return pid, master
 
+
+def _exec_child(slave: int, err_w: int, argv: Sequence[str], env: Mapping[str, str],
+                cwd: str | None) -> None:
+    """In the forked child: own session, the slave as controlling terminal and stdio, exec.
+
+    Only plain system calls between fork and exec (other threads may have
+    held locks at the fork). On failure the errno goes to the parent.
+    """
+    code = 0
     try:
-        proc = PtyProcess.spawn(list(argv), env=dict(env), cwd=cwd, dimensions=size,
-                                preexec_fn=_default_signals)
-    except FileNotFoundError:
-        # ptyprocess's own PATH lookup found nothing executable.
-        raise ToolNotFound(f"{argv[0]}: command not found") from None
+        signal.set_wakeup_fd(-1)  # a signal here must not write into the parent's signal pipe
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        for fd in (0, 1, 2):
+            os.dup2(slave, fd)  # inheritable
+        if slave > 2:
+            os.close(slave)
+        _default_signals()
+        if cwd is not None:
+            os.chdir(cwd)
+        os.execvpe(argv[0], list(argv), dict(env))
     except OSError as exc:
-        # exec failed in the child: a plain OSError carrying the errno.
-        raise exec_error(argv[0], exc.errno) from None
-    # We own the fd and the reaping from here on; make ptyprocess forget both
-    # so its __del__ neither closes our fd nor sleeps `delayafterclose`.
-    master = os.dup(proc.fd)
-    proc.closed = True
-    proc.terminated = True
+        code = exc.errno or 0
+    except BaseException:
+        code = 0
     try:
-        proc.fileobj.close()
-    except OSError:
-        pass
-    return proc.pid, master
+        os.write(err_w, str(code).encode())
+    finally:
+        os._exit(127)
 
 
 def _default_signals() -> None:
     """In the child before exec: undo Python's start-up SIG_IGN of SIGPIPE and SIGXFSZ.
 
-    Ignored dispositions survive exec, and ptyprocess (unlike subprocess's
-    restore_signals) does not reset them: the tool and every shell it ran
+    Ignored dispositions survive exec (caught ones, like our no-op
+    handlers, are reset by exec itself): the tool and every shell it ran
     would ignore SIGPIPE, so `yes | head -1` printed "Broken pipe" errors.
-    Caught signals (our no-op handlers) are reset by exec itself.
     """
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
@@ -221,14 +283,14 @@ def _noop_handler(signum: int, frame: object) -> None:
     """The wakeup fd carries the signal; the handler only has to exist."""
 
 
-def _write_all(fd: int, data: bytes) -> bool:
+def _write_all(fd: int, data: bytes | memoryview) -> bool:
     """Blocking write of everything; False if the destination is gone (terminal hung up)."""
     view = memoryview(data)
     while view:
         try:
             n = os.write(fd, view)
         except BlockingIOError:
-            select.select([], [fd], [])
+            select.select([], [fd], [])  # a non-blocking fd someone else set: wait, not spin
             continue
         except OSError as exc:
             if exc.errno in (errno.EIO, errno.EPIPE, errno.EBADF, errno.ENXIO):
@@ -238,8 +300,100 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
+def _poke(fd: int) -> None:
+    """One byte on a wake-up pipe; a full pipe already says "look again"."""
+    try:
+        os.write(fd, b"x")
+    except (BlockingIOError, OSError):
+        pass
+
+
+def _drain_pipe(fd: int) -> None:
+    try:
+        os.read(fd, 4096)
+    except (BlockingIOError, OSError):
+        pass
+
+
+def _wake_pipe() -> tuple[int, int]:
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    return r, w
+
+
+def _block_signals_in_this_thread() -> None:
+    """Signals go to the main thread only: it is the one waiting on the signal pipe.
+
+    A copy thread interrupted by a signal would only restart its system call
+    (PEP 475); blocking them here saves those wake-ups.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS))
+
+
+class _CopyThread:
+    """A thread from `_thread`, with just start / join / is_alive.
+
+    `threading` costs ~2-3 ms of start-up to import and the loop needs none
+    of its extras; the threads are daemonic by nature (wrapagent leaves
+    with os._exit once the session is saved).
+    """
+
+    def __init__(self, target: Callable[[], None]) -> None:
+        self._target = target
+        self._running = _thread.allocate_lock()
+        self._started = False
+
+    def start(self) -> None:
+        self._running.acquire()
+        self._started = True
+        try:
+            _thread.start_new_thread(self._run, ())
+        except BaseException:
+            self._running.release()
+            raise
+
+    def _run(self) -> None:
+        try:
+            self._target()  # catches everything itself
+        finally:
+            self._running.release()
+
+    def join(self, timeout: float) -> bool:
+        """True if the thread has ended (or never started) within `timeout` seconds."""
+        if not self._started:
+            return True
+        if self._running.acquire(timeout=timeout):
+            self._running.release()
+            return True
+        return False
+
+    def is_alive(self) -> bool:
+        return self._started and self._running.locked()
+
+
+_CLOSED, _DRAINED, _MORE = 0, 1, 2
+"""What `_Loop.read_master` saw: the master is gone, it has nothing now, or it may have more."""
+
+
 class _Loop:
-    """State of one proxy run; `run()` below is the public entry."""
+    """State of one proxy run; `run()` below is the public entry.
+
+    Three threads, each sleeping in one blocking wait of its own:
+    - the output thread copies master -> user (reads into one reused buffer,
+      repeated while the PTY hands out full chunks, then one write);
+    - the input thread copies user -> interceptor -> master, and is the only
+      writer of the master, so bytes reach the child in the order queued;
+    - the main thread handles signals (forwarding, SIGWINCH, SIGCHLD and
+      reaping), the interceptor's deadlines and wake fd, and the kill grace.
+    So the copy itself pays no per-pass bookkeeping: with an interceptor in
+    its steady state, an output chunk costs one `time.monotonic()` and one
+    attribute store. Threads wake each other through pipes (`_poke`), never
+    by timers: an idle session makes no wake-ups at all.
+
+    `lock` serialises every call into the interceptor and every change of
+    `pending` (bytes queued for the child); it is never held across I/O.
+    """
 
     def __init__(self, pid: int, master: int, stdin_fd: int, stdout_fd: int,
                  interceptor: Interceptor | None,
@@ -252,30 +406,97 @@ class _Loop:
         self.interceptor = interceptor
         self.on_output = on_output
         self.kill_grace = kill_grace
+        self.lock = _thread.allocate_lock()
         self.pending = bytearray()
         self.stdin_open = True
         self.stdout_ok = True
         self.master_open = True
+        self.stop_input = False
+        self.stop_output = False
         self.status: int | None = None
         self.rusage: object | None = None
         self.reaped_at: float | None = None
         self.kill_deadline: float | None = None
         self.result_signals: list[int] = []
         self.killed = False
+        self.error: BaseException | None = None
         self.buf = bytearray(READ_SIZE)
         self.mv = memoryview(self.buf)
+        # What the main thread sleeps on; a copy thread that moves either pokes it.
+        self.main_deadline: float | None = None
+        self.main_wake: int | None = None
+        self.main_r, self.main_w = _wake_pipe()
+        self.in_r, self.in_w = _wake_pipe()
+        self.out_r, self.out_w = _wake_pipe()
+        self.threads = [_CopyThread(self._output_thread), _CopyThread(self._input_thread)]
 
-    # -- events -------------------------------------------------------------
+    def threads_alive(self) -> bool:
+        return any(thread.is_alive() for thread in self.threads)
 
-    def read_master(self) -> None:
-        """Copy the child's output to the user.
+    def close(self) -> None:
+        """Close the wake-up pipes, unless a copy thread outlived `stop()`.
+
+        A thread stuck in a write to a frozen terminal would otherwise find
+        its fd numbers reused by the next open(): leaking six fds is the
+        lesser harm, at exit.
+        """
+        if self.threads_alive():
+            return
+        for fd in (self.main_r, self.main_w, self.in_r, self.in_w, self.out_r, self.out_w):
+            os.close(fd)
+
+    # -- output: master -> user ------------------------------------------------
+
+    def _output_thread(self) -> None:
+        try:
+            _block_signals_in_this_thread()
+            waiter = portable.Waiter()
+            waiter.watch((self.master, self.out_r))
+            while True:
+                seen = self.read_master()
+                if seen == _CLOSED:
+                    break
+                if seen == _DRAINED and not self._wait_master(waiter):
+                    break
+        except BaseException as exc:  # re-raised by the main thread
+            self.error = exc
+        finally:
+            self.master_open = False
+            _poke(self.main_w)
+            _poke(self.in_w)
+
+    def _wait_master(self, waiter: portable.Waiter) -> bool:
+        """Sleep until the master is readable; False when output must stop.
+
+        Once the child was reaped, stop after DRAIN_QUIET_SECS of quiet or
+        DRAIN_MAX_SECS in all (a leftover holding the terminal).
+        """
+        while True:
+            timeout = None
+            if self.reaped_at is not None:
+                left = self.reaped_at + DRAIN_MAX_SECS - time.monotonic()
+                if left <= 0:
+                    return False
+                timeout = min(DRAIN_QUIET_SECS, left)
+            readable, _ = waiter.wait(timeout)
+            if self.stop_output:
+                return False
+            if self.master in readable:
+                return True
+            if not readable:
+                return False  # quiet since the reap (the only case with a timeout)
+            _drain_pipe(self.out_r)  # poked: the child was reaped; wait again with a timeout
+
+    def read_master(self) -> int:
+        """Copy what the child wrote to the user; returns _CLOSED, _DRAINED or _MORE.
 
         Reads go into one reused buffer (no allocation per read) and are
         repeated while the PTY hands out full chunks, then written at once:
-        fewer passes through the Python loop per byte (bench/ptybench.py).
+        fewer passes through Python per byte (bench/ptybench.py).
         """
         mv = self.mv
         got = 0
+        seen = _DRAINED
         while got < READ_SIZE:
             try:
                 n = os.readv(self.master, (mv[got:],))
@@ -286,35 +507,66 @@ class _Loop:
                 # EIO rather than as end of file.
                 if exc.errno != errno.EIO:
                     raise
-                self.master_open = False
-                break
+                n = 0
             if n == 0:
-                self.master_open = False
+                seen = _CLOSED
                 break
             got += n
             if n < PTY_CHUNK:
                 break
-        if not got:
-            return
-        if self.stdout_ok:
-            self.stdout_ok = _write_all(self.stdout_fd, mv[:got])
-        icpt = self.interceptor
-        if icpt is not None and not icpt.watch_output:
-            # The steady state (contract v2): one timestamp, no call, no copy.
-            icpt.last_output = time.monotonic()
-            icpt = None
-        if self.on_output is None and icpt is None:
-            return
-        data = bytes(mv[:got])
-        if self.on_output is not None:
-            self.on_output(data)
-        if icpt is not None:
-            icpt.on_output(data, time.monotonic())
-            self._after_interceptor()
+        else:
+            seen = _MORE
+        if got:
+            if self.stdout_ok:
+                self.stdout_ok = _write_all(self.stdout_fd, mv[:got])
+            icpt = self.interceptor
+            if icpt is not None:
+                if icpt.watch_output:
+                    self._interceptor_output(icpt, bytes(mv[:got]))
+                else:
+                    icpt.last_output = time.monotonic()  # the steady state: nothing more
+            if self.on_output is not None:
+                self.on_output(bytes(mv[:got]))
+            if self.reaped_at is not None and time.monotonic() - self.reaped_at >= DRAIN_MAX_SECS:
+                return _CLOSED  # a leftover that keeps writing
+        return seen
+
+    def _interceptor_output(self, icpt: Interceptor, data: bytes) -> None:
+        with self.lock:
+            if self.interceptor is not icpt:
+                return
+            now = time.monotonic()
+            icpt.on_output(data, now)
+            self._after_call(icpt, now, "output")
+
+    # -- input: user -> interceptor -> master -------------------------------------
+
+    def _input_thread(self) -> None:
+        try:
+            _block_signals_in_this_thread()
+            waiter = portable.Waiter()
+            in_r, stdin_fd, master = self.in_r, self.stdin_fd, self.master
+            while not self.stop_input:
+                pending = self.pending
+                waiter.watch((in_r, stdin_fd) if self.stdin_open and len(pending) < MAX_PENDING_INPUT
+                             else (in_r,),
+                             (master,) if pending and self.master_open else ())
+                readable, writable = waiter.wait(None)
+                if self.in_r in readable:
+                    _drain_pipe(self.in_r)
+                if self.stop_input:
+                    break  # keys typed from now on belong to whoever reads the terminal next
+                if writable or (self.pending and self.in_r in readable):
+                    self.flush_input()
+                if self.stdin_fd in readable:
+                    self.read_stdin()
+        except BaseException as exc:
+            self.error = exc
+            _poke(self.main_w)
 
     def read_stdin(self) -> None:
         try:
-            data = os.read(self.stdin_fd, READ_SIZE)
+            data = os.read(self.stdin_fd, STDIN_READ_SIZE)
         except BlockingIOError:
             return
         except OSError:
@@ -323,61 +575,118 @@ class _Loop:
             # The user's terminal is gone (hang-up) or stdin closed.
             self.stdin_open = False
             return
-        icpt = self.interceptor
-        if icpt is not None:
-            data = icpt.on_input(data, time.monotonic())
-            self._after_interceptor()
-        if not data:
+        if self.interceptor is None and not self.pending:
+            # The keystroke path. Once the interceptor is dropped (it never
+            # comes back) only this thread touches `pending`: no lock.
+            self._send(data)
             return
-        if not self.pending:
-            # The keystroke path: straight to the child, queue only a remainder.
-            try:
-                n = os.write(self.master, data)
-            except BlockingIOError:
-                n = 0
-            except OSError as exc:
-                if exc.errno in (errno.EIO, errno.EBADF):
-                    return
-                raise
-            if n < len(data):
-                self.pending += data[n:]
-            return
-        self.pending += data
-        self.flush_input()
-
-    def _after_interceptor(self) -> None:
-        icpt = self.interceptor
-        if icpt is None:
-            return
-        due = icpt.poll(time.monotonic())
-        if due:
-            self.pending += due
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is None:
+                self.pending += data
+                direct = False
+            else:
+                now = time.monotonic()
+                data = icpt.on_input(data, now) + icpt.poll(now)  # poll's bytes follow
+                # Nothing queued: write at once, before the bookkeeping below
+                # (the key's latency). Bytes queued later by other threads
+                # are behind these: this thread is the master's only writer.
+                direct = not self.pending
+                if not direct:
+                    self.pending += data
+        if not direct:
             self.flush_input()
-        if icpt.done:
-            self.interceptor = None
+        elif data:
+            self._send(data)
+        if icpt is not None:
+            with self.lock:
+                if self.interceptor is icpt:
+                    self._after_effects(icpt, "input")
+
+    def _send(self, data: bytes) -> None:
+        """Write `data` to the child now; what it does not take goes first in the queue."""
+        try:
+            n = os.write(self.master, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                raise
+            return  # the child is gone
+        if n < len(data):
+            with self.lock:
+                self.pending[0:0] = data[n:]
 
     def flush_input(self) -> None:
-        if not self.pending or not self.master_open:
+        """Write what is queued for the child, as much as it takes now (the master is non-blocking)."""
+        with self.lock:
+            chunk = bytes(self.pending[:READ_SIZE])
+        if not chunk:
             return
         try:
-            n = os.write(self.master, self.pending[:READ_SIZE])
+            n = os.write(self.master, chunk)
         except BlockingIOError:
             return
         except OSError as exc:
-            if exc.errno in (errno.EIO, errno.EBADF):
-                self.pending.clear()
-                return
-            raise
-        del self.pending[:n]
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                raise
+            with self.lock:
+                self.pending.clear()  # the child is gone: nobody will read these
+            return
+        with self.lock:
+            del self.pending[:n]
+
+    # -- the interceptor (always under `lock`) --------------------------------------
+
+    def _after_call(self, icpt: Interceptor, now: float, caller: str) -> None:
+        """After a call into the interceptor: take what is due, drop it when done, wake who must act.
+
+        `caller` is the thread ("output" or "main"; the input thread does the
+        same in `read_stdin`, writing first). Bytes due go to `pending` and
+        the input thread, the master's only writer, is poked to send them.
+        """
+        due = icpt.poll(now)
+        if due:
+            self.pending += due
+            if caller != "input":
+                _poke(self.in_w)
+        self._after_effects(icpt, caller)
+
+    def _after_effects(self, icpt: Interceptor, caller: str) -> None:
+        """Drop a done interceptor; wake the main thread if its deadline or wake fd moved.
+
+        A call from a copy thread may have set an earlier deadline or a new
+        wake fd than the main thread sleeps on (both are re-read under the
+        lock before every sleep, so comparing here is race-free).
+        """
+        if icpt.done:
+            self.interceptor = None
+            if caller != "main":
+                _poke(self.main_w)
+            return
+        if caller != "main":
+            deadline, wake = icpt.deadline(), icpt.wake_fd()
+            if wake != self.main_wake or (deadline is not None and (
+                    self.main_deadline is None or deadline < self.main_deadline)):
+                _poke(self.main_w)
+
+    def _main_poll(self, now: float) -> None:
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is not None:
+                self._after_call(icpt, now, "main")
+
+    # -- signals and the child ----------------------------------------------------------
 
     def handle_signals(self, signals: list[int]) -> None:
         for sig in signals:
             if sig == signal.SIGWINCH:
                 terminal.copy_winsize(self.stdin_fd, self.master)
-                resize = getattr(self.interceptor, "on_resize", None)
-                size = terminal.get_winsize(self.stdin_fd) if resize is not None else None
-                if resize is not None and size:
-                    resize(size[0], size[1])  # its screen emulator redraws at the new size too
+                with self.lock:
+                    resize = getattr(self.interceptor, "on_resize", None)
+                    size = terminal.get_winsize(self.stdin_fd) if resize is not None else None
+                    if resize is not None and size:
+                        resize(size[0], size[1])  # its screen emulator redraws at the new size too
             elif sig == signal.SIGCHLD:
                 self.try_reap()
             elif sig in FORWARDED_SIGNALS:
@@ -394,6 +703,7 @@ class _Loop:
             # The user's terminal is gone: nothing more to read or show.
             self.stdin_open = False
             self.stdout_ok = False
+            _poke(self.in_w)
 
     def try_reap(self) -> None:
         if self.status is not None:
@@ -401,108 +711,78 @@ class _Loop:
         try:
             pid, status, rusage = os.wait4(self.pid, os.WNOHANG)
         except ChildProcessError:
-            self.status = 0
-            self.reaped_at = time.monotonic()
-            return
+            pid, status, rusage = self.pid, 0, None
         if pid == self.pid:
             self.status = status
             self.rusage = rusage
             self.reaped_at = time.monotonic()
+            # The child is gone: keys typed from now on are not its. The output
+            # thread drains the master with the DRAIN_* limits from here on.
+            self.stop_input = True
+            _poke(self.in_w)
+            _poke(self.out_w)
 
-    # -- the loop ------------------------------------------------------------
+    # -- the main thread -------------------------------------------------------------
 
     def timeout(self, now: float) -> float | None:
-        deadlines = []
-        if self.interceptor is not None:
-            d = self.interceptor.deadline()
-            if d is not None:
-                deadlines.append(d)
-        if self.kill_deadline is not None and self.status is None:
-            deadlines.append(self.kill_deadline)
-        if self.status is not None and self.master_open:
-            deadlines.append(now + DRAIN_QUIET_SECS)
+        """Seconds until the main thread must act without any event, or None (sleep until one)."""
+        deadlines = [d for d in (self.main_deadline, None if self.status is not None else self.kill_deadline)
+                     if d is not None]
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - now)
 
-    def _register(self, poller, registered: dict[int, int], wake: int | None, sigfd: int) -> dict[int, int]:
-        want = {sigfd: POLLIN}
-        if self.master_open:
-            want[self.master] = POLLIN | (POLLOUT if self.pending else 0)
-            if self.stdin_open and len(self.pending) < MAX_PENDING_INPUT:
-                want[self.stdin_fd] = POLLIN
-        if wake is not None:
-            want[wake] = POLLIN
-        for fd in registered.keys() - want.keys():
-            poller.unregister(fd)
-        for fd, mask in want.items():
-            if registered.get(fd) != mask:
-                poller.register(fd, mask)  # register() also modifies
-        return want
+    def _plan_wait(self, waiter: portable.Waiter, sigfd: int) -> None:
+        """Read the interceptor's deadline and wake fd (under the lock: it is a call) and watch them."""
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is None:
+                self.main_deadline = self.main_wake = None
+            else:
+                self.main_deadline, self.main_wake = icpt.deadline(), icpt.wake_fd()
+        fds = [sigfd, self.main_r]
+        if self.main_wake is not None:
+            fds.append(self.main_wake)
+        waiter.watch(fds)
 
     def run(self, sigpipe: _SignalPipe) -> None:
-        """poll() with fds registered once, re-registered only when the state changes.
-
-        Rebuilding select()'s lists on every pass was measurable CPU per byte
-        and keystroke latency (bench/ptybench.py), so the pass is kept lean.
-        """
-        poller = select.poll()
-        registered: dict[int, int] = {}
-        last_key: tuple | None = None
+        """Start the copy threads; handle signals, deadlines and the child until all is done."""
+        for thread in self.threads:
+            thread.start()
+        waiter = portable.Waiter()
         sigfd = sigpipe.rfd
-        master, stdin_fd = self.master, self.stdin_fd
         while self.master_open or self.status is None:
-            icpt = self.interceptor
-            wake = icpt.wake_fd() if icpt is not None else None
-            key = (self.master_open, bool(self.pending), self.stdin_open,
-                   len(self.pending) < MAX_PENDING_INPUT, wake)
-            if key != last_key:
-                registered = self._register(poller, registered, wake, sigfd)
-                last_key = key
-            if icpt is None and self.kill_deadline is None and self.status is None:
-                timeout = None  # the steady state: sleep until something happens
-            else:
-                t = self.timeout(time.monotonic())
-                timeout = None if t is None else t * 1000.0
-            events = poller.poll(timeout)
-            master_ev = 0
-            stdin_ready = sig_ready = wake_ready = False
-            for fd, ev in events:
-                if fd == master:
-                    master_ev = ev
-                elif fd == stdin_fd:
-                    stdin_ready = True
-                elif fd == sigfd:
-                    sig_ready = True
-                else:
-                    wake_ready = True
-            if sig_ready:
+            self._plan_wait(waiter, sigfd)
+            readable, _ = waiter.wait(self.timeout(time.monotonic()))
+            if self.error is not None:
+                raise self.error
+            if sigfd in readable:
                 self.handle_signals(sigpipe.read())
-            if master_ev & POLLOUT:
-                self.flush_input()
-            if master_ev & (POLLIN | POLLHUP | POLLERR) and self.master_open:
-                self.read_master()
-            if stdin_ready and self.master_open:
-                self.read_stdin()
-            if self.interceptor is not None and (wake_ready or not events):
-                self._after_interceptor()
+            if self.main_r in readable:
+                _drain_pipe(self.main_r)
+            now = time.monotonic()
+            if self.interceptor is not None and (
+                    (self.main_wake is not None and self.main_wake in readable)
+                    or (self.main_deadline is not None and now >= self.main_deadline)):
+                self._main_poll(now)
             if self.status is None and not self.master_open:
                 # EIO came first: the child closed its terminal; wait for it
                 # to exit (SIGCHLD wakes us), still forwarding signals.
                 self.try_reap()
-            if self.kill_deadline is not None or self.status is not None:
-                self.check_deadlines(bool(master_ev))
+            if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
+                _killpg(self.pid, signal.SIGKILL)
+                self.killed = True
+                self.kill_deadline = None
+        if self.error is not None:
+            raise self.error
 
-    def check_deadlines(self, master_ready: bool) -> None:
-        now = time.monotonic()
-        if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
-            _killpg(self.pid, signal.SIGKILL)
-            self.killed = True
-            self.kill_deadline = None
-        if self.status is not None and self.master_open and self.reaped_at is not None:
-            since = now - self.reaped_at
-            if (since >= DRAIN_QUIET_SECS and not master_ready) or since >= DRAIN_MAX_SECS:
-                self.master_open = False
+    def stop(self) -> None:
+        """Stop both copy threads and wait for them (also on the exception path)."""
+        self.stop_input = self.stop_output = True
+        _poke(self.in_w)
+        _poke(self.out_w)
+        for thread in self.threads:
+            thread.join(timeout=2.0)
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -535,29 +815,8 @@ def _terminate(pid: int, grace: float) -> tuple[int, object, bool]:
 
 
 def session_leftovers(sid: int) -> list[int]:
-    """Processes still in the child's session (it was the session leader).
-
-    A process the child moved to its own session (a daemon it meant to
-    leave behind) is not listed: that was left on purpose.
-    """
-    found = []
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in entries:
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid in (me, sid):
-            continue
-        try:
-            if os.getsid(pid) == sid:
-                found.append(pid)
-        except OSError:
-            continue
-    return found
+    """Processes still in the child's session (it was the session leader); see `portable`."""
+    return portable.session_leftovers(sid)
 
 
 def reap_leftovers(sid: int, grace: float = ORPHAN_GRACE_SECS) -> int:
@@ -569,7 +828,7 @@ def reap_leftovers(sid: int, grace: float = ORPHAN_GRACE_SECS) -> int:
         _kill(pid, signal.SIGTERM)
     end = time.monotonic() + grace
     while time.monotonic() < end:
-        pids = [p for p in pids if _alive(p)]
+        pids = [p for p in pids if portable.alive(p)]
         if not pids:
             return 0
         time.sleep(0.02)
@@ -585,15 +844,6 @@ def _kill(pid: int, sig: int) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            # field 3 is the state; Z = zombie (exited, waiting for its parent)
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
-
-
 def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
         stdin_fd: int = 0, stdout_fd: int = 1,
         interceptor: Interceptor | None = None,
@@ -603,6 +853,9 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
     """Run `argv` on a new PTY, proxying the terminal on `stdin_fd`/`stdout_fd`.
 
     Raises ToolNotFound / ToolNotExecutable before touching the terminal.
+    Must run in the main thread (signal handlers). `on_output` and the
+    interceptor's output calls happen in the output thread; all interceptor
+    calls are serialised (see `Interceptor`).
     """
     with _SignalPipe((signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)) as sigpipe:
         # Size read after the SIGWINCH handler is in place: a resize in between
@@ -616,9 +869,15 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                 terminal.set_winsize(master, size)  # pixels too
             if on_spawn is not None:
                 on_spawn(pid)
+            portable.prepare_sweep()
             os.set_blocking(master, False)
             with terminal.raw_mode(stdin_fd):
-                loop.run(sigpipe)
+                try:
+                    loop.run(sigpipe)
+                finally:
+                    # Before the terminal is restored: no copy thread may read
+                    # a key or write a byte once the user's shell is back.
+                    loop.stop()
         finally:
             if loop.status is None:
                 # An exception in the loop (or in on_spawn): don't leave the
@@ -626,7 +885,9 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                 # never wait forever: a child that ignores SIGTERM used to hang
                 # wrapagent here in a blocking wait4.
                 loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
-            os.close(master)
+            if not loop.threads_alive():
+                os.close(master)  # (see _Loop.close)
+            loop.close()
             # In the finally too: an exception must not orphan the child's
             # background jobs either.
             orphans = reap_leftovers(pid)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
@@ -122,6 +121,8 @@ class _Prefix:
     """
 
     def __init__(self) -> None:
+        import threading  # ~2-3 ms: only full mode with injection needs it
+
         self.wake_r = -1
         self.wake_w = -1
         self.value: str | None = None
@@ -413,6 +414,8 @@ class Session:
         prompt); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
+        import threading
+
         from wrapagent.inject.injector import FirstMessageInjector
         from wrapagent.proxy.terminal import get_winsize
 

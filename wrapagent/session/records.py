@@ -12,7 +12,6 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
@@ -203,6 +202,8 @@ def ensure_repo(root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     if (root / ".git").exists():
         return
+    import subprocess  # ~10 ms: at exit, not before the tool starts
+
     env = git_env()
     subprocess.run(["git", "init", "-q", str(root)], check=True, env=env,
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -226,6 +227,8 @@ def amend_session_commit(root: Path, session_id: str) -> None:
     they are now, in one git call (this runs after the tool exited, while
     the user waits for their prompt).
     """
+    import subprocess
+
     subprocess.run(["git", "-C", str(root), "commit", "-q", "--amend", "--no-edit", "--",
                     f"{session_id}/"], env=git_env(), stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,0 +1,29 @@
+"""Tests that import `platform_mode` run twice: as on Linux, and in the mode macOS uses.
+
+`WRAPAGENT_PLATFORM=darwin` makes wrapagent's `proxy/portable.py` take the
+macOS paths on Linux (select() instead of poll(), psutil instead of /proc),
+so those paths run in CI although no macOS machine does. The variable is
+inherited by the wrapagent processes the tests start; in-process tests
+get `portable` patched by the fixture.
+
+Imported by the test modules of tests/proxy (an autouse fixture applies to
+the module that imports it); not a conftest.py, which would shadow the
+top-level one that the tests import helpers from.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PLATFORM_MODES = ("linux", "darwin")
+
+
+@pytest.fixture(autouse=True, params=PLATFORM_MODES)
+def platform_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    from wrapagent.proxy import portable
+
+    mode = request.param
+    monkeypatch.setenv("WRAPAGENT_PLATFORM", mode)
+    monkeypatch.setattr(portable, "DARWIN", mode == "darwin")
+    monkeypatch.setattr(portable, "USE_POLL", mode != "darwin")
+    return mode

@@ -1,0 +1,363 @@
+"""The proxy <-> interceptor contract (v2), checked through the real loop in-process.
+
+`pty_loop.run` gets a PTY pair the test owns as the user's terminal (its
+slave is the loop's stdin and stdout; the test types into and reads from the
+master), a real child (tests/helpers/rawbytes.py: prints `GOT xx` for every
+byte it reads, ends on `q`) and a scripted interceptor that records every
+call. Every wait is for a condition, with a generous timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from conftest import helper
+from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
+from wrapagent.errors import ToolNotExecutable, ToolNotFound
+from wrapagent.proxy import pty_loop
+
+TIMEOUT = 20.0
+
+
+class UserTerminal:
+    """The user's side: a PTY whose master the test holds, read by a thread of its own."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = os.openpty()
+        self.output = bytearray()
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self.cond:
+                self.output += data
+                self.cond.notify_all()
+
+    def wait_for(self, marker: bytes, timeout: float = TIMEOUT) -> None:
+        with self.cond:
+            if not self.cond.wait_for(lambda: marker in self.output, timeout):
+                raise AssertionError(f"{marker!r} not seen; output so far: {bytes(self.output)!r}")
+
+    def type(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def close(self) -> None:
+        # Slave first: the reader sees EIO and ends; only then may the master's
+        # fd number be reused (a reader still running would read the next test's PTY).
+        os.close(self.slave)
+        self.reader.join(TIMEOUT)
+        assert not self.reader.is_alive()
+        os.close(self.master)
+
+
+def wait_until(predicate, timeout: float = TIMEOUT, what: str = "condition") -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+class Recorder:
+    """An interceptor that records calls and fails if two ever overlap."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.watch_output = False
+        self.last_output = 0.0
+        self.calls: list[str] = []
+        self.outputs: list[bytes] = []
+        self.inputs: list[bytes] = []
+        self.overlaps = 0
+        self._busy = threading.Lock()
+        self._deadline: float | None = None
+        self._wake: int | None = None
+        self.due = bytearray()
+
+    def _enter(self, name: str) -> None:
+        if not self._busy.acquire(blocking=False):
+            self.overlaps += 1
+            return
+        self.calls.append(name)
+        self._busy.release()
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        self._enter("on_input")
+        self.inputs.append(data)
+        return data
+
+    def on_output(self, data: bytes, now: float) -> None:
+        self._enter("on_output")
+        self.outputs.append(data)
+
+    def poll(self, now: float) -> bytes:
+        self._enter("poll")
+        out, self.due[:] = bytes(self.due), b""
+        return out
+
+    def deadline(self) -> float | None:
+        self._enter("deadline")
+        return self._deadline
+
+    def wake_fd(self) -> int | None:
+        self._enter("wake_fd")
+        return self._wake
+
+
+def run_loop(interceptor, term: UserTerminal, script) -> pty_loop.ProxyResult:
+    """Run the real loop on `term` with rawbytes.py; `script(term)` drives it from a thread."""
+    failure: list[BaseException] = []
+
+    def drive() -> None:
+        try:
+            term.wait_for(b"READY\r\n")
+            script(term)
+        except BaseException as exc:  # reported by the test, after the loop ended
+            failure.append(exc)
+        finally:
+            term.type(b"q")  # ends the child either way
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    result = pty_loop.run(helper("rawbytes.py"), env=dict(os.environ), stdin_fd=term.slave,
+                          stdout_fd=term.slave, interceptor=interceptor)
+    driver.join(TIMEOUT)
+    if failure:
+        raise failure[0]
+    return result
+
+
+@pytest.fixture
+def term():
+    t = UserTerminal()
+    yield t
+    t.close()
+
+
+def test_steady_state_output_costs_a_timestamp_only(term):
+    """watch_output false: no on_output call, no copy; last_output moves; input still seen."""
+    icpt = Recorder()
+
+    def script(t: UserTerminal) -> None:
+        before = time.monotonic()
+        t.type(b"a")
+        t.wait_for(b"GOT 61\r\n")
+        wait_until(lambda: icpt.last_output >= before, what="last_output stored")
+
+    result = run_loop(icpt, term, script)
+    assert result.exit_code == 0
+    assert "on_output" not in icpt.calls
+    assert b"a" in b"".join(icpt.inputs)
+    assert icpt.overlaps == 0
+
+
+def test_watch_output_gets_every_byte_once(term):
+    """watch_output true: on_output sees exactly what the user saw, in order."""
+    icpt = Recorder()
+    icpt.watch_output = True
+
+    def script(t: UserTerminal) -> None:
+        t.type(b"xyz")
+        t.wait_for(b"GOT 7a\r\n")
+
+    run_loop(icpt, term, script)
+    seen = b"".join(icpt.outputs)
+    assert seen == bytes(term.output)[:len(seen)]
+    assert b"GOT 78\r\nGOT 79\r\nGOT 7a\r\n" in seen
+    assert icpt.overlaps == 0
+
+
+class Holder(Recorder):
+    """Holds every key and releases it at a deadline it sets in on_input."""
+
+    HOLD = 0.05
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = bytearray()
+        self.released_at: float | None = None
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        super().on_input(data, now)
+        self.held += data
+        self._deadline = now + self.HOLD  # set from the input thread: the main thread must wake for it
+        return b""
+
+    def poll(self, now: float) -> bytes:
+        super().poll(now)
+        if self._deadline is not None and now >= self._deadline:
+            self._deadline = None
+            self.released_at = now
+            out, self.held[:] = bytes(self.held), b""
+            return out
+        return b""
+
+
+def test_deadline_set_by_an_input_call_wakes_the_loop(term):
+    icpt = Holder()
+    typed: list[float] = []
+
+    def script(t: UserTerminal) -> None:
+        typed.append(time.monotonic())
+        t.type(b"h")
+        t.wait_for(b"GOT 68\r\n")
+
+    run_loop(icpt, term, script)
+    assert icpt.released_at is not None and icpt.released_at >= typed[0] + Holder.HOLD
+    assert icpt.overlaps == 0
+
+
+class WakeOnPipe(Recorder):
+    """Sends what the test queued when its wake fd turns readable (a guard finished)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        self._wake = self.r
+
+    def poll(self, now: float) -> bytes:
+        super().poll(now)
+        try:
+            os.read(self.r, 100)
+        except BlockingIOError:
+            return b""
+        self._wake = None  # nothing more to wait for
+        return b"w"
+
+
+def test_wake_fd_makes_the_loop_poll(term):
+    icpt = WakeOnPipe()
+
+    def script(t: UserTerminal) -> None:
+        os.write(icpt.w, b"!")
+        t.wait_for(b"GOT 77\r\n")
+
+    run_loop(icpt, term, script)
+    os.close(icpt.r)
+    os.close(icpt.w)
+    assert icpt.overlaps == 0
+
+
+class OneShot(Recorder):
+    """Done after the first key (as the first-message injector is)."""
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        super().on_input(data, now)
+        self.done = True
+        return data
+
+
+def test_done_interceptor_is_never_called_again(term):
+    icpt = OneShot()
+    icpt.watch_output = True
+
+    def script(t: UserTerminal) -> None:
+        t.type(b"1")
+        t.wait_for(b"GOT 31\r\n")
+        calls = len(icpt.calls)
+        t.type(b"2")
+        t.wait_for(b"GOT 32\r\n")
+        assert len(icpt.calls) == calls
+
+    run_loop(icpt, term, script)
+    assert icpt.inputs == [b"1"]
+
+
+def test_poll_bytes_follow_what_is_queued(term):
+    """on_input's bytes, then poll's, in that order, even from two calls in one pass."""
+
+    class Appender(Recorder):
+        def on_input(self, data: bytes, now: float) -> bytes:
+            super().on_input(data, now)
+            self.due += b"+"
+            return data
+
+    icpt = Appender()
+
+    def script(t: UserTerminal) -> None:
+        t.type(b"a")
+        t.wait_for(b"GOT 2b\r\n")
+
+    run_loop(icpt, term, script)
+    out = bytes(term.output)
+    assert out.index(b"GOT 61") < out.index(b"GOT 2b")
+
+
+def test_keys_typed_after_the_child_exited_stay_in_the_terminal(term):
+    """Keys typed once the child is gone belong to whoever reads the terminal next (the shell)."""
+    result = run_loop(None, term, lambda t: None)
+    assert result.exit_code == 0
+    term.type(b"after\r")  # the terminal is cooked again: a line
+    os.set_blocking(term.slave, False)
+    got = b""
+    end = time.monotonic() + TIMEOUT
+    while not got.endswith(b"\n") and time.monotonic() < end:
+        try:
+            got += os.read(term.slave, 100)
+        except BlockingIOError:
+            time.sleep(0.005)
+    assert got == b"after\n"
+
+
+def test_no_copy_thread_left_after_run(term):
+    me = psutil.Process()
+    before = me.num_threads()  # the test's own terminal reader included
+    run_loop(None, term, lambda t: None)
+    wait_until(lambda: me.num_threads() <= before, what="the driver thread to end")
+    assert me.num_threads() == before
+
+
+# -- spawn: the child's start, and exec failures reported in the parent ---------------------
+
+def test_spawned_child_leads_its_session_on_a_sized_terminal():
+    code = ("import os, sys, fcntl, termios, struct;"
+            "r, c = struct.unpack('HHHH', fcntl.ioctl(0, termios.TIOCGWINSZ, b'0' * 8))[:2];"
+            "print(r, c, os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(), os.getcwd())")
+    pid, master = pty_loop.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd="/", size=(31, 97))
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 1024)
+            except OSError:  # EIO: the child is gone
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert out == b"31 97 True True /\r\n"
+
+
+@pytest.mark.parametrize("case, error, message", [
+    ("missing", ToolNotFound, "command not found"),
+    ("bad-interpreter", ToolNotFound, "required file not found"),
+    ("not-executable", ToolNotExecutable, "Permission denied"),
+])
+def test_exec_failure_is_raised_in_the_parent(tmp_path, case, error, message):
+    if case == "missing":
+        argv = ["no-such-tool-anywhere-xyz"]
+    else:
+        path = tmp_path / case
+        path.write_text("#!/no/such/interpreter\n")
+        path.chmod(0o755 if case == "bad-interpreter" else 0o644)
+        argv = [str(path)]
+    with pytest.raises(error, match=message):
+        pty_loop.spawn(argv, env=dict(os.environ), cwd=None, size=(24, 80))

@@ -1,0 +1,103 @@
+"""proxy/portable.py: the waits and the process listing, in Linux and in macOS mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
+from wrapagent.proxy import portable
+
+
+def test_platform_override_is_read_at_import():
+    code = "from wrapagent.proxy import portable as p; print(p.PLATFORM, p.DARWIN, p.USE_POLL)"
+    for mode, expected in (("darwin", "darwin True False"), ("linux", "linux False True")):
+        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "WRAPAGENT_PLATFORM": mode},
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert " ".join(out) == expected
+
+
+def test_waiter_uses_select_in_macos_mode(platform_mode):
+    assert (portable.Waiter()._poller is None) == (platform_mode == "darwin")
+
+
+def test_waiter_reports_readable_and_writable_fds():
+    r, w = os.pipe()
+    try:
+        waiter = portable.Waiter()
+        waiter.watch((r,), (w,))
+        assert waiter.wait(10.0) == ([], [w])  # empty pipe: writable, not readable
+        os.write(w, b"x")
+        readable, writable = waiter.wait(10.0)
+        assert readable == [r] and writable == [w]
+        waiter.watch((r,))  # no longer asks about w
+        assert waiter.wait(10.0) == ([r], [])
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_waiter_times_out_with_nothing_ready():
+    r, w = os.pipe()
+    try:
+        waiter = portable.Waiter()
+        waiter.watch((r,))
+        assert waiter.wait(0.01) == ([], [])
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_waiter_sees_a_hang_up_as_readable():
+    """The writer closed: readable, so the read that follows sees EOF (as EIO on a PTY master)."""
+    master, slave = os.openpty()
+    try:
+        waiter = portable.Waiter()
+        waiter.watch((master,))
+        os.close(slave)
+        slave = -1
+        assert waiter.wait(10.0)[0] == [master]
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+
+
+def test_session_leftovers_lists_the_session_only():
+    # a session leader with one background job; its pid is the session id
+    leader = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE,
+                              start_new_session=True, text=True)
+    try:
+        job = int(leader.stdout.readline())
+        found = portable.session_leftovers(leader.pid)
+        assert job in found
+        assert leader.pid not in found and os.getpid() not in found
+        assert job not in portable.session_leftovers(os.getsid(0))  # not in ours
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
+
+
+def test_alive_is_false_for_a_zombie_and_after_reaping():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped: a zombie
+        os.kill(pid, 0)  # the pid still exists (a naive check would call it alive)
+        assert not portable.alive(pid)
+    finally:
+        os.waitpid(pid, 0)
+    assert not portable.alive(pid)
+    assert portable.alive(os.getpid())
+
+
+def test_prepare_sweep_loads_psutil_only_in_macos_mode(platform_mode):
+    code = ("import sys, time; from wrapagent.proxy import portable; portable.prepare_sweep(); "
+            "end = time.monotonic() + 30\n"
+            "while 'psutil' not in sys.modules and portable.DARWIN and time.monotonic() < end: time.sleep(0.005)\n"
+            "print('psutil' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "WRAPAGENT_PLATFORM": platform_mode},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(platform_mode == "darwin")

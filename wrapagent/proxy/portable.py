@@ -1,0 +1,152 @@
+"""Everything the terminal side does differently on macOS, in one place.
+
+Two differences matter to the proxy:
+- macOS `poll()` does not support devices (POLLNVAL on a tty or PTY fd, man
+  page BUGS section); `select()` works on them. Linux uses `poll()` (no
+  FD_SETSIZE limit on fd numbers), macOS `select()`.
+- macOS has no `/proc`: the leftover sweep lists processes through psutil
+  there (imported only when a sweep runs). Linux reads `/proc` directly,
+  which costs nothing at start-up and about a millisecond at exit.
+
+`WRAPAGENT_PLATFORM=darwin` (read here and nowhere else) makes Linux take the
+macOS paths, so the test suite exercises them where macOS cannot run.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    from typing import Sequence
+
+PLATFORM = os.environ.get("WRAPAGENT_PLATFORM") or sys.platform
+"""`linux`, `darwin`, …; the override exists for tests only."""
+
+DARWIN = PLATFORM.startswith("darwin")
+USE_POLL = not DARWIN and hasattr(select, "poll")
+
+_READ_EVENTS = _WRITE_EVENTS = 0
+if hasattr(select, "poll"):
+    # A hang-up or error counts as readable: the read that follows reports it (EIO).
+    _READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
+    _WRITE_EVENTS = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
+
+
+class Waiter:
+    """Wait until some fds are readable or writable: `poll()` on Linux, `select()` on macOS.
+
+    The fds are registered once with `watch()` and the registration is kept
+    across waits (a poll object is not rebuilt per wait), because the copy
+    threads wait once per burst of output or per keystroke.
+    """
+
+    def __init__(self) -> None:
+        self._read: tuple[int, ...] = ()
+        self._write: tuple[int, ...] = ()
+        self._poller = select.poll() if USE_POLL else None
+        self._registered: dict[int, int] = {}
+
+    def watch(self, read: Sequence[int], write: Sequence[int] = ()) -> None:
+        """Set the fds to wait for; cheap when nothing changed."""
+        read, write = tuple(read), tuple(write)
+        if read == self._read and write == self._write:
+            return
+        self._read, self._write = read, write
+        poller = self._poller
+        if poller is None:
+            return
+        want: dict[int, int] = {}
+        for fd in read:
+            want[fd] = select.POLLIN
+        for fd in write:
+            want[fd] = want.get(fd, 0) | select.POLLOUT
+        for fd in self._registered.keys() - want.keys():
+            poller.unregister(fd)
+        for fd, mask in want.items():
+            if self._registered.get(fd) != mask:
+                poller.register(fd, mask)  # register() also modifies
+        self._registered = want
+
+    def wait(self, timeout: float | None) -> tuple[list[int], list[int]]:
+        """(readable fds, writable fds); both empty when `timeout` seconds passed first."""
+        if self._poller is None:
+            readable, writable, _ = select.select(self._read, self._write, (), timeout)
+            return readable, writable
+        events = self._poller.poll(None if timeout is None else max(0.0, timeout) * 1000.0)
+        readable, writable = [], []
+        for fd, ev in events:
+            if ev & _READ_EVENTS and fd in self._read:
+                readable.append(fd)
+            if ev & _WRITE_EVENTS and fd in self._write:
+                writable.append(fd)
+        return readable, writable
+
+
+def prepare_sweep() -> None:
+    """On macOS, import psutil in the background while the tool runs.
+
+    The leftover sweep runs at every exit and needs psutil there; its import
+    (~35 ms idle, more under load) would otherwise sit between the tool's
+    exit and the user's prompt. Nothing to prepare on Linux.
+    """
+    if not DARWIN:
+        return
+    import _thread
+
+    def load() -> None:
+        try:
+            import psutil  # noqa: F401 - cached in sys.modules for the sweep
+        except Exception:  # the sweep reports nothing then; never a crash in a thread
+            pass
+
+    _thread.start_new_thread(load, ())
+
+
+def session_leftovers(sid: int) -> list[int]:
+    """Processes still in session `sid` (the child was its leader), wrapagent and `sid` excepted.
+
+    A process the child moved to its own session (a daemon it meant to
+    leave behind) is not listed: that was left on purpose.
+    """
+    me = os.getpid()
+    found = []
+    for pid in _all_pids():
+        if pid in (me, sid):
+            continue
+        try:
+            if os.getsid(pid) == sid:
+                found.append(pid)
+        except OSError:
+            continue  # gone, or not ours to ask about
+    return found
+
+
+def _all_pids() -> list[int]:
+    if DARWIN:
+        import psutil
+
+        return psutil.pids()
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie (exited, not yet reaped by its parent) is not alive."""
+    if DARWIN:
+        import psutil
+
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            # field 3 is the state; Z = zombie
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
