@@ -274,6 +274,7 @@ class Session:
 
         if not running_markers(record.root, record.id):
             return None
+        import threading
 
         def sweep() -> None:
             try:
@@ -414,7 +415,6 @@ class Session:
         prompt); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
-        import threading
 
         from wrapagent.inject.injector import FirstMessageInjector
         from wrapagent.proxy.terminal import get_winsize
@@ -439,6 +439,7 @@ class Session:
 
     def _run_guards(self, cfg, ctx, box: _Prefix, generation: int = 0) -> None:
         """Guards + pre_session in a thread: they run while the tool starts (or the user types)."""
+        import threading
 
         def work() -> None:
             try:

@@ -412,6 +412,8 @@ def sweep_abandoned(root: Path, own_id: str, *, log: Callable[[str], None] = lam
 
 def _commit_sessions(root: Path, session_ids: Sequence[str], message: str) -> None:
     """Commit exactly these session folders (not whatever else is staged); raises on a git failure."""
+    import subprocess
+
     ensure_repo(root)
     dirs = [f"{sid}/" for sid in session_ids]
     env = git_env()
