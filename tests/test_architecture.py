@@ -18,11 +18,12 @@ PACKAGE_DIR = Path(wrapagent.__file__).parent
 
 ALLOWED = {
     # layer: layers (top-level names under wrapagent) it may import
-    "proxy": {"proxy", "errors"},
+    # `portable` is the one module of platform-specific calls (macOS vs Linux): every layer may use it.
+    "proxy": {"proxy", "errors", "portable"},
     "inject": {"inject", "errors"},
-    "hooks": {"hooks", "inject", "errors", "paths"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths"},
-    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "__init__"},
+    "hooks": {"hooks", "inject", "errors", "paths", "portable"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable"},
+    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "__init__"},
 }
 
 

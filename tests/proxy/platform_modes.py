@@ -1,6 +1,6 @@
 """Tests that import `platform_mode` run twice: as on Linux, and in the mode macOS uses.
 
-`WRAPAGENT_PLATFORM=darwin` makes wrapagent's `proxy/portable.py` take the
+`WRAPAGENT_PLATFORM=darwin` makes wrapagent's `wrapagent/portable.py` take the
 macOS paths on Linux (select() instead of poll(), psutil instead of /proc),
 so those paths run in CI although no macOS machine does. The variable is
 inherited by the wrapagent processes the tests start; in-process tests
@@ -20,7 +20,7 @@ PLATFORM_MODES = ("linux", "darwin")
 
 @pytest.fixture(autouse=True, params=PLATFORM_MODES)
 def platform_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    from wrapagent.proxy import portable
+    from wrapagent import portable
 
     mode = request.param
     monkeypatch.setenv("WRAPAGENT_PLATFORM", mode)

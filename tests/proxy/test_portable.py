@@ -1,17 +1,18 @@
-"""proxy/portable.py: the waits and the process listing, in Linux and in macOS mode."""
+"""wrapagent/portable.py: the waits and the process listing, in Linux and in macOS mode."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
-from wrapagent.proxy import portable
+from wrapagent import portable
 
 
 def test_platform_override_is_read_at_import():
-    code = "from wrapagent.proxy import portable as p; print(p.PLATFORM, p.DARWIN, p.USE_POLL)"
+    code = "from wrapagent import portable as p; print(p.PLATFORM, p.DARWIN, p.USE_POLL)"
     for mode, expected in (("darwin", "darwin True False"), ("linux", "linux False True")):
         out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "WRAPAGENT_PLATFORM": mode},
                              capture_output=True, text=True, check=True).stdout.split()
@@ -93,8 +94,33 @@ def test_alive_is_false_for_a_zombie_and_after_reaping():
     assert portable.alive(os.getpid())
 
 
+def test_group_alive_ignores_zombies_and_other_groups():
+    # A group leader with one member; both exit but stay unreaped (zombies): the group is not alive.
+    leader = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE,
+                              start_new_session=True, text=True)
+    try:
+        job = int(leader.stdout.readline())
+        assert portable.group_alive(leader.pid)
+        assert not portable.group_alive(leader.pid + 1_000_000)  # no such group
+        os.kill(job, 9)
+        os.kill(leader.pid, 9)
+        os.waitid(os.P_PID, leader.pid, os.WEXITED | os.WNOWAIT)  # the leader is a zombie now
+        # the orphaned job is reaped by init, in its own time: wait for the condition, not a duration
+        for _ in range(2000):
+            if not portable.group_alive(leader.pid):
+                break
+            time.sleep(0.005)
+        assert not portable.group_alive(leader.pid)
+    finally:
+        try:
+            os.killpg(leader.pid, 9)
+        except ProcessLookupError:
+            pass
+        leader.wait()
+
+
 def test_prepare_sweep_loads_psutil_only_in_macos_mode(platform_mode):
-    code = ("import sys, time; from wrapagent.proxy import portable; portable.prepare_sweep(); "
+    code = ("import sys, time; from wrapagent import portable; portable.prepare_sweep(); "
             "end = time.monotonic() + 30\n"
             "while 'psutil' not in sys.modules and portable.DARWIN and time.monotonic() < end: time.sleep(0.005)\n"
             "print('psutil' in sys.modules)")

@@ -365,30 +365,10 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 
 def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group is still running (zombies do not count).
+    """Whether any process of the group is still running (zombies do not count)."""
+    from wrapagent import portable
 
-    Orphaned children are reaped by PID 1, which in containers may take its
-    time; a zombie holds no pipe and needs no SIGKILL, so on Linux /proc is
-    consulted to ignore them.
-    """
-    if not _signal_group(pgid, 0):
-        return False
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return _signal_group(pgid, 0) and portable.group_alive(pgid)
 
 
 def _kill_group(proc, pgid: int) -> None:

@@ -32,7 +32,8 @@ import termios
 import time
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent.proxy import portable, terminal
+from wrapagent import portable
+from wrapagent.proxy import terminal
 from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
 
 if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: annotations only

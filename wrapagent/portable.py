@@ -1,6 +1,6 @@
-"""Everything the terminal side does differently on macOS, in one place.
+"""Everything wrapagent does differently on macOS, in one place (any layer may import it).
 
-Two differences matter to the proxy:
+Two differences matter:
 - macOS `poll()` does not support devices (POLLNVAL on a tty or PTY fd, man
   page BUGS section); `select()` works on them. Linux uses `poll()` (no
   FD_SETSIZE limit on fd numbers), macOS `select()`.
@@ -122,6 +122,35 @@ def session_leftovers(sid: int) -> list[int]:
         except OSError:
             continue  # gone, or not ours to ask about
     return found
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running; zombies do not count.
+
+    A hook's orphaned children are reaped by PID 1, which in containers may
+    take its time; a zombie holds no pipe and needs no SIGKILL. Linux reads
+    `/proc/*/stat` (state and pgrp), macOS asks psutil.
+    """
+    if DARWIN:
+        import psutil
+
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                    return True
+            except (OSError, psutil.Error):
+                continue
+        return False
+    for pid in _all_pids():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _all_pids() -> list[int]:
