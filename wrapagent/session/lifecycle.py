@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
 from wrapagent.errors import WrapagentError
 
-if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: not on the hot path
+if TYPE_CHECKING:  # typing, dataclasses and pathlib cost ~40 ms of start-up: not on the hot path
+    from pathlib import Path
     from typing import Callable, Mapping, Sequence
 
 
@@ -95,7 +95,7 @@ def run(opts: RunOptions) -> int:
         executable = opts.argv_override[0]
         argv = list(opts.argv_override) + list(opts.args)
     else:
-        executable = str(resolve.find_real_tool(opts.tool, env=env, extra_skip_dirs=skip))
+        executable = resolve.find_real_executable(opts.tool, env=env, extra_skip_dirs=skip)
         argv = [executable, *opts.args]
     if env.get("WRAPAGENT_DISABLE") == "1":
         return _exec_direct(executable, argv, env)
@@ -173,6 +173,8 @@ class Session:
 
     def __init__(self, opts: RunOptions, env: dict[str, str], child_env: dict[str, str],
                  executable: str, argv: list[str], interactive: bool) -> None:
+        from pathlib import Path  # not at module level: the bare proxy path never needs it
+
         from wrapagent.inject.adapters import adapter_for
 
         self.opts = opts
@@ -203,6 +205,8 @@ class Session:
             _stderr(f"wrapagent: config {level}: {problem}{suffix}")
         for layer in cfg.layers:
             if layer.exists and layer.trusted is False:
+                from pathlib import Path
+
                 from wrapagent.hooks.trust import TrustStore, untrusted_notice
 
                 path = Path(layer.path)
@@ -541,11 +545,11 @@ class Session:
 
     def _lifecycle(self, event: str, exit_code: int | None):
         """Run one lifecycle hook; its HookResult (None when not configured or folded into the commit)."""
-        from wrapagent.hooks.hook_runner import run_lifecycle
-
         hook = self.cfg.hook_for(event)
         if hook is None:
             return None
+        from wrapagent.hooks.hook_runner import run_lifecycle  # not before the tool when pre_run is unset
+
         if event == "session_complete":
             result = self._session_complete(hook, exit_code)
             if result is None:
