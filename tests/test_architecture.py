@@ -19,10 +19,11 @@ PACKAGE_DIR = Path(wrapagent.__file__).parent
 ALLOWED = {
     # layer: layers (top-level names under wrapagent) it may import
     "proxy": {"proxy", "errors"},
-    "inject": {"inject", "errors"},
-    "hooks": {"hooks", "inject", "errors", "paths"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths"},
-    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "__init__"},
+    # `values` (frozen value classes, a leaf like `errors`) is shared by the adapters and the config.
+    "inject": {"inject", "errors", "values"},
+    "hooks": {"hooks", "inject", "errors", "paths", "values"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "values"},
+    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "values", "__init__"},
 }
 
 
