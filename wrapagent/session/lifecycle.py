@@ -233,7 +233,7 @@ class Session:
         # agent runs as `python -m wrapagent.commands.demo_agent`, so shift.
         shift = len(self.argv) - len(self.opts.args) - 1
         if shift:
-            from dataclasses import replace
+            from wrapagent.inject.adapters.base import replace  # PromptPlan is not a dataclass
 
             plan = replace(plan, index=None if plan.index is None else plan.index + shift,
                            args=tuple(a + shift for a in plan.args))
