@@ -420,15 +420,15 @@ class Session:
         waiting_for_input is configured.
         """
 
-        from wrapagent.inject.injector import FirstMessageInjector
-        from wrapagent.proxy.terminal import get_winsize
-
         first = plan is not None and plan.kind == "interactive"
         resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
                   and bool(self.adapter.reset_commands))
         wait_hook = cfg.hook_for("waiting_for_input")
         if not (first or resets or wait_hook is not None):
             return None
+        from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
+        from wrapagent.proxy.terminal import get_winsize
+
         box = _Prefix()
         box.open_wake()
         self._prefix_box = box
@@ -456,7 +456,7 @@ class Session:
 
     def _new_conversation(self, cfg) -> None:
         """A reset command was submitted: the guards and pre_session run again (git may have moved)."""
-        from dataclasses import replace
+        from wrapagent.hooks.context import replace  # GuardContext is a values.Frozen
 
         self.record.log("conversation reset: running the guards again for the next message")
         generation = self._prefix_box.reset()
