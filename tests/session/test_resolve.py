@@ -302,3 +302,10 @@ def test_bare_launch_path_imports_no_pathlib():
     )
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == []
+
+
+def test_path_entry_spelling_normalised_as_pathlib_did(tree):
+    real = make_exe(tree["real"], "codex")
+    env = env_for(tree)
+    env["PATH"] = f"{tree['tmp']}/./real/"
+    assert resolve.find_real_executable("codex", env=env) == str(real)

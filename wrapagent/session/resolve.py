@@ -302,7 +302,7 @@ def find_real_executable(
         if is_wrapagent_entry_point(candidate, known_entry_points):
             skipped.append(f"wrapagent itself at {candidate}")
             continue
-        return candidate
+        return _pure(candidate)  # as `Path(candidate)` spelled it: no `.` or doubled `/`
 
     raise ToolNotFound(_not_found_message(tool, search, skipped, relative, not_executable))
 
