@@ -19,11 +19,13 @@ PACKAGE_DIR = Path(wrapagent.__file__).parent
 ALLOWED = {
     # layer: layers (top-level names under wrapagent) it may import
     # `portable` is the one module of platform-specific calls (macOS vs Linux): every layer may use it.
+    # `values` (frozen value classes, a leaf like `errors`) is shared by the adapters and the config.
     "proxy": {"proxy", "errors", "portable"},
-    "inject": {"inject", "errors"},
-    "hooks": {"hooks", "inject", "errors", "paths", "portable"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable"},
-    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "__init__"},
+    "inject": {"inject", "errors", "values"},
+    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values"},
+    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
+                 "__init__"},
 }
 
 

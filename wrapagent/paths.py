@@ -6,7 +6,6 @@ tests can point them at temporary trees.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
@@ -75,9 +74,27 @@ def sessions_root(project_root: Path, env: Mapping[str, str] | None = None) -> P
     override = env.get("WRAPAGENT_SESSIONS_ROOT")
     if override:
         return Path(override)
-    digest = hashlib.sha256(str(project_root).encode()).hexdigest()[:8]
+    digest = _sha256_hex(str(project_root).encode())[:8]
     name = project_root.name or "root"
     return state_dir(env) / "projects" / f"{name}-{digest}"
+
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 from CPython's built-in module: `hashlib` loads OpenSSL (~4-8 ms).
+
+    `sessions_root` runs before every wrapped tool starts. The digest is the
+    same whichever implementation computes it; `hashlib` is the fallback
+    where the built-in module is missing (it was `_sha256` up to 3.11,
+    `_sha2` since 3.12).
+    """
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found,no-redef]
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
 
 
 def all_sessions_roots(env: Mapping[str, str] | None = None) -> list[Path]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,7 @@ from wrapagent.hooks.config_loader import (
     Problem,
     load_config,
 )
+from wrapagent.values import FrozenError
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def test_no_files_does_not_import_tomllib(project, env):
 
 def test_config_is_frozen(project, env):
     config = load(project, env)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(FrozenError):
         config.guards = ()  # type: ignore[misc]
     with pytest.raises(TypeError):
         config.lifecycle["pre_run"] = None  # type: ignore[index]

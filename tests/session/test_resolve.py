@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wrapagent import paths
 from wrapagent.session import resolve
@@ -270,3 +272,40 @@ def test_relative_skip_dir_is_taken_relative_to_cwd(tree):
     real = make_exe(tree["real"], "codex")
     env = env_for(tree, tree["shims"], tree["real"])
     assert find_real_tool("codex", env=env, cwd=tree["tmp"], extra_skip_dirs=["shims"]) == real
+
+
+@given(st.lists(st.sampled_from(["", ".", "..", "a", "b c", "x.y"]), max_size=6),
+       st.sampled_from(["", "/", "//", "///"]), st.booleans())
+def test_pure_matches_purepath(parts, root, trailing):
+    """`_pure` is how exec paths are spelled without pathlib: exactly `str(PurePosixPath(p))`."""
+    from pathlib import PurePosixPath
+
+    path = root + "/".join(parts) + ("/" if trailing else "")
+    assert resolve._pure(path) == str(PurePosixPath(path))
+
+
+def test_explicit_relative_path_spelled_as_pathlib_did(tree):
+    real = make_exe(tree["real"], "codex")
+    found = resolve.find_real_executable(".//real/./codex", env=env_for(tree), cwd=tree["tmp"])
+    assert isinstance(found, str) and found == str(real)
+
+
+def test_bare_launch_path_imports_no_pathlib():
+    """`wrapagent --no-hooks TOOL` loads lifecycle, resolve and the PTY loop before the tool starts."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); "
+        "import wrapagent.__main__, wrapagent.session.lifecycle, wrapagent.session.resolve, "
+        "wrapagent.proxy.pty_loop; "
+        "print(' '.join(sorted(m for m in ('pathlib', 'typing', 'dataclasses', 're', 'json', 'subprocess') "
+        "if m in sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == []
+
+
+def test_path_entry_spelling_normalised_as_pathlib_did(tree):
+    real = make_exe(tree["real"], "codex")
+    env = env_for(tree)
+    env["PATH"] = f"{tree['tmp']}/./real/"
+    assert resolve.find_real_executable("codex", env=env) == str(real)

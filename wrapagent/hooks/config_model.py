@@ -7,7 +7,7 @@ without pulling in TOML parsing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from wrapagent.values import Factory, Frozen, FrozenError, replace  # noqa: F401  (re-exported for callers)
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping
@@ -38,37 +38,42 @@ def normalize_tool(name: str) -> str:
     return TOOL_ALIASES.get(name, name)
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Frozen):
     """One validation finding; `str()` is `path:line: key: message` (missing parts left out)."""
+
+    __slots__ = ("path", "severity", "message", "line", "key")
+    _defaults = {"line": None, "key": None}
 
     path: str
     severity: str  # "error" | "warning"
     message: str
-    line: int | None = None
-    key: str | None = None
+    line: int | None
+    key: str | None
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
 
 
-@dataclass(frozen=True)
-class LifecycleHook:
+class LifecycleHook(Frozen):
     """One lifecycle event's hook; `command` still holds its `{placeholders}`."""
+
+    __slots__ = ("event", "command", "enabled", "timeout_secs", "source", "quiet_secs")
+    _defaults = {"quiet_secs": None}
 
     event: str
     command: str
     enabled: bool
     timeout_secs: float
     source: str  # file path, or "<default>"
-    quiet_secs: float | None = None
+    quiet_secs: float | None
     """waiting_for_input only: output quiet this long means waiting (None: the tool's default)."""
 
 
-@dataclass(frozen=True)
-class GuardSpec:
+class GuardSpec(Frozen):
     """One `[[prompt_guard]]`: exactly one of `command` / `builtin` is set."""
+
+    __slots__ = ("name", "command", "builtin", "args", "timeout_secs", "source")
 
     name: str
     command: str | None
@@ -78,9 +83,10 @@ class GuardSpec:
     source: str
 
 
-@dataclass(frozen=True)
-class PreSessionHook:
+class PreSessionHook(Frozen):
     """The global pre_session hook: its stdout becomes the `<system-reminder>` block."""
+
+    __slots__ = ("command", "enabled", "transports", "timeout_seconds", "source")
 
     command: str
     enabled: bool
@@ -92,14 +98,15 @@ class PreSessionHook:
         return not self.transports or normalize_tool(tool) in self.transports
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(Frozen):
     """One file wrapagent looked at, and what came of it.
 
     `used` is True when the file exists, has no errors, and is not untrusted.
     `trusted` is None for global files (always trusted) and when trust could
     not be determined.
     """
+
+    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems")
 
     kind: str  # "global-hooks" | "global-config" | "project-hooks"
     path: str
@@ -109,22 +116,30 @@ class Layer:
     problems: tuple[Problem, ...]
 
 
-@dataclass(frozen=True)
-class CheckpointSettings:
+class CheckpointSettings(Frozen):
     """`[checkpoints]` in hooks.toml: work-tree snapshots and native transcripts of each session.
 
     A project file's keys override the global file's, key by key.
     """
 
-    enabled: bool = True
+    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "source")
+    _defaults = {
+        "enabled": True,
+        "budget_secs": 2.0,
+        "transcripts": True,
+        "max_transcript_bytes": 16 * 1024 * 1024,
+        "source": DEFAULT_SOURCE,
+    }
+
+    enabled: bool
     """Snapshot the work tree before and after the tool (git projects only)."""
-    budget_secs: float = 2.0
+    budget_secs: float
     """A snapshot taking longer is abandoned (huge repositories): no checkpoints, a note in the record."""
-    transcripts: bool = True
+    transcripts: bool
     """Copy the tool's own transcripts into the session folder."""
-    max_transcript_bytes: int = 16 * 1024 * 1024
+    max_transcript_bytes: int
     """Size cap for all of one session's transcripts together."""
-    source: str = DEFAULT_SOURCE
+    source: str
 
 
 def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
@@ -133,15 +148,23 @@ def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str,
     return MappingProxyType(dict(data or {}))
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Frozen):
     """The effective configuration for one project."""
 
-    lifecycle: Mapping[str, LifecycleHook] = field(default_factory=_frozen_map)
-    guards: tuple[GuardSpec, ...] = ()
-    pre_session: PreSessionHook | None = None
-    layers: tuple[Layer, ...] = ()
-    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints")
+    _defaults = {
+        "lifecycle": Factory(_frozen_map),
+        "guards": (),
+        "pre_session": None,
+        "layers": (),
+        "checkpoints": Factory(CheckpointSettings),
+    }
+
+    lifecycle: Mapping[str, LifecycleHook]
+    guards: tuple[GuardSpec, ...]
+    pre_session: PreSessionHook | None
+    layers: tuple[Layer, ...]
+    checkpoints: CheckpointSettings
 
     @property
     def problems(self) -> tuple[Problem, ...]:

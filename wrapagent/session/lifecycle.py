@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
 from wrapagent.errors import WrapagentError
 
-if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: not on the hot path
+if TYPE_CHECKING:  # typing, dataclasses and pathlib cost ~40 ms of start-up: not on the hot path
+    from pathlib import Path
     from typing import Callable, Mapping, Sequence
 
 
@@ -95,7 +95,7 @@ def run(opts: RunOptions) -> int:
         executable = opts.argv_override[0]
         argv = list(opts.argv_override) + list(opts.args)
     else:
-        executable = str(resolve.find_real_tool(opts.tool, env=env, extra_skip_dirs=skip))
+        executable = resolve.find_real_executable(opts.tool, env=env, extra_skip_dirs=skip)
         argv = [executable, *opts.args]
     if env.get("WRAPAGENT_DISABLE") == "1":
         return _exec_direct(executable, argv, env)
@@ -173,6 +173,8 @@ class Session:
 
     def __init__(self, opts: RunOptions, env: dict[str, str], child_env: dict[str, str],
                  executable: str, argv: list[str], interactive: bool) -> None:
+        from pathlib import Path  # not at module level: the bare proxy path never needs it
+
         from wrapagent.inject.adapters import adapter_for
 
         self.opts = opts
@@ -203,6 +205,8 @@ class Session:
             _stderr(f"wrapagent: config {level}: {problem}{suffix}")
         for layer in cfg.layers:
             if layer.exists and layer.trusted is False:
+                from pathlib import Path
+
                 from wrapagent.hooks.trust import TrustStore, untrusted_notice
 
                 path = Path(layer.path)
@@ -229,7 +233,7 @@ class Session:
         # agent runs as `python -m wrapagent.commands.demo_agent`, so shift.
         shift = len(self.argv) - len(self.opts.args) - 1
         if shift:
-            from dataclasses import replace
+            from wrapagent.inject.adapters.base import replace  # PromptPlan is not a dataclass
 
             plan = replace(plan, index=None if plan.index is None else plan.index + shift,
                            args=tuple(a + shift for a in plan.args))
@@ -416,15 +420,15 @@ class Session:
         waiting_for_input is configured.
         """
 
-        from wrapagent.inject.injector import FirstMessageInjector
-        from wrapagent.proxy.terminal import get_winsize
-
         first = plan is not None and plan.kind == "interactive"
         resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
                   and bool(self.adapter.reset_commands))
         wait_hook = cfg.hook_for("waiting_for_input")
         if not (first or resets or wait_hook is not None):
             return None
+        from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
+        from wrapagent.proxy.terminal import get_winsize
+
         box = _Prefix()
         box.open_wake()
         self._prefix_box = box
@@ -452,7 +456,7 @@ class Session:
 
     def _new_conversation(self, cfg) -> None:
         """A reset command was submitted: the guards and pre_session run again (git may have moved)."""
-        from dataclasses import replace
+        from wrapagent.hooks.context import replace  # GuardContext is a values.Frozen
 
         self.record.log("conversation reset: running the guards again for the next message")
         generation = self._prefix_box.reset()
@@ -541,11 +545,11 @@ class Session:
 
     def _lifecycle(self, event: str, exit_code: int | None):
         """Run one lifecycle hook; its HookResult (None when not configured or folded into the commit)."""
-        from wrapagent.hooks.hook_runner import run_lifecycle
-
         hook = self.cfg.hook_for(event)
         if hook is None:
             return None
+        from wrapagent.hooks.hook_runner import run_lifecycle  # not before the tool when pre_run is unset
+
         if event == "session_complete":
             result = self._session_complete(hook, exit_code)
             if result is None:

@@ -15,10 +15,12 @@ exec'ing that would loop. `find_real_tool` walks PATH like a shell but skips:
 
 `WRAPAGENT_DEPTH` is the nesting guard for agents that start agents.
 
-On the start-up path of every aliased `codex`: imports only `os`, `sys`,
-`pathlib` and `wrapagent.errors` (not even `wrapagent.paths`, whose
-`hashlib` import costs ~4 ms; `default_shim_dir` mirrors it and a test
-keeps the two equal).
+On the start-up path of every aliased `codex`: imports only `os`, `stat`,
+`sys` and `wrapagent.errors` (not `pathlib`, ~15 ms with the `re` and
+`urllib` it pulls in, nor `wrapagent.paths`; `default_shim_dir` mirrors it
+and a test keeps the two equal). The launch path uses the `str` functions
+(`find_real_executable`); the `Path` ones are for callers that already
+have `pathlib` loaded.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Iterable, Mapping
 
 from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
@@ -56,13 +58,34 @@ _SNIFF_BYTES = 1024
 
 def default_shim_dir(env: Mapping[str, str] | None = None) -> Path:
     """`$XDG_DATA_HOME/wrapagent/shims` — same as `paths.data_dir(env) / "shims"`."""
+    from pathlib import Path
+
+    return Path(_default_shim_dir(env))
+
+
+def _default_shim_dir(env: Mapping[str, str] | None = None) -> str:
+    """`default_shim_dir` as a string, normalised the way `Path` would print it."""
     env = os.environ if env is None else env
     value = env.get("XDG_DATA_HOME", "")
     if value and os.path.isabs(value):
-        base = Path(value)
+        base = value
     else:
-        base = Path(env.get("HOME") or os.path.expanduser("~")) / ".local/share"
-    return base / "wrapagent" / "shims"
+        base = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local/share")
+    return _pure(os.path.join(base, "wrapagent", "shims"))
+
+
+def _pure(path: str) -> str:
+    """`str(PurePosixPath(path))` without importing pathlib.
+
+    Drops empty and `.` components and any trailing slash, keeps `..` (it
+    may cross a symlink) and POSIX's special leading `//`, so the path
+    given to exec is the one `Path` used to give.
+    """
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not path.startswith("/"):
+        return "/".join(parts) or "."
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    return root + "/".join(parts)
 
 
 def nested_depth(env: Mapping[str, str] | None = None) -> int:
@@ -173,12 +196,12 @@ def _is_executable_file(path: str) -> bool:
 
 def _explicit_path(
     tool: str,
-    cwd: Path | None,
+    cwd: str | os.PathLike[str] | None,
     env: Mapping[str, str],
     extra_skip_dirs: Iterable[str | os.PathLike[str]],
-) -> Path:
+) -> str:
     """`tool` contains a slash: use it as is, with a shell's 127/126 errors."""
-    path = Path(tool) if os.path.isabs(tool) else Path(cwd or os.getcwd()) / tool
+    path = _pure(tool if os.path.isabs(tool) else os.path.join(os.fspath(cwd or os.getcwd()), tool))
     try:
         st = os.stat(path)
     except OSError:
@@ -190,8 +213,8 @@ def _explicit_path(
     if is_wrapagent_shim(path):
         # Wrapping a shim means wrapping the tool it stands for (its file name, links followed).
         real = os.path.realpath(path)
-        skip = [*extra_skip_dirs, path.parent, os.path.dirname(real)]
-        return find_real_tool(os.path.basename(real), env=env, cwd=cwd, extra_skip_dirs=skip)
+        skip = [*extra_skip_dirs, os.path.dirname(path), os.path.dirname(real)]
+        return find_real_executable(os.path.basename(real), env=env, cwd=cwd, extra_skip_dirs=skip)
     if is_wrapagent_entry_point(path):
         raise ToolNotExecutable(f"{tool}: is wrapagent itself; name the agent to wrap, e.g. `wrapagent codex`")
     return path
@@ -201,9 +224,22 @@ def find_real_tool(
     tool: str,
     *,
     env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     extra_skip_dirs: Iterable[str | os.PathLike[str]] = (),
 ) -> Path:
+    """`find_real_executable` as a `Path`."""
+    from pathlib import Path
+
+    return Path(find_real_executable(tool, env=env, cwd=cwd, extra_skip_dirs=extra_skip_dirs))
+
+
+def find_real_executable(
+    tool: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    extra_skip_dirs: Iterable[str | os.PathLike[str]] = (),
+) -> str:
     """The absolute path of the real `tool`, never wrapagent or one of its shims.
 
     A `tool` containing `/` is used as is (relative to `cwd`); a shim given
@@ -231,7 +267,7 @@ def find_real_tool(
     base = os.fspath(cwd) if cwd is not None else os.getcwd()
     skip_dirs = {
         os.path.realpath(os.path.join(base, d))  # join keeps absolute ones as they are
-        for d in [default_shim_dir(env), *guard_dirs(env), *extra_skip_dirs]
+        for d in [_default_shim_dir(env), *guard_dirs(env), *extra_skip_dirs]
     }
     known_entry_points = _entry_point_paths()
     seen_dirs: set[str] = set()
@@ -266,7 +302,7 @@ def find_real_tool(
         if is_wrapagent_entry_point(candidate, known_entry_points):
             skipped.append(f"wrapagent itself at {candidate}")
             continue
-        return Path(candidate)
+        return _pure(candidate)  # as `Path(candidate)` spelled it: no `.` or doubled `/`
 
     raise ToolNotFound(_not_found_message(tool, search, skipped, relative, not_executable))
 

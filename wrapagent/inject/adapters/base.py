@@ -7,14 +7,18 @@ change in that tool's module; the machinery reading these fields lives in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from wrapagent.values import Factory, Frozen, replace  # noqa: F401  (replace: for callers of PromptPlan)
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable, Mapping, Sequence
 
+# Frozen values, not dataclasses: these are built before every wrapped tool
+# starts, and `dataclasses` costs ~15 ms to import (see wrapagent/values.py).
+# Each class lists its fields in `__slots__` (constructor order) and their
+# defaults in `_defaults`; the annotated lines below document the fields.
 
-@dataclass(frozen=True)
-class ArgvGrammar:
+
+class ArgvGrammar(Frozen):
     """Enough of a tool's command line to find the prompt argument.
 
     Anything not described here (an unknown option, a variadic option) makes
@@ -22,81 +26,155 @@ class ArgvGrammar:
     first interactive message instead.
     """
 
-    value_options: frozenset[str] = frozenset()
+    __slots__ = (
+        "value_options",
+        "flag_options",
+        "prompt_options",
+        "positional_prompt",
+        "subcommands",
+        "prompt_subcommands",
+        "stdin_marker",
+        "oneshot",
+        "oneshot_flags",
+        "quote_join_args",
+    )
+    _defaults = {
+        "value_options": frozenset(),
+        "flag_options": frozenset(),
+        "prompt_options": frozenset(),
+        "positional_prompt": True,
+        "subcommands": frozenset(),
+        "prompt_subcommands": Factory(dict),
+        "stdin_marker": None,
+        "oneshot": False,
+        "oneshot_flags": frozenset(),
+        "quote_join_args": False,
+    }
+
+    value_options: frozenset[str]
     """Options that take a value (`-m X`, `--model X`; `--model=X` is handled generically)."""
-    flag_options: frozenset[str] = frozenset()
+    flag_options: frozenset[str]
     """Options known to take no value."""
-    prompt_options: frozenset[str] = frozenset()
+    prompt_options: frozenset[str]
     """Options whose value is the prompt (`gemini -p X`, `opencode --prompt X`)."""
-    positional_prompt: bool = True
+    positional_prompt: bool
     """The first positional argument is the prompt."""
-    subcommands: frozenset[str] = frozenset()
+    subcommands: frozenset[str]
     """A first positional naming one of these is a subcommand: no prompt to find."""
-    prompt_subcommands: Mapping[str, "ArgvGrammar"] = field(default_factory=dict)
+    prompt_subcommands: Mapping[str, "ArgvGrammar"]
     """Subcommands that take a prompt, each with its own grammar (`codex exec`, `opencode run`)."""
-    stdin_marker: str | None = None
+    stdin_marker: str | None
     """A prompt argument meaning "read the prompt from stdin" (`codex exec -`)."""
-    oneshot: bool = False
+    oneshot: bool
     """This (sub)command runs one turn and exits."""
-    oneshot_flags: frozenset[str] = frozenset()
+    oneshot_flags: frozenset[str]
     """Flags that turn the command into a one-turn run (`claude -p`)."""
-    quote_join_args: bool = False
+    quote_join_args: bool
     """The tool joins several message arguments itself, quoting those with spaces (`opencode run`)."""
 
 
-@dataclass(frozen=True)
-class PromptPlan:
+class PromptPlan(Frozen):
     """Where the first message of this run comes from, as far as argv tells."""
+
+    __slots__ = ("kind", "index", "oneshot", "args", "reason")
+    _defaults = {"index": None, "oneshot": False, "args": (), "reason": ""}
 
     kind: str
     """"argv" (rewrite argv[index]), "stdin-args" (move message args to stdin),
     "stdin" (prompt comes on stdin), "interactive", or "none" (subcommand, unsure)."""
-    index: int | None = None
-    oneshot: bool = False
-    args: tuple[int, ...] = ()
-    reason: str = ""
+    index: int | None
+    oneshot: bool
+    args: tuple[int, ...]
+    reason: str
 
 
-@dataclass(frozen=True)
-class Adapter:
+class Adapter(Frozen):
     """Per-tool behaviour. Fields are data so tests and `doctor` can show them."""
 
+    __slots__ = (
+        "name",
+        "aliases",
+        "ready_patterns",
+        "ready_quiet_secs",
+        "requires_bracketed_paste",
+        "delivery",
+        "typed_chunk_bytes",
+        "typed_gap_secs",
+        "settle_secs",
+        "settle_max_secs",
+        "command_prefixes",
+        "resume_flags",
+        "resume_subcommands",
+        "grammar",
+        "stdin_before_arg",
+        "piped_stdin_is_prompt",
+        "env_for_child",
+        "quit_keys",
+        "reset_commands",
+        "reset_ready_patterns",
+        "reset_quiet_secs",
+        "wait_quiet_secs",
+    )
+    _defaults = {
+        "aliases": (),
+        "ready_patterns": (),
+        "ready_quiet_secs": 0.05,
+        "requires_bracketed_paste": True,
+        "delivery": "paste",
+        "typed_chunk_bytes": 256,
+        "typed_gap_secs": 0.03,
+        "settle_secs": 0.05,
+        "settle_max_secs": 1.5,
+        "command_prefixes": ("/", "!"),
+        "resume_flags": (),
+        "resume_subcommands": (),
+        "grammar": Factory(ArgvGrammar),
+        "stdin_before_arg": False,
+        "piped_stdin_is_prompt": False,
+        "env_for_child": None,
+        "quit_keys": (b"\x03\x03",),
+        "reset_commands": ("/clear", "/new", "/reset"),
+        "reset_ready_patterns": (),
+        "reset_quiet_secs": 0.3,
+        "wait_quiet_secs": 3.0,
+    }
+
     name: str
-    aliases: tuple[str, ...] = ()
-    ready_patterns: tuple[str, ...] = ()
+    aliases: tuple[str, ...]
+    ready_patterns: tuple[str, ...]
     """Regexes that must all match the rendered screen for the composer to be ready."""
-    ready_quiet_secs: float = 0.05
+    ready_quiet_secs: float
     """Output must have been quiet this long after the markers showed."""
-    requires_bracketed_paste: bool = True
+    requires_bracketed_paste: bool
     """Readiness also needs `ESC[?2004h` to have been seen."""
-    delivery: str = "paste"
+    delivery: str
     """"paste": one bracketed paste; "typed": plain bytes in chunks (claude wraps big pastes)."""
-    typed_chunk_bytes: int = 256
-    typed_gap_secs: float = 0.03
-    settle_secs: float = 0.05
+    typed_chunk_bytes: int
+    typed_gap_secs: float
+    settle_secs: float
     """After delivery: output quiet this long means the composer took the block."""
-    settle_max_secs: float = 1.5
-    command_prefixes: tuple[str, ...] = ("/", "!")
+    settle_max_secs: float
+    command_prefixes: tuple[str, ...]
     """A first input starting with one of these is a command, not a message."""
-    resume_flags: tuple[str, ...] = ()
-    resume_subcommands: tuple[str, ...] = ()
-    grammar: ArgvGrammar = field(default_factory=ArgvGrammar)
-    stdin_before_arg: bool = False
+    resume_flags: tuple[str, ...]
+    resume_subcommands: tuple[str, ...]
+    grammar: ArgvGrammar
+    stdin_before_arg: bool
     """With both a prompt argument and piped stdin, the tool puts stdin FIRST (gemini)."""
-    piped_stdin_is_prompt: bool = False
+    piped_stdin_is_prompt: bool
     """With no prompt argument, piped stdin is the prompt of a one-turn run (gemini)."""
-    env_for_child: Callable[[Mapping[str, str]], dict[str, str]] | None = None
+    env_for_child: Callable[[Mapping[str, str]], dict[str, str]] | None
     """Adjust the child's environment (opencode: keep pastes verbatim)."""
-    quit_keys: tuple[bytes, ...] = (b"\x03\x03",)
+    quit_keys: tuple[bytes, ...]
     """How `doctor --probe` quits the tool cleanly."""
-    reset_commands: tuple[str, ...] = ("/clear", "/new", "/reset")
+    reset_commands: tuple[str, ...]
     """Commands that throw the conversation away: submitted in full, they re-arm injection."""
-    reset_ready_patterns: tuple[str, ...] = ()
+    reset_ready_patterns: tuple[str, ...]
     """After a reset, regexes that the tool's fresh drawing must show before the next message
     gets the blocks (codex may show a dialog first). Empty: output quiet `reset_quiet_secs`
     after the reset is enough (claude redraws only what changed, so no marker shows again)."""
-    reset_quiet_secs: float = 0.3
-    wait_quiet_secs: float = 3.0
+    reset_quiet_secs: float
+    wait_quiet_secs: float
     """Default `[waiting_for_input] quiet_secs`: output quiet this long after a turn = waiting.
     Above the longest gap of the tools' thinking animations (measured 1.15-1.40 s), with margin."""
 
