@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from wrapagent.values import Frozen
+
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable, Mapping
@@ -252,9 +254,16 @@ def hook_env(base: Mapping[str, str], ctx: GuardContext, extra: Mapping[str, str
 # --------------------------------------------------------------------------- results
 
 
-@dataclass
-class HookResult:
-    """What happened to one hook run; `to_record()` goes into session.json."""
+class HookResult(Frozen):
+    """What happened to one hook run; `to_record()` goes into session.json.
+
+    A `values.Frozen`, not a dataclass: the default session_complete builds
+    one after every session, and `dataclasses` costs ~20 ms to import there.
+    """
+
+    __slots__ = ("name", "kind", "command", "exit_code", "duration_s", "timed_out", "error",
+                 "stdout", "stderr_head", "stdout_head")
+    _defaults = {"stdout": b"", "stderr_head": b"", "stdout_head": b""}
 
     name: str
     kind: str  # "lifecycle" | "guard" | "pre_session"
@@ -263,10 +272,10 @@ class HookResult:
     duration_s: float
     timed_out: bool
     error: str | None
-    stdout: bytes = b""
-    stderr_head: bytes = b""
+    stdout: bytes
+    stderr_head: bytes
     """The first HEAD_CAP bytes of stderr (also copied to the log)."""
-    stdout_head: bytes = b""
+    stdout_head: bytes
     """The first HEAD_CAP bytes of stdout, when it was logged rather than captured."""
 
     def ok(self) -> bool:

@@ -24,10 +24,10 @@ snapshot is abandoned (its git process killed) and the record says so.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
+    import subprocess
     from pathlib import Path
     from typing import Mapping, Sequence
 
@@ -79,6 +79,7 @@ def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None 
     the user) waiting.
     """
     import signal
+    import subprocess
 
     timeout = None
     if deadline is not None:
@@ -444,6 +445,10 @@ def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, st
     record["checkpoints"] = info
     reason = skip_reason(enabled=settings.enabled, depth=int(record.get("depth") or 0),
                          parent=record.get("parent_session"))
+    if reason is None and not os.path.exists(os.path.join(str(project_root), ".git")):
+        # The project root is the nearest folder holding `.git` (paths.find_project_root), and
+        # snapshots strip GIT_DIR & co.: no `.git` there means no repository, without forking git.
+        reason = "not a git repository"  # no `.git` found: no git process at all on start-up
     if reason is not None:
         info.update(status="skipped", note=reason)
         return
