@@ -71,15 +71,11 @@ def _git_env(base: Mapping[str, str] | None, index: str | None = None) -> dict[s
 def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
         index: str | None = None, deadline: float | None = None, input: bytes | None = None,
         check: bool = True) -> subprocess.CompletedProcess:
-    """Run `git -C root args…` quietly; with `deadline` (monotonic) kill it when time is up.
-
-    git runs in its own session: no terminal to prompt on, none of our
-    SIGINT, and on the deadline its whole process group is killed, so a
-    clean filter or fsmonitor hook it started cannot keep the pipes (and
-    the user) waiting.
-    """
-    import signal
+    """Run `git -C root args…` quietly; with `deadline` (monotonic) kill it when time is up
+    (session/bounded_run.py: its own session, the whole group killed on the deadline)."""
     import subprocess
+
+    from wrapagent.session.bounded_run import run_bounded
 
     timeout = None
     if deadline is not None:
@@ -88,21 +84,12 @@ def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None 
             raise BudgetExceeded("no time left in the snapshot budget")
     argv = ["git", "-C", str(root), *args]
     try:
-        child = subprocess.Popen(argv, env=_git_env(env, index), start_new_session=True,
-                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        code, out, err = run_bounded(argv, timeout=timeout, env=_git_env(env, index), input=input)
+    except TimeoutError:
+        raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget") from None
     except OSError as exc:
         raise CheckpointError(f"cannot run git: {exc}") from None
-    try:
-        out, err = child.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        child.communicate()
-        raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget") from None
-    proc = subprocess.CompletedProcess(argv, child.returncode, out, err)
+    proc = subprocess.CompletedProcess(argv, code, out, err)
     if check and proc.returncode != 0:
         msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise CheckpointError(f"`git {args[0]}` failed: {msg[-1] if msg else proc.returncode}")

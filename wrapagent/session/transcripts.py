@@ -237,24 +237,15 @@ def _copy_capped(source: Path, dest: Path, budget: int) -> tuple[int, bool]:
 def run_bounded(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, bytes, bytes]:
     """(exit code, stdout, stderr) of argv, killed with everything it started after `timeout` s.
 
-    Its own session and a group kill: `opencode` is a node launcher whose
-    native child would otherwise keep the pipes open past the timeout.
+    `opencode` is a node launcher whose native child would otherwise keep
+    the pipes open past the timeout (session/bounded_run.py).
     """
-    import signal
-    import subprocess
+    from wrapagent.session import bounded_run
 
-    child = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        child.communicate()
+        return bounded_run.run_bounded(argv, timeout=timeout, env=env, cwd=cwd)
+    except TimeoutError:
         raise OSError(f"`{' '.join(argv[1:])}` timed out after {timeout:.1f} s") from None
-    return child.returncode, out, err
 
 
 def _export(session: NativeSession, dest: Path, budget: int, cwd: Path,
