@@ -571,21 +571,15 @@ class Session:
         nothing ran), and wrapagent exits 2 like the hook. The line goes to
         stderr: in pipe mode stdout belongs to the tool's consumer.
         """
-        import signal
-
         from wrapagent.hooks.hook_runner import REFUSE_EXIT
 
         reason = pre_run.message() or "no reason given"
         _stderr(f"wrapagent: pre_run refused to start {self.name}: {reason}")
         self.record.log(f"pre_run refused the launch (exit {REFUSE_EXIT}): {reason}")
-        old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        try:
+        with _HangupIgnored():
             self.record.block(reason)
             self._lifecycle("session_complete", REFUSE_EXIT)
-        finally:
-            signal.signal(signal.SIGHUP, old)
-        if self.failures:
-            _stderr(f"wrapagent: {'; '.join(self.failures[:3])} — see {self.record.log_path}")
+        self._say_failures()
         return REFUSE_EXIT
 
     def _session_complete(self, hook, exit_code: int | None):
@@ -674,16 +668,29 @@ class Session:
 
     def _after(self, exit_code: int) -> None:
         """post_run and session_complete; a closed terminal (SIGHUP) must not stop them."""
-        import signal
-
-        old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        try:
+        with _HangupIgnored():
             self._history_after()
             self.record.save()
             self._lifecycle("post_run", exit_code)
             self._lifecycle("session_complete", exit_code)
-        finally:
-            signal.signal(signal.SIGHUP, old)
+        self._say_failures()
+
+    def _say_failures(self) -> None:
+        """At most one line after the tool's screen is gone: what failed, and where the log is."""
         if self.failures:
             shown = "; ".join(self.failures[:3]) + (" …" if len(self.failures) > 3 else "")
             _stderr(f"wrapagent: {shown} — see {self.record.log_path}")
+
+
+class _HangupIgnored:
+    """SIGHUP ignored for a block: the session's record and commit outlive a closed terminal."""
+
+    def __enter__(self) -> None:
+        import signal
+
+        self._old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        signal.signal(signal.SIGHUP, self._old)
