@@ -127,3 +127,15 @@ def test_prepare_sweep_loads_psutil_only_in_macos_mode(platform_mode):
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "WRAPAGENT_PLATFORM": platform_mode},
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == str(platform_mode == "darwin")
+
+
+def test_process_start_time_agrees_with_psutil_and_is_none_when_gone():
+    import psutil
+
+    started = portable.process_start_time(os.getpid())
+    assert started is not None
+    # /proc's clock ticks (Linux path) and psutil (macOS path) describe the same moment
+    assert abs(started - psutil.Process(os.getpid()).create_time()) < 1.0
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    assert portable.process_start_time(proc.pid) is None

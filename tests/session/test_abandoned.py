@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from wrapagent.session import records
-from wrapagent.session.records import RUNNING_DIR, owner_alive, process_start_time, sweep_abandoned
+from wrapagent.portable import process_start_time
+from wrapagent.session.records import RUNNING_DIR, owner_alive, sweep_abandoned
 
 WAIT = 60.0  # generous: a loaded machine starts Python slowly
 

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from wrapagent import paths
+from wrapagent import paths, portable
 
 RECORD_NAME = "session.json"
 LOG_NAME = "session.log"
@@ -118,7 +118,7 @@ class Session:
             "native_session_id": None,  # session/transcripts.py
             "native_sessions": [],
             "pid": os.getpid(),
-            "pid_started_at": process_start_time(os.getpid()),
+            "pid_started_at": portable.process_start_time(os.getpid()),
         }
         session = cls(root, session_id, record)
         session.save(durable=False)
@@ -295,46 +295,12 @@ def iter_records(roots: Sequence[Path]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- abandoned sessions
 
 
-def process_start_time(pid: int) -> float | None:
-    """When process `pid` started (epoch seconds), None when there is no such process.
-
-    Recorded next to the pid so that a later session does not mistake a new
-    process that reused the pid for the session's wrapagent. On Linux it is
-    read from /proc (two small reads: psutil costs ~37 ms to import, on the
-    start-up path); elsewhere psutil computes it.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        with open("/proc/stat", "rb") as f:
-            btime = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
-    except FileNotFoundError:
-        if os.path.isdir("/proc/self"):
-            return None  # Linux, and the process is gone
-        return _psutil_start_time(pid)
-    except (OSError, StopIteration, ValueError, IndexError):
-        return _psutil_start_time(pid)
-    fields = stat[stat.rfind(b")") + 2:].split()
-    return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-
-
-def _psutil_start_time(pid: int) -> float | None:
-    import psutil
-
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        return None
-    except psutil.Error:
-        return None
-
-
 def owner_alive(record: Mapping[str, Any]) -> bool:
     """Whether the wrapagent that wrote `record` still runs: same pid, same start time."""
     pid = record.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
-    started = process_start_time(pid)
+    started = portable.process_start_time(pid)
     if started is None:
         return False
     recorded = record.get("pid_started_at")
