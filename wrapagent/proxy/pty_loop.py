@@ -12,8 +12,8 @@ the whole session. Properties kept from the asciinema-like loop before it:
 - signals become bytes on a pipe (`signal.set_wakeup_fd`) and are handled in
   the main thread, so no work happens in a signal handler;
 - keystrokes are queued and written to the non-blocking master, no sleeps;
-- the window size is set before the child runs (ptyprocess does it in the
-  child before exec) and copied again on every SIGWINCH;
+- the window size is set on the slave before the child exists, and copied
+  again on every SIGWINCH;
 - the child's exit status is kept: 0-255 as is, 128+N for signal N.
 
 Everything the loop touches is a parameter (fds, the input interceptor, the
