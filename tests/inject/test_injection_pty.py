@@ -17,6 +17,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 from demo_sessions import wait_until_armed
 
 GUARD_BLOCK = '<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n'

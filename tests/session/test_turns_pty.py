@@ -17,6 +17,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 GUARD_COUNTER = (
     '[[prompt_guard]]\nname = "g"\n'
     'command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo guard run $n"\n'

@@ -6,9 +6,10 @@ so those paths run in CI although no macOS machine does. The variable is
 inherited by the wrapagent processes the tests start; in-process tests
 get `portable` patched by the fixture.
 
-Imported by the test modules of tests/proxy (an autouse fixture applies to
-the module that imports it); not a conftest.py, which would shadow the
-top-level one that the tests import helpers from.
+Imported by the test modules that drive wrapagent through a PTY: tests/proxy,
+tests/inject/test_injection_pty.py, tests/session/test_turns_pty.py (an
+autouse fixture applies to the module that imports it); not in conftest.py,
+so that the other tests run once.
 """
 
 from __future__ import annotations
