@@ -68,7 +68,7 @@ def _demo_config(project_root: Path, env: Mapping[str, str]):
     cfg = config_mod.load_config(project_root, env=env)
     if cfg.guards or cfg.pre_session is not None or any(l.exists for l in cfg.layers):
         return cfg
-    from wrapagent.hooks.config_model import replace  # Config is a values.Frozen, not a dataclass
+    from wrapagent.values import replace  # Config is a values.Frozen, not a dataclass
 
     starter = _starter_guards()
     sys.stderr.write("wrapagent demo: no wrapagent config found, showing the starter guards "

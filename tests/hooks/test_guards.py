@@ -216,7 +216,7 @@ def test_pre_session_without_prompt_gets_empty_stdin(tmp_path, ctx):
 ])
 def test_pre_session_gets_csa_environment_names(tmp_path, ctx, tool, transport):
     """A hook written for CSA reads CSA_*; the WRAPAGENT_* names are still there next to them."""
-    from wrapagent.hooks.context import replace
+    from wrapagent.values import replace
 
     workdir = ctx.project_root / "sub dir"
     workdir.mkdir()
@@ -251,7 +251,7 @@ def test_pre_session_failures_warn_and_give_no_block(ctx, command, fragment):
     ],
 )
 def test_pre_session_transports_filter(tmp_path, ctx, tool, transports, runs):
-    from wrapagent.hooks.context import replace
+    from wrapagent.values import replace
 
     collected, _ = run(Config(pre_session=pre("echo ran", transports)), replace(ctx, tool=tool))
     assert (collected.prefix != "") is runs
@@ -259,7 +259,7 @@ def test_pre_session_transports_filter(tmp_path, ctx, tool, transports, runs):
 
 
 def test_transport_aliases_end_to_end(tmp_path, ctx):
-    from wrapagent.hooks.context import replace
+    from wrapagent.values import replace
 
     from wrapagent.hooks.config_loader import load_config
 

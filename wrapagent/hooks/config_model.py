@@ -7,7 +7,7 @@ without pulling in TOML parsing.
 
 from __future__ import annotations
 
-from wrapagent.values import Factory, Frozen, FrozenError, replace  # noqa: F401  (re-exported for callers)
+from wrapagent.values import Factory, Frozen
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wrapagent.values import Frozen, replace  # noqa: F401  (replace: a context with one fact changed)
+from wrapagent.values import Frozen
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from pathlib import Path

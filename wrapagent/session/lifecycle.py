@@ -233,7 +233,7 @@ class Session:
         # agent runs as `python -m wrapagent.commands.demo_agent`, so shift.
         shift = len(self.argv) - len(self.opts.args) - 1
         if shift:
-            from wrapagent.inject.adapters.base import replace  # PromptPlan is not a dataclass
+            from wrapagent.values import replace  # PromptPlan is a values.Frozen
 
             plan = replace(plan, index=None if plan.index is None else plan.index + shift,
                            args=tuple(a + shift for a in plan.args))
@@ -456,7 +456,7 @@ class Session:
 
     def _new_conversation(self, cfg) -> None:
         """A reset command was submitted: the guards and pre_session run again (git may have moved)."""
-        from wrapagent.hooks.context import replace  # GuardContext is a values.Frozen
+        from wrapagent.values import replace  # GuardContext is a values.Frozen
 
         self.record.log("conversation reset: running the guards again for the next message")
         generation = self._prefix_box.reset()

@@ -7,7 +7,7 @@ change in that tool's module; the machinery reading these fields lives in
 
 from __future__ import annotations
 
-from wrapagent.values import Factory, Frozen, replace  # noqa: F401  (replace: for callers of PromptPlan)
+from wrapagent.values import Factory, Frozen
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable, Mapping, Sequence
