@@ -253,6 +253,24 @@ def _context_switches(pid: int) -> int:
     return total
 
 
+def _wait_until_settled(pid: int, what: str, timeout: float = 60.0) -> None:
+    """Until the proxy's threads sit in their first wait: no context switch over a short look.
+
+    A condition, not a fixed sleep: on a loaded machine the threads reach
+    their blocking wait later, and their start-up switches must not be
+    counted as idle wake-ups.
+    """
+    end = time.monotonic() + timeout
+    last = _context_switches(pid)
+    while time.monotonic() < end:
+        time.sleep(0.1)
+        now = _context_switches(pid)
+        if now == last:
+            return
+        last = now
+    raise AssertionError(f"{what} never settled within {timeout:.0f} s")
+
+
 def test_no_wakeups_while_idle(run_wrapagent, tmp_path):
     """Bare proxy and full mode (default config, no guards): 0 wakeups/s with an idle child.
 
@@ -266,7 +284,8 @@ def test_no_wakeups_while_idle(run_wrapagent, tmp_path):
         # the copy threads exist once the terminal is raw and the loop runs
         _wait_for(lambda: is_raw(runs[name].child_fd) and proc.num_threads() >= 3,
                   timeout=30, what=f"{name} loop")
-    time.sleep(0.2)  # the threads' first wait (not a condition the test can see)
+    for name, proc in procs.items():
+        _wait_until_settled(proc.pid, what=f"{name} threads")
     before = {name: _context_switches(proc.pid) for name, proc in procs.items()}
     time.sleep(2.0)
     after = {name: _context_switches(proc.pid) for name, proc in procs.items()}
