@@ -94,7 +94,7 @@ def _main(argv: list[str]) -> int:
         from wrapagent.cli import run_subcommand
 
         return run_subcommand(tool, rest, strict=opts["strict"])
-    from wrapagent.session.lifecycle import RunOptions, run
+    from wrapagent.session.launch import RunOptions, run
 
     return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],
                           strict=opts["strict"], shim_dir=opts["shim_dir"]))

@@ -55,7 +55,7 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
     starter config's guards instead (and says so), so a newcomer sees the
     blocks without writing a file first.
     """
-    from wrapagent.session.lifecycle import RunOptions, run
+    from wrapagent.session.launch import RunOptions, run
 
     return run(RunOptions(tool="demo", display_name="demo", args=list(args), strict=strict,
                           argv_override=[sys.executable, "-m", "wrapagent.commands.demo_agent"],

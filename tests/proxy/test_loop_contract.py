@@ -20,7 +20,7 @@ import pytest
 from conftest import helper
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 from wrapagent.errors import ToolNotExecutable, ToolNotFound
-from wrapagent.proxy import pty_loop
+from wrapagent.proxy import pty_loop, spawn
 
 TIMEOUT = 20.0
 
@@ -328,7 +328,7 @@ def test_spawned_child_leads_its_session_on_a_sized_terminal():
     code = ("import os, sys, fcntl, termios, struct;"
             "r, c = struct.unpack('HHHH', fcntl.ioctl(0, termios.TIOCGWINSZ, b'0' * 8))[:2];"
             "print(r, c, os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(), os.getcwd())")
-    pid, master = pty_loop.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd="/", size=(31, 97))
+    pid, master = spawn.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd="/", size=(31, 97))
     out = b""
     try:
         while True:
@@ -360,4 +360,4 @@ def test_exec_failure_is_raised_in_the_parent(tmp_path, case, error, message):
         path.chmod(0o755 if case == "bad-interpreter" else 0o644)
         argv = [str(path)]
     with pytest.raises(error, match=message):
-        pty_loop.spawn(argv, env=dict(os.environ), cwd=None, size=(24, 80))
+        spawn.spawn(argv, env=dict(os.environ), cwd=None, size=(24, 80))

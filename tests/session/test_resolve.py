@@ -290,18 +290,32 @@ def test_explicit_relative_path_spelled_as_pathlib_did(tree):
     assert isinstance(found, str) and found == str(real)
 
 
-def test_bare_launch_path_imports_no_pathlib():
-    """`wrapagent --no-hooks TOOL` loads lifecycle, resolve and the PTY loop before the tool starts."""
+def _modules_loaded_by(imports: str, candidates: tuple[str, ...]) -> list[str]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    code = (
-        f"import sys; sys.path.insert(0, {root!r}); "
-        "import wrapagent.__main__, wrapagent.session.lifecycle, wrapagent.session.resolve, "
-        "wrapagent.proxy.pty_loop; "
-        "print(' '.join(sorted(m for m in ('pathlib', 'typing', 'dataclasses', 're', 'json', 'subprocess') "
-        "if m in sys.modules)))"
-    )
+    code = (f"import sys; sys.path.insert(0, {root!r}); import {imports}; "
+            f"print(' '.join(sorted(m for m in {candidates!r} if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == []
+    return out.split()
+
+
+def test_bare_launch_path_imports_nothing_heavy_before_the_tool_starts():
+    """`wrapagent --no-hooks TOOL` loads launch, resolve and spawn before the tool starts.
+
+    Not `signal` (it imports `enum`), `re`, `struct`, `threading`, `pathlib`…:
+    each of them is milliseconds of every aliased start.
+    """
+    heavy = ("pathlib", "typing", "dataclasses", "re", "json", "subprocess", "enum", "signal",
+             "struct", "threading", "functools", "collections", "select")
+    loaded = _modules_loaded_by("wrapagent.__main__, wrapagent.session.launch, "
+                                "wrapagent.session.resolve, wrapagent.proxy.spawn", heavy)
+    assert loaded == []
+
+
+def test_copy_loop_imports_no_pathlib():
+    """What the loop loads once the tool runs stays light too (the whole bare path)."""
+    heavy = ("pathlib", "typing", "dataclasses", "re", "json", "subprocess", "enum", "signal")
+    assert _modules_loaded_by("wrapagent.__main__, wrapagent.session.launch, wrapagent.proxy.pty_loop",
+                              heavy) == []
 
 
 def test_path_entry_spelling_normalised_as_pathlib_did(tree):

@@ -79,7 +79,7 @@ class _Probe:
 
     def __init__(self, argv: list[str], env: Mapping[str, str], adapter: Any, rows: int, cols: int) -> None:
         from wrapagent.inject.injector import FirstMessageInjector
-        from wrapagent.proxy.pty_loop import spawn
+        from wrapagent.proxy.spawn import spawn
 
         self.rows, self.cols = rows, cols
         self.injector = FirstMessageInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
@@ -261,7 +261,7 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
     from wrapagent.inject.adapters import adapter_for
     from wrapagent.errors import WrapagentError
     from wrapagent.inject.injector import STARTING
-    from wrapagent.proxy.pty_loop import status_to_exit_code
+    from wrapagent.proxy.spawn import status_to_exit_code
 
     env = dict(os.environ if env is None else env)
     result: dict[str, Any] = {"tool": tool, "argv": None, "executable": None, "adapter": None,

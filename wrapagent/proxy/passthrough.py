@@ -15,7 +15,8 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable, Mapping, Sequence
 
-from wrapagent.proxy.pty_loop import FORWARDED_SIGNALS, ProxyResult, exec_error, status_to_exit_code
+from wrapagent.proxy.pty_loop import ProxyResult
+from wrapagent.proxy.spawn import FORWARDED_SIGNALS, exec_error, status_to_exit_code
 
 
 

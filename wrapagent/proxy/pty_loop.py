@@ -24,17 +24,19 @@ from __future__ import annotations
 
 import _thread
 import errno
-import fcntl
 import os
 import select
-import signal
-import termios
 import time
+
+try:  # the C module: `signal` imports `enum` for its IntEnums (~8 ms of start-up)
+    import _signal as signal
+except ImportError:  # pragma: no cover - an interpreter without it
+    import signal  # type: ignore[no-redef]
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
 from wrapagent import portable
 from wrapagent.proxy import terminal
-from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
+from wrapagent.proxy.spawn import FORWARDED_SIGNALS, Child, SignalPipe, start, status_to_exit_code
 
 if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: annotations only
     from typing import Callable, Mapping, Protocol, Sequence
@@ -78,9 +80,6 @@ server the agent started in the background, ignoring SIGHUP) writing to
 the terminal, and used to keep wrapagent running forever after the tool
 exited. Leftovers in the child's session are then terminated.
 """
-
-FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
-
 
 if TYPE_CHECKING:
     class Interceptor(Protocol):
@@ -135,153 +134,6 @@ class ProxyResult:
         self.forwarded_signals = forwarded_signals if forwarded_signals is not None else []
         self.killed_after_grace = killed_after_grace
         self.orphans_killed = orphans_killed
-
-
-def status_to_exit_code(status: int) -> tuple[int, int | None]:
-    """Shell convention: exit status as is, 128+N when killed by signal N."""
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return 128 + sig, sig
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status), None
-    return 1, None
-
-
-def exec_error(path: str, err: int | None) -> WrapagentError:
-    """A failed exec as a shell reports it: 127 when a file is missing, 126 otherwise.
-
-    ENOENT for a file that exists means its `#!` interpreter (or ELF loader)
-    is missing; saying "No such file" about the tool itself would mislead.
-    """
-    if err == errno.ENOENT:
-        if os.path.exists(path):
-            return ToolNotFound(f"{path}: cannot execute: required file not found"
-                                " (missing #! interpreter?)")
-        return ToolNotFound(f"{path}: command not found")
-    reason = os.strerror(err) if err else "exec failed"
-    return ToolNotExecutable(f"{path}: cannot execute: {reason}")
-
-
-def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
-          size: tuple[int, int]) -> tuple[int, int]:
-    """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd).
-
-    fork + exec of our own rather than ptyprocess: importing ptyprocess
-    (shutil, lzma, …) cost ~20-30 ms of every start-up, more than the proxy.
-    The size is set on the slave before the child exists, so the tool's
-    first look at its terminal sees it. Exec failures come back through a
-    CLOEXEC pipe, so "not found" / "not executable" surface here, in the
-    parent, before the terminal goes raw.
-    """
-    master, slave = os.openpty()  # both non-inheritable: the master is closed by exec
-    try:
-        terminal.set_winsize(slave, (size[0], size[1], 0, 0))
-        err_r, err_w = os.pipe()  # CLOEXEC: reads EOF once exec succeeded
-        try:
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child; ends in exec or _exit
-                _exec_child(slave, err_w, argv, env, cwd)
-        finally:
-            os.close(err_w)
-        try:
-            report = b""
-            while True:
-                chunk = os.read(err_r, 64)
-                if not chunk:
-                    break
-                report += chunk
-        finally:
-            os.close(err_r)
-    except BaseException:
-        os.close(master)
-        raise
-    finally:
-        os.close(slave)
-    if report:
-        os.close(master)
-        os.waitpid(pid, 0)  # it _exited after writing the report
-        err = int(report) if report.isdigit() else None
-        if err == errno.ENOENT and "/" not in argv[0]:
-            raise ToolNotFound(f"{argv[0]}: command not found")
-        raise exec_error(argv[0], err)
-    return pid, master
-
-
-def _exec_child(slave: int, err_w: int, argv: Sequence[str], env: Mapping[str, str],
-                cwd: str | None) -> None:
-    """In the forked child: own session, the slave as controlling terminal and stdio, exec.
-
-    Only plain system calls between fork and exec (other threads may have
-    held locks at the fork). On failure the errno goes to the parent.
-    """
-    code = 0
-    try:
-        signal.set_wakeup_fd(-1)  # a signal here must not write into the parent's signal pipe
-        os.setsid()
-        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-        for fd in (0, 1, 2):
-            os.dup2(slave, fd)  # inheritable
-        if slave > 2:
-            os.close(slave)
-        _default_signals()
-        if cwd is not None:
-            os.chdir(cwd)
-        os.execvpe(argv[0], list(argv), dict(env))
-    except OSError as exc:
-        code = exc.errno or 0
-    except BaseException:
-        code = 0
-    try:
-        os.write(err_w, str(code).encode())
-    finally:
-        os._exit(127)
-
-
-def _default_signals() -> None:
-    """In the child before exec: undo Python's start-up SIG_IGN of SIGPIPE and SIGXFSZ.
-
-    Ignored dispositions survive exec (caught ones, like our no-op
-    handlers, are reset by exec itself): the tool and every shell it ran
-    would ignore SIGPIPE, so `yes | head -1` printed "Broken pipe" errors.
-    """
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
-
-
-class _SignalPipe:
-    """Signals as bytes on a pipe, read by the loop (asciinema's SignalFD)."""
-
-    def __init__(self, signals: Sequence[int]) -> None:
-        self.rfd, self.wfd = os.pipe()
-        os.set_blocking(self.rfd, False)
-        os.set_blocking(self.wfd, False)
-        self._signals = signals
-        self._old: dict[int, object] = {}
-        self._old_wakeup = -1
-
-    def __enter__(self) -> "_SignalPipe":
-        self._old_wakeup = signal.set_wakeup_fd(self.wfd, warn_on_full_buffer=False)
-        for sig in self._signals:
-            self._old[sig] = signal.signal(sig, _noop_handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)  # type: ignore[arg-type]
-        signal.set_wakeup_fd(self._old_wakeup)
-        os.close(self.rfd)
-        os.close(self.wfd)
-
-    def read(self) -> list[int]:
-        try:
-            data = os.read(self.rfd, 1024)
-        except BlockingIOError:
-            return []
-        return list(data)
-
-
-def _noop_handler(signum: int, frame: object) -> None:
-    """The wakeup fd carries the signal; the handler only has to exist."""
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> bool:
@@ -746,7 +598,7 @@ class _Loop:
             fds.append(self.main_wake)
         waiter.watch(fds)
 
-    def run(self, sigpipe: _SignalPipe) -> None:
+    def run(self, sigpipe: SignalPipe) -> None:
         """Start the copy threads; handle signals, deadlines and the child until all is done."""
         for thread in self.threads:
             thread.start()
@@ -853,45 +705,65 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
         kill_grace: float = KILL_GRACE_SECS) -> ProxyResult:
     """Run `argv` on a new PTY, proxying the terminal on `stdin_fd`/`stdout_fd`.
 
+    `spawn.start` + `proxy`: callers on the launch path call the two
+    themselves, so the tool starts before this module is imported.
     Raises ToolNotFound / ToolNotExecutable before touching the terminal.
+    """
+    child = start(argv, env=env, cwd=cwd, stdin_fd=stdin_fd, stdout_fd=stdout_fd)
+    return proxy(child, stdin_fd=stdin_fd, stdout_fd=stdout_fd, interceptor=interceptor,
+                 on_output=on_output, on_spawn=on_spawn, kill_grace=kill_grace)
+
+
+def proxy(child: Child, *, stdin_fd: int = 0, stdout_fd: int = 1,
+          interceptor: Interceptor | None = None,
+          on_output: Callable[[bytes], None] | None = None,
+          on_spawn: Callable[[int], None] | None = None,
+          kill_grace: float = KILL_GRACE_SECS) -> ProxyResult:
+    """Proxy the terminal for a child `spawn.start` started, until it is gone; then clean up.
+
     Must run in the main thread (signal handlers). `on_output` and the
     interceptor's output calls happen in the output thread; all interceptor
-    calls are serialised (see `Interceptor`).
+    calls are serialised (see `Interceptor`). Closes the child's signal pipe.
     """
-    with _SignalPipe((signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)) as sigpipe:
-        # Size read after the SIGWINCH handler is in place: a resize in between
-        # is then seen by the loop instead of lost (SIGWINCH's default is ignore).
-        size = terminal.get_winsize(stdin_fd) or terminal.get_winsize(stdout_fd)
-        rows, cols = (size[0], size[1]) if size and size[0] and size[1] else (24, 80)
-        pid, master = spawn(argv, env=env, cwd=cwd, size=(rows, cols))
+    pid, master, sigpipe = child.pid, child.master, child.signals
+    try:
         loop = _Loop(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace)
+    except BaseException:
+        _terminate(pid, kill_grace)
+        os.close(master)
+        sigpipe.close()
+        raise
+    try:
+        size = terminal.get_winsize(stdin_fd) or terminal.get_winsize(stdout_fd)
+        if size and size[0] and size[1]:
+            terminal.set_winsize(master, size)  # pixels too, and any resize since the start
+        if on_spawn is not None:
+            on_spawn(pid)
+        portable.prepare_sweep()
+        os.set_blocking(master, False)
+        with terminal.raw_mode(stdin_fd):
+            try:
+                loop.run(sigpipe)
+            finally:
+                # Before the terminal is restored: no copy thread may read
+                # a key or write a byte once the user's shell is back.
+                loop.stop()
+    finally:
+        if loop.status is None:
+            # An exception in the loop (or in on_spawn): don't leave the
+            # child behind. SIGTERM first, as for a forwarded signal, but
+            # never wait forever: a child that ignores SIGTERM used to hang
+            # wrapagent here in a blocking wait4.
+            loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
+        if not loop.threads_alive():
+            os.close(master)  # (see _Loop.close)
+        loop.close()
         try:
-            if size:
-                terminal.set_winsize(master, size)  # pixels too
-            if on_spawn is not None:
-                on_spawn(pid)
-            portable.prepare_sweep()
-            os.set_blocking(master, False)
-            with terminal.raw_mode(stdin_fd):
-                try:
-                    loop.run(sigpipe)
-                finally:
-                    # Before the terminal is restored: no copy thread may read
-                    # a key or write a byte once the user's shell is back.
-                    loop.stop()
-        finally:
-            if loop.status is None:
-                # An exception in the loop (or in on_spawn): don't leave the
-                # child behind. SIGTERM first, as for a forwarded signal, but
-                # never wait forever: a child that ignores SIGTERM used to hang
-                # wrapagent here in a blocking wait4.
-                loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
-            if not loop.threads_alive():
-                os.close(master)  # (see _Loop.close)
-            loop.close()
             # In the finally too: an exception must not orphan the child's
             # background jobs either.
             orphans = reap_leftovers(pid)
+        finally:
+            sigpipe.close()
     exit_code, sig = status_to_exit_code(loop.status)
     ru = loop.rusage
     cpu = (ru.ru_utime + ru.ru_stime) if ru is not None else 0.0  # type: ignore[attr-defined]

@@ -12,35 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
 from wrapagent.errors import WrapagentError
+from wrapagent.proxy.terminal import is_tty
 
-if TYPE_CHECKING:  # typing, dataclasses and pathlib cost ~40 ms of start-up: not on the hot path
-    from pathlib import Path
-    from typing import Callable, Mapping, Sequence
 
 
 SWEEP_WAIT_SECS = 90.0  # at the end, for the abandoned-session sweep (bounded by the 60 s commit lock)
-
-
-class RunOptions:
-    """What `__main__` parsed. A plain class: `dataclasses` costs ~20 ms to import."""
-
-    def __init__(self, tool: str, args: list[str], *, no_hooks: bool = False,
-                 strict: bool = False, shim_dir: str | None = None,
-                 display_name: str | None = None, argv_override: list[str] | None = None,
-                 config_factory: Callable[[Path, Mapping[str, str]], object] | None = None) -> None:
-        self.tool = tool
-        self.args = args
-        self.no_hooks = no_hooks
-        self.strict = strict
-        self.shim_dir = shim_dir
-        self.display_name = display_name
-        """Name used for the session record and adapter (`demo` for the demo agent)."""
-        self.argv_override = argv_override
-        """Run this argv instead of resolving `tool` (the demo agent)."""
-        self.config_factory = config_factory
 
 
 def _stderr(line: str) -> None:
@@ -51,25 +29,6 @@ def _stderr(line: str) -> None:
         pass
 
 
-def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
-    """Replace wrapagent with the tool: WRAPAGENT_DISABLE=1, nesting limit, bare pipe mode.
-
-    Python starts with SIGPIPE and SIGXFSZ ignored, and ignored dispositions
-    survive exec: put them back, or `yes | head -1` under wrapagent complains.
-    """
-    import signal
-
-    from wrapagent.proxy.pty_loop import exec_error
-
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
-    try:
-        os.execve(path, list(argv), dict(env))
-    except OSError as exc:
-        raise exec_error(path, exc.errno) from None
-    return 126  # not reached
-
-
 def _read_all(fd: int) -> bytes:
     chunks = []
     while True:
@@ -77,39 +36,6 @@ def _read_all(fd: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
-
-
-def _is_tty(fd: int) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
-
-
-def run(opts: RunOptions) -> int:
-    from wrapagent.session import resolve
-
-    env = dict(os.environ)
-    skip = [opts.shim_dir] if opts.shim_dir else []
-    if opts.argv_override is not None:
-        executable = opts.argv_override[0]
-        argv = list(opts.argv_override) + list(opts.args)
-    else:
-        executable = resolve.find_real_executable(opts.tool, env=env, extra_skip_dirs=skip)
-        argv = [executable, *opts.args]
-    if env.get("WRAPAGENT_DISABLE") == "1":
-        return _exec_direct(executable, argv, env)
-    child_env = {**env, **resolve.child_env_additions(skip, env=env)}
-    if resolve.check_depth(env):
-        return _exec_direct(executable, argv, child_env)
-    interactive = _is_tty(0) and _is_tty(1)
-    if opts.no_hooks:
-        if not interactive:
-            return _exec_direct(executable, argv, child_env)
-        from wrapagent.proxy import pty_loop
-
-        return pty_loop.run(argv, env=child_env).exit_code
-    return Session(opts, env, child_env, executable, argv, interactive).run()
 
 
 class _Prefix:
@@ -169,9 +95,9 @@ class _Prefix:
 
 
 class Session:
-    """Glue between config, hooks, guards, the proxy and the session record."""
+    """Glue between config, hooks, guards, the proxy and the session record (`opts`: a launch.RunOptions)."""
 
-    def __init__(self, opts: RunOptions, env: dict[str, str], child_env: dict[str, str],
+    def __init__(self, opts, env: dict[str, str], child_env: dict[str, str],
                  executable: str, argv: list[str], interactive: bool) -> None:
         from pathlib import Path  # not at module level: the bare proxy path never needs it
 
@@ -227,7 +153,7 @@ class Session:
     def _plan(self):
         from wrapagent.inject.adapters.base import PromptPlan
 
-        stdin_piped = not _is_tty(0)
+        stdin_piped = not is_tty(0)
         plan = self.adapter.plan_prompt(self.opts.args, stdin_piped=stdin_piped)
         # Plans index the tool's argv as if argv[0] were the tool; the demo
         # agent runs as `python -m wrapagent.commands.demo_agent`, so shift.
@@ -374,7 +300,7 @@ class Session:
         then "\n" + stdin, nothing when stdin is empty) need to know whether
         stdin holds anything before wrapagent decides where the blocks go.
         """
-        if plan is None or _is_tty(0):
+        if plan is None or is_tty(0):
             return None
         if plan.kind == "stdin-args" or (plan.kind == "argv" and self.adapter.stdin_before_arg):
             return _read_all(0)

@@ -1,0 +1,241 @@
+"""Starting the tool on a new pseudo-terminal: the first half of every proxied run.
+
+Split from the copy loop (`pty_loop`) so that the child can start before the
+rest of wrapagent is even imported: the launch path loads this module (a few
+system modules, nothing that pulls `enum` or `re`), starts the tool, and
+imports the loop while the tool's own exec runs on the other core. What the
+user sees as wrapagent's start-up is what happens before `start()` returns.
+
+Also here, because it must exist before the child does: the signal pipe
+(a SIGINT, SIGTERM or SIGWINCH that arrives while the loop is still being
+imported is kept, not lost, and handled by the loop once it runs).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+try:  # the C module: `signal` itself imports `enum` (~8 ms of start-up) for its IntEnums
+    import _signal as signal
+except ImportError:  # pragma: no cover - an interpreter without it
+    import signal  # type: ignore[no-redef]
+
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+
+from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
+from wrapagent.proxy import terminal
+
+if TYPE_CHECKING:
+    from typing import Mapping, Sequence
+
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+"""Sent to wrapagent, passed on to the tool's process group."""
+
+LOOP_SIGNALS = (signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)
+"""What the loop's main thread handles, through the signal pipe."""
+
+
+def status_to_exit_code(status: int) -> tuple[int, int | None]:
+    """Shell convention: exit status as is, 128+N when killed by signal N."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return 128 + sig, sig
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    return 1, None
+
+
+def exec_error(path: str, err: int | None) -> WrapagentError:
+    """A failed exec as a shell reports it: 127 when a file is missing, 126 otherwise.
+
+    ENOENT for a file that exists means its `#!` interpreter (or ELF loader)
+    is missing; saying "No such file" about the tool itself would mislead.
+    """
+    if err == errno.ENOENT:
+        if os.path.exists(path):
+            return ToolNotFound(f"{path}: cannot execute: required file not found"
+                                " (missing #! interpreter?)")
+        return ToolNotFound(f"{path}: command not found")
+    reason = os.strerror(err) if err else "exec failed"
+    return ToolNotExecutable(f"{path}: cannot execute: {reason}")
+
+
+class SignalPipe:
+    """Signals as bytes on a pipe, read by the loop (asciinema's SignalFD).
+
+    Installed before the child exists and kept until the loop is done;
+    `close()` puts the old handlers back.
+    """
+
+    def __init__(self, signals: Sequence[int] = LOOP_SIGNALS) -> None:
+        self.rfd, self.wfd = os.pipe()
+        os.set_blocking(self.rfd, False)
+        os.set_blocking(self.wfd, False)
+        self._signals = signals
+        self._old: dict[int, object] = {}
+        self._old_wakeup = -1
+        self._installed = False
+
+    def install(self) -> "SignalPipe":
+        self._old_wakeup = signal.set_wakeup_fd(self.wfd, warn_on_full_buffer=False)
+        self._installed = True
+        for sig in self._signals:
+            self._old[sig] = signal.signal(sig, _noop_handler)
+        return self
+
+    def close(self) -> None:
+        if self._installed:
+            for sig, old in self._old.items():
+                signal.signal(sig, old)  # type: ignore[arg-type]
+            signal.set_wakeup_fd(self._old_wakeup)
+            self._installed = False
+        for fd in (self.rfd, self.wfd):
+            if fd >= 0:
+                os.close(fd)
+        self.rfd = self.wfd = -1
+
+    def __enter__(self) -> "SignalPipe":
+        return self.install()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self) -> list[int]:
+        try:
+            data = os.read(self.rfd, 1024)
+        except BlockingIOError:
+            return []
+        return list(data)
+
+
+def _noop_handler(signum: int, frame: object) -> None:
+    """The wakeup fd carries the signal; the handler only has to exist."""
+
+
+class Child:
+    """A tool started on a new PTY: what `pty_loop.proxy` needs to take over."""
+
+    def __init__(self, pid: int, master: int, signals: SignalPipe) -> None:
+        self.pid = pid
+        self.master = master
+        self.signals = signals
+
+
+def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
+          stdin_fd: int = 0, stdout_fd: int = 1) -> Child:
+    """Install the signal pipe and start `argv` on a PTY of the user's terminal size.
+
+    Raises ToolNotFound / ToolNotExecutable (signal handlers put back) when
+    the exec fails; the user's terminal is not touched here.
+    """
+    signals = SignalPipe().install()
+    try:
+        # Size read after the SIGWINCH handler is in place: a resize in between
+        # is then seen by the loop instead of lost (SIGWINCH's default is ignore).
+        # The loop copies the whole size (pixels too) to the master once it runs.
+        size = terminal.get_size(stdin_fd) or terminal.get_size(stdout_fd)
+        rows, cols = size if size and size[0] and size[1] else (24, 80)
+        pid, master = spawn(argv, env=env, cwd=cwd, size=(rows, cols))
+    except BaseException:
+        signals.close()
+        raise
+    return Child(pid, master, signals)
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
+          size: tuple[int, int]) -> tuple[int, int]:
+    """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd).
+
+    fork + exec of our own rather than ptyprocess: importing ptyprocess
+    (shutil, lzma, …) cost ~20-30 ms of every start-up, more than the proxy.
+    The size is set on the slave before the child exists, so the tool's
+    first look at its terminal sees it. Exec failures come back through a
+    CLOEXEC pipe, so "not found" / "not executable" surface here, in the
+    parent, before the terminal goes raw.
+    """
+    master, slave = os.openpty()  # both non-inheritable: the master is closed by exec
+    try:
+        terminal.set_size(slave, size[0], size[1])
+        err_r, err_w = os.pipe()  # CLOEXEC: reads EOF once exec succeeded
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; ends in exec or _exit
+                _exec_child(slave, err_w, argv, env, cwd)
+        finally:
+            os.close(err_w)
+        try:
+            report = b""
+            while True:
+                chunk = os.read(err_r, 64)
+                if not chunk:
+                    break
+                report += chunk
+        finally:
+            os.close(err_r)
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    if report:
+        os.close(master)
+        os.waitpid(pid, 0)  # it _exited after writing the report
+        err = int(report) if report.isdigit() else None
+        if err == errno.ENOENT and "/" not in argv[0]:
+            raise ToolNotFound(f"{argv[0]}: command not found")
+        raise exec_error(argv[0], err)
+    return pid, master
+
+
+def _exec_child(slave: int, err_w: int, argv: Sequence[str], env: Mapping[str, str],
+                cwd: str | None) -> None:
+    """In the forked child: own session, the slave as controlling terminal and stdio, exec.
+
+    Only plain system calls between fork and exec (other threads may have
+    held locks at the fork). On failure the errno goes to the parent.
+    """
+    code = 0
+    try:
+        signal.set_wakeup_fd(-1)  # a signal here must not write into the parent's signal pipe
+        _login_tty(slave)
+        default_signals()
+        if cwd is not None:
+            os.chdir(cwd)
+        os.execvpe(argv[0], list(argv), dict(env))
+    except OSError as exc:
+        code = exc.errno or 0
+    except BaseException:
+        code = 0
+    try:
+        os.write(err_w, str(code).encode())
+    finally:
+        os._exit(127)
+
+
+def _login_tty(slave: int) -> None:
+    """Own session, `slave` as its controlling terminal and as fds 0-2 (login_tty(3))."""
+    login_tty = getattr(os, "login_tty", None)  # Python 3.11+
+    if login_tty is not None:
+        login_tty(slave)
+        return
+    import fcntl
+    import termios
+
+    os.setsid()
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)  # inheritable
+    if slave > 2:
+        os.close(slave)
+
+
+def default_signals() -> None:
+    """Before an exec: undo Python's start-up SIG_IGN of SIGPIPE and SIGXFSZ.
+
+    Ignored dispositions survive exec (caught ones, like our no-op
+    handlers, are reset by exec itself): the tool and every shell it ran
+    would ignore SIGPIPE, so `yes | head -1` printed "Broken pipe" errors.
+    """
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)

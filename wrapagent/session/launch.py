@@ -1,0 +1,85 @@
+"""How a `wrapagent TOOL …` launch runs: exec'd directly, proxied bare, or as a full session.
+
+The first module of every aliased start, so it is small and imports only
+what the path taken needs. The bare proxy (`--no-hooks` on a terminal)
+starts the tool first (`proxy.spawn`) and imports the copy loop while the
+tool's exec runs: the user waits for neither.
+"""
+
+from __future__ import annotations
+
+import os
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+
+from wrapagent.proxy.terminal import is_tty
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Callable, Mapping, Sequence
+
+
+class RunOptions:
+    """What `__main__` parsed. A plain class: `dataclasses` costs ~20 ms to import."""
+
+    def __init__(self, tool: str, args: list[str], *, no_hooks: bool = False,
+                 strict: bool = False, shim_dir: str | None = None,
+                 display_name: str | None = None, argv_override: list[str] | None = None,
+                 config_factory: Callable[[Path, Mapping[str, str]], object] | None = None) -> None:
+        self.tool = tool
+        self.args = args
+        self.no_hooks = no_hooks
+        self.strict = strict
+        self.shim_dir = shim_dir
+        self.display_name = display_name
+        """Name used for the session record and adapter (`demo` for the demo agent)."""
+        self.argv_override = argv_override
+        """Run this argv instead of resolving `tool` (the demo agent)."""
+        self.config_factory = config_factory
+
+
+def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Replace wrapagent with the tool: WRAPAGENT_DISABLE=1, nesting limit, bare pipe mode.
+
+    Python starts with SIGPIPE and SIGXFSZ ignored, and ignored dispositions
+    survive exec: put them back, or `yes | head -1` under wrapagent complains.
+    """
+    from wrapagent.proxy.spawn import default_signals, exec_error
+
+    default_signals()
+    try:
+        os.execve(path, list(argv), dict(env))
+    except OSError as exc:
+        raise exec_error(path, exc.errno) from None
+    return 126  # not reached
+
+
+def run(opts: RunOptions) -> int:
+    """Resolve the tool, then exec it, proxy it bare, or run it as a session (`lifecycle`)."""
+    from wrapagent.session import resolve
+
+    env = dict(os.environ)
+    skip = [opts.shim_dir] if opts.shim_dir else []
+    if opts.argv_override is not None:
+        executable = opts.argv_override[0]
+        argv = list(opts.argv_override) + list(opts.args)
+    else:
+        executable = resolve.find_real_executable(opts.tool, env=env, extra_skip_dirs=skip)
+        argv = [executable, *opts.args]
+    if env.get("WRAPAGENT_DISABLE") == "1":
+        return _exec_direct(executable, argv, env)
+    child_env = {**env, **resolve.child_env_additions(skip, env=env)}
+    if resolve.check_depth(env):
+        return _exec_direct(executable, argv, child_env)
+    interactive = is_tty(0) and is_tty(1)
+    if opts.no_hooks:
+        if not interactive:
+            return _exec_direct(executable, argv, child_env)
+        from wrapagent.proxy import spawn
+
+        child = spawn.start(argv, env=child_env)
+        from wrapagent.proxy import pty_loop  # imported while the tool's exec runs
+
+        return pty_loop.proxy(child).exit_code
+    from wrapagent.session.lifecycle import Session
+
+    return Session(opts, env, child_env, executable, argv, interactive).run()
