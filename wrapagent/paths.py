@@ -1,82 +1,130 @@
 """Where wrapagent reads and writes: XDG directories, project root, sessions root.
 
 All functions take the environment as a parameter (default `os.environ`) so
-tests can point them at temporary trees.
+tests can point them at temporary trees. Each location has a `str` form,
+which the launch path uses (a full session decides what runs before the
+tool from these, and `pathlib` costs ~20 ms to import with the `re` and
+`urllib` it pulls in), and a `Path` form for everything after.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Mapping
 
 
-def _xdg(env: Mapping[str, str], var: str, default: str) -> Path:
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def _xdg_str(env: Mapping[str, str], var: str, default: str) -> str:
     value = env.get(var, "")
     # The XDG spec says relative values are invalid and must be ignored.
     if value and os.path.isabs(value):
-        return Path(value)
+        return os.path.normpath(value)
     home = env.get("HOME") or os.path.expanduser("~")
-    return Path(home) / default
+    return os.path.join(os.path.normpath(home), default)
+
+
+def _path(value: str) -> Path:
+    from pathlib import Path
+
+    return Path(value)
+
+
+def config_dir_str(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(_xdg_str(_env(env), "XDG_CONFIG_HOME", ".config"), "wrapagent")
 
 
 def config_dir(env: Mapping[str, str] | None = None) -> Path:
     """`$XDG_CONFIG_HOME/wrapagent` (default `~/.config/wrapagent`)."""
-    return _xdg(os.environ if env is None else env, "XDG_CONFIG_HOME", ".config") / "wrapagent"
+    return _path(config_dir_str(env))
+
+
+def state_dir_str(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(_xdg_str(_env(env), "XDG_STATE_HOME", ".local/state"), "wrapagent")
 
 
 def state_dir(env: Mapping[str, str] | None = None) -> Path:
     """`$XDG_STATE_HOME/wrapagent` (default `~/.local/state/wrapagent`)."""
-    return _xdg(os.environ if env is None else env, "XDG_STATE_HOME", ".local/state") / "wrapagent"
+    return _path(state_dir_str(env))
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
     """`$XDG_DATA_HOME/wrapagent` (default `~/.local/share/wrapagent`)."""
-    return _xdg(os.environ if env is None else env, "XDG_DATA_HOME", ".local/share") / "wrapagent"
+    return _path(os.path.join(_xdg_str(_env(env), "XDG_DATA_HOME", ".local/share"), "wrapagent"))
+
+
+def global_hooks_path(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(config_dir_str(env), "hooks.toml")
+
+
+def global_config_path(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(config_dir_str(env), "config.toml")
+
+
+def project_hooks_path(project_root: str | Path) -> str:
+    return os.path.join(os.fspath(project_root), ".wrapagent", "hooks.toml")
 
 
 def global_hooks_file(env: Mapping[str, str] | None = None) -> Path:
-    return config_dir(env) / "hooks.toml"
+    return _path(global_hooks_path(env))
 
 
 def global_config_file(env: Mapping[str, str] | None = None) -> Path:
-    return config_dir(env) / "config.toml"
+    return _path(global_config_path(env))
 
 
-def project_hooks_file(project_root: Path) -> Path:
-    return project_root / ".wrapagent" / "hooks.toml"
+def project_hooks_file(project_root: str | Path) -> Path:
+    return _path(project_hooks_path(project_root))
 
 
-def find_project_root(cwd: Path) -> Path:
-    """The git top-level containing `cwd`, else `cwd` itself.
+def project_root_of(cwd: str) -> str:
+    """The git top-level containing `cwd` (symlinks resolved), else `cwd` itself.
 
     Walks up looking for `.git` (a directory, or a file for worktrees and
     submodules) instead of running `git rev-parse`: that costs a fork and
     ~5 ms on every start of an aliased `codex`.
     """
-    cwd = cwd.resolve()
-    for candidate in (cwd, *cwd.parents):
-        if (candidate / ".git").exists():
+    cwd = os.path.realpath(cwd)
+    candidate = cwd
+    while True:
+        if os.path.exists(os.path.join(candidate, ".git")):
             return candidate
-    return cwd
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return cwd
+        candidate = parent
 
 
-def sessions_root(project_root: Path, env: Mapping[str, str] | None = None) -> Path:
+def find_project_root(cwd: str | Path) -> Path:
+    """`project_root_of` as a Path."""
+    return _path(project_root_of(os.fspath(cwd)))
+
+
+def sessions_root_str(project_root: str | Path, env: Mapping[str, str] | None = None) -> str:
     """The per-project sessions repository.
 
     One git repository per project keeps projects apart (as CSA does) while
     all of them live under the state dir, never inside the user's repository.
     `WRAPAGENT_SESSIONS_ROOT` overrides it (tests, CI).
     """
-    env = os.environ if env is None else env
+    env = _env(env)
     override = env.get("WRAPAGENT_SESSIONS_ROOT")
     if override:
-        return Path(override)
-    digest = _sha256_hex(str(project_root).encode())[:8]
-    name = project_root.name or "root"
-    return state_dir(env) / "projects" / f"{name}-{digest}"
+        return os.path.normpath(override)
+    root = os.path.normpath(os.fspath(project_root))
+    digest = _sha256_hex(root.encode())[:8]
+    name = os.path.basename(root) or "root"
+    return os.path.join(state_dir_str(env), "projects", f"{name}-{digest}")
+
+
+def sessions_root(project_root: str | Path, env: Mapping[str, str] | None = None) -> Path:
+    """`sessions_root_str` as a Path."""
+    return _path(sessions_root_str(project_root, env))
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -99,10 +147,10 @@ def _sha256_hex(data: bytes) -> str:
 
 def all_sessions_roots(env: Mapping[str, str] | None = None) -> list[Path]:
     """Every per-project sessions root that exists (for `sessions list`)."""
-    env = os.environ if env is None else env
+    env = _env(env)
     override = env.get("WRAPAGENT_SESSIONS_ROOT")
     if override:
-        return [Path(override)]
+        return [_path(override)]
     base = state_dir(env) / "projects"
     if not base.is_dir():
         return []

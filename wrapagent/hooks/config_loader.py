@@ -23,9 +23,9 @@ no tomllib import.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pathlib too (~20 ms): paths are plain strings until a file exists
+    from pathlib import Path
     from typing import Any, Callable, Mapping
 
 from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one import point for callers)
@@ -66,7 +66,7 @@ _CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_byt
 class _FileCheck:
     """Collects problems for one file; knows its text to find lines for keys."""
 
-    def __init__(self, path: Path, text: str = "") -> None:
+    def __init__(self, path: str | Path, text: str = "") -> None:
         self.path = path
         self.text = text
         self.problems: list[Problem] = []
@@ -211,7 +211,7 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
         return None
 
 
-def _read(path: Path) -> tuple[bool, bytes | None, str | None]:
+def _read(path: str | Path) -> tuple[bool, bytes | None, str | None]:
     """(exists, content, error). One open() when the file is missing: no stat dance."""
     try:
         with open(path, "rb") as handle:
@@ -517,7 +517,7 @@ def _default_trust(env: Mapping[str, str]) -> Callable[[Path, bytes], bool] | No
     return TrustStore(env=env).is_trusted
 
 
-def _load_layer(kind: str, path: Path, parse: Callable[[_FileCheck, dict], Any], trust=None):
+def _load_layer(kind: str, path: str, parse: Callable[[_FileCheck, dict], Any], trust=None):
     """(Layer, parsed value or None). `trust` is called for project files only."""
     exists, data, read_error = _read(path)
     check = _FileCheck(path)
@@ -528,8 +528,10 @@ def _load_layer(kind: str, path: Path, parse: Callable[[_FileCheck, dict], Any],
         return Layer(kind, str(path), True, False, None, tuple(check.problems)), None
     trusted: bool | None = None
     if trust is not None:
+        from pathlib import Path
+
         try:
-            trusted = bool(trust(path, data))
+            trusted = bool(trust(Path(path), data))
         except Exception as exc:  # a broken trust store must not run untrusted hooks
             check.warning(None, f"could not check trust ({exc}); project hooks skipped")
             trusted = False
@@ -540,21 +542,21 @@ def _load_layer(kind: str, path: Path, parse: Callable[[_FileCheck, dict], Any],
 
 
 def load_config(
-    project_root: Path,
+    project_root: str | Path,
     *,
     env: Mapping[str, str] | None = None,
     is_trusted: Callable[[Path, bytes], bool] | None = None,
 ) -> Config:
     """Read, validate and merge every layer for `project_root`. Never raises for file contents."""
-    from wrapagent.paths import global_config_file, global_hooks_file, project_hooks_file
+    from wrapagent.paths import global_config_path, global_hooks_path, project_hooks_path
 
     env = os.environ if env is None else env
-    project_path = project_hooks_file(Path(project_root))
+    project_path = project_hooks_path(project_root)
 
     global_layer, global_hooks = _load_layer(
-        LAYER_GLOBAL_HOOKS, global_hooks_file(env), lambda c, d: _parse_hooks_file(c, d, is_project=False)
+        LAYER_GLOBAL_HOOKS, global_hooks_path(env), lambda c, d: _parse_hooks_file(c, d, is_project=False)
     )
-    config_layer, pre_session = _load_layer(LAYER_GLOBAL_CONFIG, global_config_file(env), _parse_config_file)
+    config_layer, pre_session = _load_layer(LAYER_GLOBAL_CONFIG, global_config_path(env), _parse_config_file)
 
     trust = is_trusted
     if trust is None and os.path.lexists(project_path):

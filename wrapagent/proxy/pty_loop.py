@@ -26,6 +26,7 @@ import _thread
 import errno
 import os
 import select
+import sys
 import time
 
 try:  # the C module: `signal` imports `enum` for its IntEnums (~8 ms of start-up)
@@ -70,6 +71,9 @@ Normally the master reports EIO as soon as the last holder of the slave
 exits; a background process the child left holding the terminal must not
 keep wrapagent alive.
 """
+
+SETUP_SWITCH_INTERVAL = 0.0005
+"""GIL switch interval while `after_start` work runs beside the copy threads (see `_while_copying`)."""
 
 DRAIN_MAX_SECS = 1.0
 """After the child was reaped, stop draining this long after it even if output keeps coming.
@@ -598,10 +602,17 @@ class _Loop:
             fds.append(self.main_wake)
         waiter.watch(fds)
 
-    def run(self, sigpipe: SignalPipe) -> None:
-        """Start the copy threads; handle signals, deadlines and the child until all is done."""
+    def run(self, sigpipe: SignalPipe, after_start: Callable[[], None] | None = None) -> None:
+        """Start the copy threads; handle signals, deadlines and the child until all is done.
+
+        `after_start` runs on this thread once the copy threads run: work that
+        need not precede the tool (a session's record) overlaps its start-up.
+        Signals that come meanwhile wait on the pipe.
+        """
         for thread in self.threads:
             thread.start()
+        if after_start is not None:
+            _while_copying(after_start)
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
         while self.master_open or self.status is None:
@@ -636,6 +647,21 @@ class _Loop:
         _poke(self.out_w)
         for thread in self.threads:
             thread.join(timeout=2.0)
+
+
+def _while_copying(work: Callable[[], None]) -> None:
+    """Run `work` with a short GIL switch interval (0.5 ms instead of 5).
+
+    `work` is Python code (imports, JSON) that holds the interpreter lock;
+    a copy thread woken by the tool's first bytes would otherwise wait up to
+    the default 5 ms interval for it before it can copy them.
+    """
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, SETUP_SWITCH_INTERVAL))
+    try:
+        work()
+    finally:
+        sys.setswitchinterval(old)
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -718,12 +744,16 @@ def proxy(child: Child, *, stdin_fd: int = 0, stdout_fd: int = 1,
           interceptor: Interceptor | None = None,
           on_output: Callable[[bytes], None] | None = None,
           on_spawn: Callable[[int], None] | None = None,
+          after_start: Callable[[], None] | None = None,
           kill_grace: float = KILL_GRACE_SECS) -> ProxyResult:
     """Proxy the terminal for a child `spawn.start` started, until it is gone; then clean up.
 
     Must run in the main thread (signal handlers). `on_output` and the
     interceptor's output calls happen in the output thread; all interceptor
-    calls are serialised (see `Interceptor`). Closes the child's signal pipe.
+    calls are serialised (see `Interceptor`). `after_start` runs in the main
+    thread while the copy threads already run (see `_Loop.run`); if it
+    raises, the child is terminated like on any error. Closes the child's
+    signal pipe.
     """
     pid, master, sigpipe = child.pid, child.master, child.signals
     try:
@@ -743,7 +773,7 @@ def proxy(child: Child, *, stdin_fd: int = 0, stdout_fd: int = 1,
         os.set_blocking(master, False)
         with terminal.raw_mode(stdin_fd):
             try:
-                loop.run(sigpipe)
+                loop.run(sigpipe, after_start)
             finally:
                 # Before the terminal is restored: no copy thread may read
                 # a key or write a byte once the user's shell is back.

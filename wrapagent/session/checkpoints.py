@@ -426,16 +426,23 @@ def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | Non
 # --------------------------------------------------------------------------- lifecycle hooks
 
 
+def before_skip_reason(settings, *, depth: int, parent: str | None,
+                       project_root: str | Path) -> str | None:
+    """Why this session takes no `before` snapshot; None when it takes one (decided without git)."""
+    reason = skip_reason(enabled=settings.enabled, depth=depth, parent=parent)
+    if reason is None and not os.path.exists(os.path.join(str(project_root), ".git")):
+        # The project root is the nearest folder holding `.git` (paths.project_root_of), and
+        # snapshots strip GIT_DIR & co.: no `.git` there means no repository, without forking git.
+        reason = "not a git repository"  # no `.git` found: no git process at all on start-up
+    return reason
+
+
 def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
     """Before the tool starts: the `before` snapshot, or the reason there is none, in `record["checkpoints"]`."""
     info: dict = {"status": None}
     record["checkpoints"] = info
-    reason = skip_reason(enabled=settings.enabled, depth=int(record.get("depth") or 0),
-                         parent=record.get("parent_session"))
-    if reason is None and not os.path.exists(os.path.join(str(project_root), ".git")):
-        # The project root is the nearest folder holding `.git` (paths.find_project_root), and
-        # snapshots strip GIT_DIR & co.: no `.git` there means no repository, without forking git.
-        reason = "not a git repository"  # no `.git` found: no git process at all on start-up
+    reason = before_skip_reason(settings, depth=int(record.get("depth") or 0),
+                                parent=record.get("parent_session"), project_root=project_root)
     if reason is not None:
         info.update(status="skipped", note=reason)
         return

@@ -99,8 +99,6 @@ class Session:
 
     def __init__(self, opts, env: dict[str, str], child_env: dict[str, str],
                  executable: str, argv: list[str], interactive: bool) -> None:
-        from pathlib import Path  # not at module level: the bare proxy path never needs it
-
         from wrapagent.inject.adapters import adapter_for
 
         self.opts = opts
@@ -111,20 +109,38 @@ class Session:
         self.interactive = interactive
         self.name = opts.display_name or os.path.basename(opts.tool)
         self.adapter = adapter_for(self.name)
-        self.cwd = Path.cwd()
+        self.cwd_str = os.getcwd()
+        self.root_str = self.cwd_str
         self.failures: list[str] = []
+        self.record = None
+        self._sweeper = None
+
+    # Paths for hooks, checkpoints and transcripts; plain strings before the
+    # tool starts (pathlib costs ~20 ms to import).
+
+    @property
+    def cwd(self):
+        from pathlib import Path
+
+        return Path(self.cwd_str)
+
+    @property
+    def project_root(self):
+        from pathlib import Path
+
+        return Path(self.root_str)
 
     # -- set-up -----------------------------------------------------------------
 
     def _load_config(self):
         from wrapagent.hooks import config_loader as config_mod
-        from wrapagent.paths import find_project_root
+        from wrapagent.paths import project_root_of
 
-        self.project_root = find_project_root(self.cwd)
+        self.root_str = project_root_of(self.cwd_str)
         if self.opts.config_factory is not None:
             cfg = self.opts.config_factory(self.project_root, self.env)
         else:
-            cfg = config_mod.load_config(self.project_root, env=self.env)
+            cfg = config_mod.load_config(self.root_str, env=self.env)
         for problem in cfg.problems:
             level = "error" if problem.severity == "error" else "warning"
             suffix = " (this file's hooks are not used)" if problem.severity == "error" else ""
@@ -175,23 +191,94 @@ class Session:
     # -- the run -----------------------------------------------------------------
 
     def run(self) -> int:
-        from wrapagent.session.records import Session as Record
+        from wrapagent.session.ids import new_session_id
 
         cfg = self._load_config()
         self.cfg = cfg
+        session_id = new_session_id()
+        self.child_env["WRAPAGENT_SESSION_ID"] = session_id
+        try:
+            child = self._start_first(cfg)
+            if child is not None:
+                return self._run_tool_first(child, session_id)
+            return self._run_with_record(cfg, self._open_record(session_id))
+        finally:
+            if self._sweeper is not None:
+                self._sweeper.join(timeout=SWEEP_WAIT_SECS)
+            if self.record is not None:
+                self.record.close()
+
+    def _open_record(self, session_id: str, started: float | None = None):
+        """The session's folder, first record and running marker; the abandoned-session sweep."""
+        from wrapagent.session.records import Session as Record
+
         record = Record.create(tool=self.name, transport=self.adapter.name,
                                argv=[self.opts.tool, *self.opts.args],
-                               executable=self.executable, cwd=self.cwd,
-                               project_root=self.project_root, env=self.env,
-                               mode="pty" if self.interactive else "pipe")
+                               executable=self.executable, cwd=self.cwd_str,
+                               project_root=self.root_str, env=self.env,
+                               mode="pty" if self.interactive else "pipe",
+                               session_id=session_id, started_at=started)
         self.record = record
-        sweeper = self._start_sweep(record)
+        self._sweeper = self._start_sweep(record)
+        return record
+
+    # -- the tool first, when nothing has to come before it -----------------------
+
+    def _start_first(self, cfg):
+        """The tool, started at once when nothing has to happen before it; else None.
+
+        Before the tool come: pre_run (it may refuse the launch), the `before`
+        checkpoint of a git project, and an interceptor (injection, resets,
+        waiting_for_input: it must see the tool's first output). Without any
+        of them (the default configuration outside a git project) the tool
+        starts first and the record is written while it starts: the user
+        does not wait for wrapagent's own imports and files.
+        """
+        if not self.tool_goes_first(cfg):
+            return None
+        import time
+
+        from wrapagent.proxy import spawn
+
+        self._tool_started = time.time()
         try:
-            return self._run_with_record(cfg, record)
-        finally:
-            if sweeper is not None:
-                sweeper.join(timeout=SWEEP_WAIT_SECS)
-            record.close()
+            return spawn.start(self.argv, env=self.child_env)
+        except WrapagentError:
+            # The tool cannot start: the usual order reports it, with a record.
+            return None
+
+    def tool_goes_first(self, cfg) -> bool:
+        """Nothing of this session has to happen before the tool starts (see `_start_first`)."""
+        if not self.interactive or cfg.hook_for("pre_run") is not None \
+                or cfg.hook_for("waiting_for_input") is not None or self._wants_injection(cfg):
+            return False
+        from wrapagent.hooks.config_model import CheckpointSettings
+        from wrapagent.session import checkpoints
+
+        return checkpoints.before_skip_reason(
+            getattr(cfg, "checkpoints", None) or CheckpointSettings(), depth=int(self.env.get("WRAPAGENT_DEPTH", "0") or 0),
+            parent=self.env.get("WRAPAGENT_SESSION_ID") or None, project_root=self.root_str) is not None
+
+    def _run_tool_first(self, child, session_id: str) -> int:
+        """The session of a tool already started: record, sweep and context while it starts up."""
+        from wrapagent.proxy import pty_loop
+
+        def setup() -> None:
+            record = self._open_record(session_id, self._tool_started)
+            self.ctx = self._ctx(record)
+            record.record["is_resume"] = self.ctx.is_resume
+            self._history_before(record)  # records why there is no checkpoint
+
+        try:
+            result = pty_loop.proxy(child, after_start=setup)
+        except BaseException as exc:
+            if self.record is not None:
+                self.record.warn(f"wrapagent failed while the tool was running: {exc!r}")
+                self.record.finish(exit_code=1, signal=None, cpu_seconds=0.0, peak_rss_bytes=0)
+            raise
+        self._finish(result)
+        self._after(result.exit_code)
+        return result.exit_code
 
     def _start_sweep(self, record):
         """Sessions left `running` by a killed wrapagent become `abandoned`, in a thread.
@@ -228,7 +315,6 @@ class Session:
         ctx = self._ctx(record)
         self.ctx = ctx
         record.record["is_resume"] = ctx.is_resume
-        self.child_env["WRAPAGENT_SESSION_ID"] = record.id
         pre_run = self._lifecycle("pre_run", None)
         if pre_run is not None and pre_run.refuses():
             return self._refused(pre_run)
@@ -553,9 +639,10 @@ class Session:
 
         from wrapagent.session import checkpoints
 
-        self._tool_started = time.time()
+        if not hasattr(self, "_tool_started"):
+            self._tool_started = time.time()
         try:
-            checkpoints.begin(record.record, self._history_settings(), self.project_root, self.env)
+            checkpoints.begin(record.record, self._history_settings(), self.root_str, self.env)
         except Exception as exc:  # never the end of the session
             record.warn(f"checkpoints: {exc!r}")
 
@@ -570,7 +657,7 @@ class Session:
 
         settings = self._history_settings()
         try:
-            checkpoints.end(self.record.record, settings, self.project_root, self.env)
+            checkpoints.end(self.record.record, settings, self.root_str, self.env)
         except Exception as exc:
             self.record.warn(f"checkpoints: {exc!r}")
         info = self.record.record.get("checkpoints") or {}

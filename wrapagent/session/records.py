@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from wrapagent import paths, portable
+from wrapagent.session.ids import new_session_id
 
 RECORD_NAME = "session.json"
 LOG_NAME = "session.log"
@@ -33,26 +34,12 @@ every record). `*.lock` is in the repository's .gitignore, so markers are never 
 START_TIME_TOLERANCE = 0.01  # seconds; both sides use the same clock-tick arithmetic
 
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-
-def new_session_id() -> str:
-    """A ULID: sortable by creation time, so `ls` and `git log` list sessions in order.
-
-    48 bits of milliseconds + 80 random bits, Crockford base32, 26 characters
-    (https://github.com/ulid/spec). Written here rather than imported:
-    python-ulid pulls in importlib.metadata, ~70 ms on every aliased start.
-    """
-    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
-
-
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat()
+
+
+def iso_from_epoch(seconds: float) -> str:
+    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat()
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -83,10 +70,16 @@ class Session:
 
     @classmethod
     def create(cls, *, tool: str, transport: str, argv: Sequence[str], executable: str,
-               cwd: Path, project_root: Path, env: Mapping[str, str],
-               mode: str) -> "Session":
+               cwd: str | Path, project_root: str | Path, env: Mapping[str, str],
+               mode: str, session_id: str | None = None,
+               started_at: float | None = None) -> "Session":
+        """Create the session's folder, first record and running marker.
+
+        `session_id` and `started_at` (epoch seconds) are given when the
+        tool was started first and the record is written while it starts.
+        """
         root = paths.sessions_root(project_root, env)
-        session_id = new_session_id()
+        session_id = session_id or new_session_id()
         (root / session_id).mkdir(parents=True, exist_ok=True)
         parent = env.get("WRAPAGENT_SESSION_ID") or None
         record: dict[str, Any] = {
@@ -100,7 +93,7 @@ class Session:
             "parent_session": parent,
             "depth": int(env.get("WRAPAGENT_DEPTH", "0") or 0),
             "mode": mode,
-            "started_at": now_iso(),
+            "started_at": now_iso() if started_at is None else iso_from_epoch(started_at),
             "ended_at": None,
             "duration_s": None,
             "exit_code": None,
@@ -121,6 +114,8 @@ class Session:
             "pid_started_at": portable.process_start_time(os.getpid()),
         }
         session = cls(root, session_id, record)
+        if started_at is not None:  # the duration counts from the tool's start
+            session._t0 -= max(0.0, time.time() - started_at)
         session.save(durable=False)
         session._mark_running()
         return session
@@ -318,10 +313,6 @@ def running_markers(root: Path, own_id: str) -> list[str]:
     return [n[: -len(".lock")] for n in names if n.endswith(".lock") and n != f"{own_id}.lock"]
 
 
-def _iso_from_epoch(seconds: float) -> str:
-    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat()
-
-
 def mark_abandoned(session_dir: Path, record: dict[str, Any], *, by: str) -> None:
     """`running` → `abandoned`, ended when its log (else its record) was last written."""
     stamps = []
@@ -332,7 +323,7 @@ def mark_abandoned(session_dir: Path, record: dict[str, Any], *, by: str) -> Non
     duration = None
     with contextlib.suppress(TypeError, ValueError):
         duration = round(max(0.0, ended - _dt.datetime.fromisoformat(record["started_at"]).timestamp()), 3)
-    record.update(state="abandoned", ended_at=_iso_from_epoch(ended), duration_s=duration)
+    record.update(state="abandoned", ended_at=iso_from_epoch(ended), duration_s=duration)
     record.setdefault("warnings", []).append(
         f"wrapagent (pid {record.get('pid')}) ended without closing this session (killed?); "
         f"marked abandoned by session {by}; ended_at is the last write of its files")
