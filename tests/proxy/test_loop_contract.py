@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import termios
 import threading
 import time
 
@@ -361,3 +362,38 @@ def test_exec_failure_is_raised_in_the_parent(tmp_path, case, error, message):
         argv = [str(path)]
     with pytest.raises(error, match=message):
         spawn.spawn(argv, env=dict(os.environ), cwd=None, size=(24, 80))
+
+
+# -- after_start: work beside the running copy threads (a session's record) ------------------
+
+def test_after_start_runs_while_the_child_output_is_already_copied(term):
+    """The child's first bytes reach the user while `after_start` is still running."""
+    seen_during: list[bool] = []
+
+    def work() -> None:
+        term.wait_for(b"READY\r\n")  # would time out if copying waited for `work` to end
+        seen_during.append(True)
+        term.type(b"q")
+
+    child = spawn.start(helper("rawbytes.py"), env=dict(os.environ), stdin_fd=term.slave,
+                        stdout_fd=term.slave)
+    result = pty_loop.proxy(child, stdin_fd=term.slave, stdout_fd=term.slave, after_start=work)
+    assert seen_during == [True] and result.exit_code == 0
+    assert sys.getswitchinterval() == pytest.approx(0.005)  # put back
+
+
+def test_after_start_failing_ends_the_child_and_restores_the_terminal(term):
+    before = termios.tcgetattr(term.slave)
+    pids: list[int] = []
+
+    def work() -> None:
+        term.wait_for(b"READY\r\n")
+        raise RuntimeError("record could not be written")
+
+    child = spawn.start(helper("rawbytes.py"), env=dict(os.environ), stdin_fd=term.slave,
+                        stdout_fd=term.slave)
+    pids.append(child.pid)
+    with pytest.raises(RuntimeError, match="record could not be written"):
+        pty_loop.proxy(child, stdin_fd=term.slave, stdout_fd=term.slave, after_start=work)
+    assert not psutil.pid_exists(pids[0]) or psutil.Process(pids[0]).status() == psutil.STATUS_ZOMBIE
+    assert termios.tcgetattr(term.slave) == before
