@@ -755,6 +755,7 @@ def proxy(child: Child, *, stdin_fd: int = 0, stdout_fd: int = 1,
     raises, the child is terminated like on any error. Closes the child's
     signal pipe.
     """
+    child.check_exec()  # raises, all cleaned up, if the tool could not be exec'd
     pid, master, sigpipe = child.pid, child.master, child.signals
     try:
         loop = _Loop(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace)

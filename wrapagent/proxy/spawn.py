@@ -114,20 +114,38 @@ def _noop_handler(signum: int, frame: object) -> None:
 
 
 class Child:
-    """A tool started on a new PTY: what `pty_loop.proxy` needs to take over."""
+    """A tool started on a new PTY: what `pty_loop.proxy` needs to take over.
 
-    def __init__(self, pid: int, master: int, signals: SignalPipe) -> None:
+    Whether its exec succeeded is known only after `check_exec()`: the
+    launch path imports the copy loop meanwhile, while the exec runs.
+    """
+
+    def __init__(self, pid: int, master: int, signals: SignalPipe, argv0: str, err_r: int) -> None:
         self.pid = pid
         self.master = master
         self.signals = signals
+        self._argv0 = argv0
+        self._err_r = err_r
+
+    def check_exec(self) -> None:
+        """Wait until the exec is done; raise ToolNotFound / ToolNotExecutable (all cleaned up) if it failed."""
+        if self._err_r < 0:
+            return
+        err_r, self._err_r = self._err_r, -1
+        try:
+            _check_exec(self.pid, self.master, err_r, self._argv0)
+        except BaseException:
+            self.signals.close()
+            raise
 
 
 def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
           stdin_fd: int = 0, stdout_fd: int = 1) -> Child:
     """Install the signal pipe and start `argv` on a PTY of the user's terminal size.
 
-    Raises ToolNotFound / ToolNotExecutable (signal handlers put back) when
-    the exec fails; the user's terminal is not touched here.
+    Returns at once after the fork; `Child.check_exec()` then raises
+    ToolNotFound / ToolNotExecutable (signal handlers put back) if the exec
+    failed. The user's terminal is not touched here.
     """
     signals = SignalPipe().install()
     try:
@@ -136,16 +154,16 @@ def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
         # The loop copies the whole size (pixels too) to the master once it runs.
         size = terminal.get_size(stdin_fd) or terminal.get_size(stdout_fd)
         rows, cols = size if size and size[0] and size[1] else (24, 80)
-        pid, master = spawn(argv, env=env, cwd=cwd, size=(rows, cols))
+        pid, master, err_r = _fork_exec(argv, env=env, cwd=cwd, size=(rows, cols))
     except BaseException:
         signals.close()
         raise
-    return Child(pid, master, signals)
+    return Child(pid, master, signals, argv[0], err_r)
 
 
 def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
           size: tuple[int, int]) -> tuple[int, int]:
-    """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd).
+    """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd) once it exec'd.
 
     fork + exec of our own rather than ptyprocess: importing ptyprocess
     (shutil, lzma, …) cost ~20-30 ms of every start-up, more than the proxy.
@@ -154,6 +172,14 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
     CLOEXEC pipe, so "not found" / "not executable" surface here, in the
     parent, before the terminal goes raw.
     """
+    pid, master, err_r = _fork_exec(argv, env=env, cwd=cwd, size=size)
+    _check_exec(pid, master, err_r, argv[0])
+    return pid, master
+
+
+def _fork_exec(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
+               size: tuple[int, int]) -> tuple[int, int, int]:
+    """Fork the child on a new PTY; (pid, master, read end of its exec-error pipe)."""
     master, slave = os.openpty()  # both non-inheritable: the master is closed by exec
     try:
         terminal.set_size(slave, size[0], size[1])
@@ -162,30 +188,38 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child; ends in exec or _exit
                 _exec_child(slave, err_w, argv, env, cwd)
+        except BaseException:
+            os.close(err_r)
+            raise
         finally:
             os.close(err_w)
-        try:
-            report = b""
-            while True:
-                chunk = os.read(err_r, 64)
-                if not chunk:
-                    break
-                report += chunk
-        finally:
-            os.close(err_r)
     except BaseException:
         os.close(master)
         raise
     finally:
         os.close(slave)
-    if report:
-        os.close(master)
-        os.waitpid(pid, 0)  # it _exited after writing the report
-        err = int(report) if report.isdigit() else None
-        if err == errno.ENOENT and "/" not in argv[0]:
-            raise ToolNotFound(f"{argv[0]}: command not found")
-        raise exec_error(argv[0], err)
-    return pid, master
+    return pid, master, err_r
+
+
+def _check_exec(pid: int, master: int, err_r: int, argv0: str) -> None:
+    """Read the child's exec report (EOF: it exec'd); on failure reap it, close `master`, raise."""
+    try:
+        report = b""
+        while True:
+            chunk = os.read(err_r, 64)
+            if not chunk:
+                break
+            report += chunk
+    finally:
+        os.close(err_r)
+    if not report:
+        return
+    os.close(master)
+    os.waitpid(pid, 0)  # it _exited after writing the report
+    err = int(report) if report.isdigit() else None
+    if err == errno.ENOENT and "/" not in argv0:
+        raise ToolNotFound(f"{argv0}: command not found")
+    raise exec_error(argv0, err)
 
 
 def _exec_child(slave: int, err_w: int, argv: Sequence[str], env: Mapping[str, str],

@@ -242,7 +242,9 @@ class Session:
 
         self._tool_started = time.time()
         try:
-            return spawn.start(self.argv, env=self.child_env)
+            child = spawn.start(self.argv, env=self.child_env)
+            child.check_exec()
+            return child
         except WrapagentError:
             # The tool cannot start: the usual order reports it, with a record.
             return None
