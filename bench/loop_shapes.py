@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Three minimal Python PTY copy loops, to measure what the *shape* of a loop costs.
+"""Four minimal Python PTY copy loops, to measure what the *shape* of a loop costs.
 
 Not a proxy to use: no signal forwarding, no SIGWINCH, no interceptor. Only
 what the throughput and keystroke tests exercise, so that ptybench can put a
@@ -10,7 +10,12 @@ loop and how much is Python itself:
     python bench/ptybench.py --tests throughput,latency --size-mb 100 \
         --extra "py-select=$py -S bench/loop_shapes.py select" \
         --extra "py-poll=$py -S bench/loop_shapes.py poll" \
-        --extra "py-drain=$py -S bench/loop_shapes.py drain"
+        --extra "py-drain=$py -S bench/loop_shapes.py drain" \
+        --extra "py-threads=$py bench/loop_shapes.py threads"
+
+`threads` (two threads in blocking reads and writes, nothing else) is also
+the start-up floor of any Python proxy that forks its child (run it with
+`--tests startup`, with site: wrapagent's launcher loads site too).
 
 `-S` skips site-packages: these loops need nothing from it, and it keeps the
 machine's `.pth` start-up cost out of the "fixed CPU" column.
@@ -18,6 +23,7 @@ machine's `.pth` start-up cost out of the "fixed CPU" column.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import fcntl
 import os
@@ -65,7 +71,7 @@ def forward_keys(master: int) -> None:
 
 
 def loop_select(master: int) -> None:
-    """wrapagent's shape today: select() with fresh lists, one os.read(64 KiB) per wake-up."""
+    """wrapagent's first shape: select() with fresh lists, one os.read(64 KiB) per wake-up."""
     while True:
         ready, _, _ = select.select([0, master], [], [], None)
         if master in ready:
@@ -135,7 +141,34 @@ def loop_drain(master: int) -> None:
                 return
 
 
-LOOPS: dict[str, Callable[[int], None]] = {"select": loop_select, "poll": loop_poll, "drain": loop_drain}
+def loop_threads(master: int) -> None:
+    """Two threads in blocking os.read/os.write (keys: stdin -> master; output: master -> stdout).
+
+    The floor of a Python proxy: no wait other than the reads themselves, so
+    nothing can stop it early (no signals, no drain limits, no interceptor).
+    """
+    os.set_blocking(master, True)
+
+    def keys() -> None:
+        while True:
+            data = os.read(0, BUF_SIZE)
+            if not data:
+                return
+            write_all(master, data)
+
+    _thread.start_new_thread(keys, ())
+    while True:
+        try:
+            data = os.read(master, BUF_SIZE)
+        except OSError:  # EIO: every slave fd closed
+            return
+        if not data:
+            return
+        write_all(1, data)
+
+
+LOOPS: dict[str, Callable[[int], None]] = {"select": loop_select, "poll": loop_poll, "drain": loop_drain,
+                                           "threads": loop_threads}
 
 
 def main(argv: list[str]) -> int:
