@@ -245,6 +245,13 @@ class _Loop:
     attribute store. Threads wake each other through pipes (`_poke`), never
     by timers: an idle session makes no wake-ups at all.
 
+    A key typed with no interceptor costs each copy thread one wait, one
+    read and one write, and a few bytecodes between them (`copy_keys`, the
+    fast branch of `_output_thread`): the Python run between the system
+    calls, not the calls, was what a key cost over a minimal loop
+    (bench/keycost.py). The wait before each read stays: it is what lets a
+    thread be stopped without taking a key or a byte it must not.
+
     `lock` serialises every call into the interceptor and every change of
     `pending` (bytes queued for the child); it is never held across I/O.
     """
