@@ -40,7 +40,8 @@ class Waiter:
 
     The fds are registered once with `watch()` and the registration is kept
     across waits (a poll object is not rebuilt per wait), because the copy
-    threads wait once per burst of output or per keystroke.
+    threads wait once per burst of output or per keystroke; `ready_fd()` is
+    their per-key wait.
     """
 
     def __init__(self) -> None:
@@ -83,6 +84,21 @@ class Waiter:
             if ev & _WRITE_EVENTS and fd in self._write:
                 writable.append(fd)
         return readable, writable
+
+    def ready_fd(self) -> int:
+        """Sleep until a watched fd is readable, with no timeout; one readable fd.
+
+        For waits on read fds only (`watch(read)`, no write fds): the
+        keystroke path of the copy threads, where a wait is the per-key cost.
+        When several fds are readable, which one comes back is unspecified;
+        the caller acts on it and waits again, and the others are still
+        readable then. Every event poll() reports on an fd registered for
+        POLLIN alone counts: data, hang-up, error or an invalid fd, which
+        the read that follows reports. No list is built, no filter runs.
+        """
+        if self._poller is None:
+            return select.select(self._read, (), ())[0][0]
+        return self._poller.poll()[0][0]
 
 
 def prepare_sweep() -> None:

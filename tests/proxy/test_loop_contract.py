@@ -9,6 +9,7 @@ call. Every wait is for a condition, with a generous timeout.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import termios
@@ -297,6 +298,38 @@ def test_poll_bytes_follow_what_is_queued(term):
     run_loop(icpt, term, script)
     out = bytes(term.output)
     assert out.index(b"GOT 61") < out.index(b"GOT 2b")
+
+
+def test_keys_the_child_does_not_read_yet_are_queued_and_all_delivered(term, tmp_path):
+    """No interceptor: typed far more than the child's PTY holds while it reads nothing.
+
+    The keystroke path writes straight to the master until a write falls
+    short; the rest is queued and sent, in order, once the child reads.
+    """
+    release = tmp_path / "release"
+    typed = bytes(range(32, 127)) * 3000  # 285 KB, printable: beyond any PTY buffer
+    failure: list[BaseException] = []
+
+    def drive() -> None:
+        try:
+            term.wait_for(b"READY\r\n")
+            term.type(typed)  # returns once wrapagent took it all (it keeps reading while it queues)
+            release.touch()
+            term.wait_for(b"SUM ")
+        except BaseException as exc:
+            failure.append(exc)
+            release.touch()
+            term.type(b"!" * len(typed))  # enough for the child to end, whatever it got
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    result = pty_loop.run(helper("late_reader.py", str(release), str(len(typed))), env=dict(os.environ),
+                          stdin_fd=term.slave, stdout_fd=term.slave)
+    driver.join(TIMEOUT)
+    if failure:
+        raise failure[0]
+    assert result.exit_code == 0
+    term.wait_for(b"SUM %s %d\r\n" % (hashlib.sha256(typed).hexdigest().encode(), len(typed)))
 
 
 def test_keys_typed_after_the_child_exited_stay_in_the_terminal(term):

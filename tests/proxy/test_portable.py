@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
@@ -37,6 +38,32 @@ def test_waiter_reports_readable_and_writable_fds():
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_waiter_ready_fd_sleeps_until_one_watched_fd_is_readable():
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    try:
+        waiter = portable.Waiter()
+        waiter.watch((r1, r2))
+        got: list[int] = []
+        sleeper = threading.Thread(target=lambda: got.append(waiter.ready_fd()))
+        sleeper.start()
+        os.write(w2, b"x")  # wakes it whether it is already asleep or not
+        sleeper.join(10.0)
+        assert got == [r2]
+        os.write(w1, b"x")
+        assert waiter.ready_fd() in (r1, r2)  # both readable: either one
+        os.read(r2, 1)
+        assert waiter.ready_fd() == r1
+        os.close(w1)
+        w1 = -1
+        os.read(r1, 1)
+        assert waiter.ready_fd() == r1  # end of file counts as readable: the read tells
+    finally:
+        for fd in (r1, w1, r2, w2):
+            if fd >= 0:
+                os.close(fd)
 
 
 def test_waiter_times_out_with_nothing_ready():

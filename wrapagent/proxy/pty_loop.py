@@ -229,8 +229,9 @@ class _CopyThread:
         return self._started and self._running.locked()
 
 
-_CLOSED, _DRAINED, _MORE = 0, 1, 2
-"""What `_Loop.read_master` saw: the master is gone, it has nothing now, or it may have more."""
+_CLOSED, _DRAINED, _MORE, _IDLE = 0, 1, 2, 3
+"""What `_Loop.read_master` saw: the master is gone, it has nothing more now, it may have more,
+or it had nothing at all (the wait that came before was a poke, not output)."""
 
 
 class _Loop:
@@ -247,6 +248,13 @@ class _Loop:
     its steady state, an output chunk costs one `time.monotonic()` and one
     attribute store. Threads wake each other through pipes (`_poke`), never
     by timers: an idle session makes no wake-ups at all.
+
+    A key typed with no interceptor costs each copy thread one wait, one
+    read and one write, and a few bytecodes between them (`copy_keys`, the
+    fast branch of `_output_thread`): the Python run between the system
+    calls, not the calls, was what a key cost over a minimal loop
+    (bench/keycost.py). The wait before each read stays: it is what lets a
+    thread be stopped without taking a key or a byte it must not.
 
     `lock` serialises every call into the interceptor and every change of
     `pending` (bytes queued for the child); it is never held across I/O.
@@ -279,6 +287,7 @@ class _Loop:
         self.error: BaseException | None = None
         self.buf = bytearray(READ_SIZE)
         self.mv = memoryview(self.buf)
+        self.whole = (self.mv,)  # readv's argument for a first read, built once
         # What the main thread sleeps on; a copy thread that moves either pokes it.
         self.main_deadline: float | None = None
         self.main_wake: int | None = None
@@ -309,11 +318,21 @@ class _Loop:
             _block_signals_in_this_thread()
             waiter = portable.Waiter()
             waiter.watch((self.master, self.out_r))
+            ready_fd = waiter.ready_fd
             while True:
                 seen = self.read_master()
+                if seen == _DRAINED and self.reaped_at is None:
+                    # The child runs: one wait, then a read, per key. A poke
+                    # instead of output is seen by the read (_IDLE).
+                    ready_fd()
+                    if self.stop_output:
+                        break
+                    continue
                 if seen == _CLOSED:
                     break
-                if seen == _DRAINED and not self._wait_master(waiter):
+                if seen == _MORE:
+                    continue
+                if not self._wait_master(waiter):  # poked, or draining after the reap
                     break
         except BaseException as exc:  # re-raised by the main thread
             self.error = exc
@@ -345,48 +364,71 @@ class _Loop:
             _drain_pipe(self.out_r)  # poked: the child was reaped; wait again with a timeout
 
     def read_master(self) -> int:
-        """Copy what the child wrote to the user; returns _CLOSED, _DRAINED or _MORE.
+        """Copy what the child wrote to the user; returns _CLOSED, _DRAINED, _MORE or _IDLE.
 
         Reads go into one reused buffer (no allocation per read) and are
         repeated while the PTY hands out full chunks, then written at once:
-        fewer passes through Python per byte (bench/ptybench.py).
+        fewer passes through Python per byte (bench/ptybench.py). A short
+        first read (a key's echo) takes the shortest way: one readv into the
+        whole buffer, one write.
+        """
+        try:
+            got = os.readv(self.master, self.whole)
+        except BlockingIOError:
+            return _IDLE
+        except OSError as exc:
+            # Linux reports the departed child (all slave fds closed) as
+            # EIO rather than as end of file.
+            if exc.errno != errno.EIO:
+                raise
+            return _CLOSED
+        if not got:
+            return _CLOSED
+        seen = _DRAINED
+        if got >= PTY_CHUNK:
+            got, seen = self._read_more(got)
+        mv = self.mv
+        if self.stdout_ok:
+            view = mv[:got]
+            try:
+                n = os.write(self.stdout_fd, view)
+            except OSError:  # _write_all below waits, or tells a gone terminal
+                n = 0
+            if n != got:
+                self.stdout_ok = _write_all(self.stdout_fd, view[n:])
+        icpt = self.interceptor
+        if icpt is not None:
+            if icpt.watch_output:
+                self._interceptor_output(icpt, bytes(mv[:got]))
+            else:
+                icpt.last_output = time.monotonic()  # the steady state: nothing more
+        if self.on_output is not None:
+            self.on_output(bytes(mv[:got]))
+        if self.reaped_at is not None and time.monotonic() - self.reaped_at >= DRAIN_MAX_SECS:
+            return _CLOSED  # a leftover that keeps writing
+        return seen
+
+    def _read_more(self, got: int) -> tuple[int, int]:
+        """After a full first chunk: keep reading behind it while the PTY hands out full chunks.
+
+        Returns (bytes in the buffer, what was seen: _CLOSED, _DRAINED or _MORE).
         """
         mv = self.mv
-        got = 0
-        seen = _DRAINED
         while got < READ_SIZE:
             try:
                 n = os.readv(self.master, (mv[got:],))
             except BlockingIOError:
-                break
+                return got, _DRAINED
             except OSError as exc:
-                # Linux reports the departed child (all slave fds closed) as
-                # EIO rather than as end of file.
                 if exc.errno != errno.EIO:
                     raise
-                n = 0
+                return got, _CLOSED
             if n == 0:
-                seen = _CLOSED
-                break
+                return got, _CLOSED
             got += n
             if n < PTY_CHUNK:
-                break
-        else:
-            seen = _MORE
-        if got:
-            if self.stdout_ok:
-                self.stdout_ok = _write_all(self.stdout_fd, mv[:got])
-            icpt = self.interceptor
-            if icpt is not None:
-                if icpt.watch_output:
-                    self._interceptor_output(icpt, bytes(mv[:got]))
-                else:
-                    icpt.last_output = time.monotonic()  # the steady state: nothing more
-            if self.on_output is not None:
-                self.on_output(bytes(mv[:got]))
-            if self.reaped_at is not None and time.monotonic() - self.reaped_at >= DRAIN_MAX_SECS:
-                return _CLOSED  # a leftover that keeps writing
-        return seen
+                return got, _DRAINED
+        return got, _MORE
 
     def _interceptor_output(self, icpt: Interceptor, data: bytes) -> None:
         with self.lock:
@@ -404,6 +446,9 @@ class _Loop:
             waiter = portable.Waiter()
             in_r, stdin_fd, master = self.in_r, self.stdin_fd, self.master
             while not self.stop_input:
+                if (self.interceptor is None and not self.pending and self.stdin_open
+                        and self.master_open):
+                    self.copy_keys(waiter)  # until a poke, a short write or the end of stdin
                 pending = self.pending
                 waiter.watch((in_r, stdin_fd) if self.stdin_open and len(pending) < MAX_PENDING_INPUT
                              else (in_r,),
@@ -420,6 +465,45 @@ class _Loop:
         except BaseException as exc:
             self.error = exc
             _poke(self.main_w)
+
+    def copy_keys(self, waiter: portable.Waiter) -> None:
+        """The keystroke path, with no interceptor and nothing queued: one wait, one read, one write per key.
+
+        Returns, leaving the wake-up pipe undrained for the general loop
+        above, as soon as anything else happens: a poke (stop, SIGHUP, the
+        master closed), the end of stdin, or a write the child did not take
+        whole (the rest is queued and the general loop waits for the master
+        to become writable). Once the interceptor is dropped it never comes
+        back and only this thread touches `pending`, so a key costs no lock.
+        """
+        stdin_fd, master = self.stdin_fd, self.master
+        waiter.watch((self.in_r, stdin_fd))
+        ready_fd, read, write = waiter.ready_fd, os.read, os.write
+        while True:
+            fd = ready_fd()
+            if self.stop_input or fd != stdin_fd:
+                return  # keys typed after the stop stay unread
+            try:
+                data = read(stdin_fd, STDIN_READ_SIZE)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.stdin_open = False  # the user's terminal is gone (hang-up) or stdin closed
+                return
+            try:
+                n = write(master, data)
+            except BlockingIOError:
+                n = 0
+            except OSError as exc:
+                if exc.errno not in (errno.EIO, errno.EBADF):
+                    raise
+                continue  # the child is gone; the output thread sees EIO and pokes
+            if n != len(data):
+                with self.lock:
+                    self.pending[0:0] = data[n:]
+                return
 
     def read_stdin(self) -> None:
         try:
