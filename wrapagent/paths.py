@@ -122,6 +122,25 @@ def sessions_root_str(project_root: str | Path, env: Mapping[str, str] | None = 
     return os.path.join(state_dir_str(env), "projects", f"{name}-{digest}")
 
 
+def make_session_dir(root: str | Path, session_id: str) -> str:
+    """Create `<root>/<session_id>`; a WrapagentError that says what to fix if it cannot be.
+
+    Before the tool starts: an unwritable state folder must stop the launch
+    with one line, not a traceback after the tool's screen is up.
+    """
+    path = os.path.join(os.fspath(root), session_id)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        from wrapagent.errors import WrapagentError
+
+        raise WrapagentError(
+            f"cannot create the session record folder {path}: {exc.strerror or exc}. Set "
+            "WRAPAGENT_SESSIONS_ROOT (or XDG_STATE_HOME) to a writable folder, or run with "
+            "--no-hooks (no record)") from None
+    return path
+
+
 def sessions_root(project_root: str | Path, env: Mapping[str, str] | None = None) -> Path:
     """`sessions_root_str` as a Path."""
     return _path(sessions_root_str(project_root, env))

@@ -238,6 +238,11 @@ class Session:
             return None
         import time
 
+        from wrapagent.paths import make_session_dir, sessions_root_str
+
+        # The one thing of the record that can fail for the user to fix: before the tool.
+        make_session_dir(sessions_root_str(self.root_str, self.env), self.child_env["WRAPAGENT_SESSION_ID"])
+
         from wrapagent.proxy import spawn
 
         self._tool_started = time.time()

@@ -80,7 +80,7 @@ class Session:
         """
         root = paths.sessions_root(project_root, env)
         session_id = session_id or new_session_id()
-        (root / session_id).mkdir(parents=True, exist_ok=True)
+        paths.make_session_dir(root, session_id)
         parent = env.get("WRAPAGENT_SESSION_ID") or None
         record: dict[str, Any] = {
             "id": session_id,
