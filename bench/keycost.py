@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import select
 import shlex
 import statistics
 import sys
@@ -35,14 +34,8 @@ def run_round(proxies: list[pb.Proxy], n: int, env: dict[str, str]) -> dict[str,
     """One round: every proxy up, `n` keys each, round-robin; cost per key and p50 per proxy."""
     # One key more than measured: the child (and the proxy's threads, which are
     # counted) must still be there when the figures are read after the last key.
-    child = ["sh", "-c", f"stty raw -echo; printf R; exec dd bs=1 count={n + 1} 2>/dev/null"]
     with contextlib.ExitStack() as stack:
-        terms = {p.name: stack.enter_context(p.launch(child, env)) for p in proxies}
-        pollers: dict[str, select.poll] = {}
-        for name, term in terms.items():
-            term.read_until(b"R")
-            pollers[name] = select.poll()
-            pollers[name].register(term.master, select.POLLIN)
+        terms, pollers = pb.echo_terminals(stack, proxies, n + 1, env)
         before = {name: (pb.proc_cpu_seconds(t.pid), pb.proc_ctx_switches(t.pid)) for name, t in terms.items()}
         samples: dict[str, list[float]] = {name: [] for name in terms}
         for i in range(n):

@@ -472,6 +472,19 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
 
 
+def echo_terminals(stack: contextlib.ExitStack, proxies: Sequence[Proxy], count: int,
+                   env: Mapping[str, str]) -> tuple[dict[str, OuterPty], dict[str, select.poll]]:
+    """Every proxy up on a raw child that echoes `count` bytes (`dd bs=1`), ready; a poller per master."""
+    child = ["sh", "-c", f"stty raw -echo; printf R; exec dd bs=1 count={count} 2>/dev/null"]
+    terms = {p.name: stack.enter_context(p.launch(child, env)) for p in proxies}
+    pollers: dict[str, select.poll] = {}
+    for name, term in terms.items():
+        term.read_until(b"R")
+        pollers[name] = select.poll()
+        pollers[name].register(term.master, select.POLLIN)
+    return terms, pollers
+
+
 def run_latency(proxies: Sequence[Proxy], n: int, env: Mapping[str, str]) -> dict[str, Record]:
     """A raw-mode child that echoes every byte it reads (`dd bs=1`); p50/p99 round trip.
 
@@ -483,14 +496,8 @@ def run_latency(proxies: Sequence[Proxy], n: int, env: Mapping[str, str]) -> dic
     proxy's code hot in the cache between its keystrokes, which is closer to a
     human typing than 2000 back-to-back bytes are.
     """
-    child = ["sh", "-c", f"stty raw -echo; printf R; exec dd bs=1 count={n} 2>/dev/null"]
     with contextlib.ExitStack() as stack:
-        terms = {p.name: stack.enter_context(p.launch(child, env)) for p in proxies}
-        pollers: dict[str, select.poll] = {}
-        for name, term in terms.items():
-            term.read_until(b"R")
-            pollers[name] = select.poll()
-            pollers[name].register(term.master, select.POLLIN)
+        terms, pollers = echo_terminals(stack, proxies, n, env)
         samples: dict[str, list[float]] = {name: [] for name in terms}
         for i in range(n):
             key = KEYS[i % len(KEYS)]
