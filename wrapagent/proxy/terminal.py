@@ -133,7 +133,6 @@ def restore(fd: int, saved: list) -> None:
         pass
 
 
-
 def is_tty(fd: int) -> bool:
     """Whether `fd` is a terminal; False for a closed fd too."""
     try:

@@ -16,8 +16,6 @@ import sys
 from wrapagent.errors import WrapagentError
 from wrapagent.proxy.terminal import is_tty
 
-
-
 SWEEP_WAIT_SECS = 90.0  # at the end, for the abandoned-session sweep (bounded by the 60 s commit lock)
 
 
