@@ -446,9 +446,8 @@ class _Loop:
             waiter = portable.Waiter()
             in_r, stdin_fd, master = self.in_r, self.stdin_fd, self.master
             while not self.stop_input:
-                if (self.interceptor is None and not self.pending and self.stdin_open
-                        and self.master_open):
-                    self.copy_keys(waiter)  # until a poke, a short write or the end of stdin
+                if not self.pending and self.stdin_open and self.master_open:
+                    self.copy_keys(waiter)  # until a poke, a queue, or the end of stdin
                 pending = self.pending
                 waiter.watch((in_r, stdin_fd) if self.stdin_open and len(pending) < MAX_PENDING_INPUT
                              else (in_r,),
@@ -467,14 +466,17 @@ class _Loop:
             _poke(self.main_w)
 
     def copy_keys(self, waiter: portable.Waiter) -> None:
-        """The keystroke path, with no interceptor and nothing queued: one wait, one read, one write per key.
+        """The keystroke path, while nothing is queued: one wait, one read, one write per key.
 
         Returns, leaving the wake-up pipe undrained for the general loop
         above, as soon as anything else happens: a poke (stop, SIGHUP, the
-        master closed), the end of stdin, or a write the child did not take
-        whole (the rest is queued and the general loop waits for the master
-        to become writable). Once the interceptor is dropped it never comes
-        back and only this thread touches `pending`, so a key costs no lock.
+        master closed, bytes queued by another thread), the end of stdin, or
+        bytes queued here (a write the child did not take whole, keys the
+        interceptor holds back): the general loop waits for the master to
+        become writable. With an interceptor attached (a full session's
+        steady state) each read goes through `take_keys`, under the lock;
+        once it is dropped it never comes back and only this thread touches
+        `pending`, so a key costs no lock.
         """
         stdin_fd, master = self.stdin_fd, self.master
         waiter.watch((self.in_r, stdin_fd))
@@ -492,6 +494,11 @@ class _Loop:
             if not data:
                 self.stdin_open = False  # the user's terminal is gone (hang-up) or stdin closed
                 return
+            if self.interceptor is not None:
+                self.take_keys(data)
+                if self.pending:
+                    return
+                continue
             try:
                 n = write(master, data)
             except BlockingIOError:
@@ -516,6 +523,10 @@ class _Loop:
             # The user's terminal is gone (hang-up) or stdin closed.
             self.stdin_open = False
             return
+        self.take_keys(data)
+
+    def take_keys(self, data: bytes) -> None:
+        """What the user typed: through the interceptor (under the lock), then to the child or the queue."""
         if self.interceptor is None and not self.pending:
             # The keystroke path. Once the interceptor is dropped (it never
             # comes back) only this thread touches `pending`: no lock.
