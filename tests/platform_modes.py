@@ -27,4 +27,5 @@ def platform_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("WRAPAGENT_PLATFORM", mode)
     monkeypatch.setattr(portable, "DARWIN", mode == "darwin")
     monkeypatch.setattr(portable, "USE_POLL", mode != "darwin")
+    monkeypatch.setattr(portable, "SPAWN_OPENS_CTTY", mode != "darwin" and hasattr(portable.os, "posix_spawn"))
     return mode

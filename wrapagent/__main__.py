@@ -5,8 +5,6 @@ argument splitting is hand-written (argparse costs ~15 ms) and everything
 else is imported only by the path that needs it.
 """
 
-from __future__ import annotations
-
 import sys
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
@@ -17,7 +15,7 @@ if TYPE_CHECKING:
 SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "help")
 
 
-def _split(argv: Sequence[str]) -> tuple[dict, str | None, list[str]]:
+def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":
     """wrapagent's options, then TOOL, then the tool's arguments untouched."""
     opts: dict = {"no_hooks": False, "strict": False, "shim_dir": None, "force_tool": False}
     i = 0
@@ -56,16 +54,20 @@ class _Usage(Exception):
     pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from wrapagent.errors import WrapagentError
-
+def main(argv: "Sequence[str] | None" = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
     except _Usage as exc:
         sys.stderr.write(f"wrapagent: {exc}\n")
         return 2
-    except WrapagentError as exc:
+    except Exception as exc:
+        # `wrapagent.errors` is imported here, not up front: the launch path
+        # raises it only on failure and every start saves its import.
+        from wrapagent.errors import WrapagentError
+
+        if not isinstance(exc, WrapagentError):
+            raise
         sys.stderr.write(f"wrapagent: {exc.message}\n")
         return exc.exit_code
     except KeyboardInterrupt:
@@ -73,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: "list[str]") -> int:
     opts, tool, rest = _split(argv)
     if opts.get("version"):
         from wrapagent import __version__

@@ -4,8 +4,6 @@ Raised anywhere, caught once in `__main__.main`, printed as one line
 `wrapagent: <message>` (never a traceback in a raw terminal), exit code kept.
 """
 
-from __future__ import annotations
-
 
 class WrapagentError(Exception):
     """A failure the user can fix; `exit_code` follows shell conventions."""

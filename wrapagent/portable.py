@@ -12,10 +12,7 @@ Two differences matter:
 macOS paths, so the test suite exercises them where macOS cannot run.
 """
 
-from __future__ import annotations
-
 import os
-import select
 import sys
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
@@ -26,13 +23,16 @@ PLATFORM = os.environ.get("WRAPAGENT_PLATFORM") or sys.platform
 """`linux`, `darwin`, …; the override exists for tests only."""
 
 DARWIN = PLATFORM.startswith("darwin")
-USE_POLL = not DARWIN and hasattr(select, "poll")
+USE_POLL = not DARWIN
 
-_READ_EVENTS = _WRITE_EVENTS = 0
-if hasattr(select, "poll"):
-    # A hang-up or error counts as readable: the read that follows reports it (EIO).
-    _READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
-    _WRITE_EVENTS = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
+SPAWN_OPENS_CTTY = PLATFORM.startswith("linux") and hasattr(os, "posix_spawn")
+"""Whether `posix_spawn` can start the tool on its PTY (`proxy/spawn.py`).
+
+On Linux the first terminal a new session's leader opens becomes its
+controlling terminal, so setsid + open in the spawn's file actions do what
+login_tty(3) does, without copying wrapagent's memory in a fork (~0.5 ms of
+the tool's start). BSD and macOS need the TIOCSCTTY ioctl, which only a
+forked child can make."""
 
 
 class Waiter:
@@ -45,12 +45,20 @@ class Waiter:
     """
 
     def __init__(self) -> None:
+        import select  # here: this module is read before the tool starts, the waits come after
+
+        self._select = select.select
         self._read: tuple[int, ...] = ()
         self._write: tuple[int, ...] = ()
         self._poller = select.poll() if USE_POLL else None
         self._registered: dict[int, int] = {}
+        self._pollin, self._pollout = getattr(select, "POLLIN", 1), getattr(select, "POLLOUT", 4)
+        if self._poller is not None:
+            # A hang-up or error counts as readable: the read that follows reports it (EIO).
+            failed = select.POLLHUP | select.POLLERR | select.POLLNVAL
+            self._read_events, self._write_events = select.POLLIN | failed, select.POLLOUT | failed
 
-    def watch(self, read: Sequence[int], write: Sequence[int] = ()) -> None:
+    def watch(self, read: "Sequence[int]", write: "Sequence[int]" = ()) -> None:
         """Set the fds to wait for; cheap when nothing changed."""
         read, write = tuple(read), tuple(write)
         if read == self._read and write == self._write:
@@ -61,9 +69,9 @@ class Waiter:
             return
         want: dict[int, int] = {}
         for fd in read:
-            want[fd] = select.POLLIN
+            want[fd] = self._pollin
         for fd in write:
-            want[fd] = want.get(fd, 0) | select.POLLOUT
+            want[fd] = want.get(fd, 0) | self._pollout
         for fd in self._registered.keys() - want.keys():
             poller.unregister(fd)
         for fd, mask in want.items():
@@ -71,17 +79,18 @@ class Waiter:
                 poller.register(fd, mask)  # register() also modifies
         self._registered = want
 
-    def wait(self, timeout: float | None) -> tuple[list[int], list[int]]:
+    def wait(self, timeout: "float | None") -> "tuple[list[int], list[int]]":
         """(readable fds, writable fds); both empty when `timeout` seconds passed first."""
         if self._poller is None:
-            readable, writable, _ = select.select(self._read, self._write, (), timeout)
+            readable, writable, _ = self._select(self._read, self._write, (), timeout)
             return readable, writable
         events = self._poller.poll(None if timeout is None else max(0.0, timeout) * 1000.0)
         readable, writable = [], []
+        read_events, write_events = self._read_events, self._write_events
         for fd, ev in events:
-            if ev & _READ_EVENTS and fd in self._read:
+            if ev & read_events and fd in self._read:
                 readable.append(fd)
-            if ev & _WRITE_EVENTS and fd in self._write:
+            if ev & write_events and fd in self._write:
                 writable.append(fd)
         return readable, writable
 
@@ -97,7 +106,7 @@ class Waiter:
         the read that follows reports. No list is built, no filter runs.
         """
         if self._poller is None:
-            return select.select(self._read, (), ())[0][0]
+            return self._select(self._read, (), ())[0][0]
         return self._poller.poll()[0][0]
 
 
@@ -121,7 +130,7 @@ def prepare_sweep() -> None:
     _thread.start_new_thread(load, ())
 
 
-def session_leftovers(sid: int) -> list[int]:
+def session_leftovers(sid: int) -> "list[int]":
     """Processes still in session `sid` (the child was its leader), wrapagent and `sid` excepted.
 
     A process the child moved to its own session (a daemon it meant to
@@ -169,7 +178,7 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def _all_pids() -> list[int]:
+def _all_pids() -> "list[int]":
     if DARWIN:
         import psutil
 
@@ -197,7 +206,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def process_start_time(pid: int) -> float | None:
+def process_start_time(pid: int) -> "float | None":
     """When process `pid` started (epoch seconds), None when there is no such process.
 
     Recorded next to a session's pid so that a later session does not take a
@@ -222,7 +231,7 @@ def process_start_time(pid: int) -> float | None:
     return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
-def _psutil_start_time(pid: int) -> float | None:
+def _psutil_start_time(pid: int) -> "float | None":
     import psutil
 
     try:

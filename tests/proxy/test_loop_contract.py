@@ -22,6 +22,7 @@ import pytest
 from conftest import helper
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 from wrapagent.errors import ToolNotExecutable, ToolNotFound
+from wrapagent import portable
 from wrapagent.proxy import pty_loop, spawn
 
 TIMEOUT = 20.0
@@ -358,11 +359,20 @@ def test_no_copy_thread_left_after_run(term):
 
 # -- spawn: the child's start, and exec failures reported in the parent ---------------------
 
-def test_spawned_child_leads_its_session_on_a_sized_terminal():
+@pytest.mark.parametrize("cwd", [None, "/"])
+def test_spawned_child_leads_its_session_on_a_sized_terminal(cwd, monkeypatch):
+    """Both starts: posix_spawn (Linux mode, no cwd) and fork + exec (a cwd, or macOS mode).
+
+    The PTY is the child's controlling terminal, its process group the
+    foreground one (so Ctrl-C reaches it), its size set before it runs.
+    """
+    calls: list[str] = []
+    monkeypatch.setattr(spawn, "_posix_spawn", lambda *a, f=spawn._posix_spawn: calls.append("spawn") or f(*a))
     code = ("import os, sys, fcntl, termios, struct;"
             "r, c = struct.unpack('HHHH', fcntl.ioctl(0, termios.TIOCGWINSZ, b'0' * 8))[:2];"
-            "print(r, c, os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(), os.getcwd())")
-    pid, master = spawn.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd="/", size=(31, 97))
+            "print(r, c, os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(),"
+            " os.ttyname(0) == os.ttyname(1) == os.ttyname(2), os.getcwd())")
+    pid, master = spawn.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd=cwd, size=(31, 97))
     out = b""
     try:
         while True:
@@ -377,7 +387,8 @@ def test_spawned_child_leads_its_session_on_a_sized_terminal():
         os.close(master)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert out == b"31 97 True True /\r\n"
+    assert out == f"31 97 True True True {cwd or os.getcwd()}\r\n".encode()
+    assert calls == (["spawn"] if cwd is None and portable.SPAWN_OPENS_CTTY else [])
 
 
 @pytest.mark.parametrize("case, error, message", [

@@ -20,8 +20,6 @@ Everything the loop touches is a parameter (fds, the input interceptor, the
 output observer), so tests can hand it PTY pairs they own.
 """
 
-from __future__ import annotations
-
 import _thread
 import errno
 import os
@@ -115,10 +113,10 @@ if TYPE_CHECKING:
         def poll(self, now: float) -> bytes:
             """Bytes due to the child now (timed deliveries, released keys)."""
 
-        def deadline(self) -> float | None:
+        def deadline(self) -> "float | None":
             """Monotonic time at which `poll` must run next, or None."""
 
-        def wake_fd(self) -> int | None:
+        def wake_fd(self) -> "int | None":
             """A readable fd that signals "call poll" (a background job finished)."""
 
 
@@ -128,8 +126,8 @@ class ProxyResult:
     A plain class, not a dataclass: `dataclasses` costs ~20 ms to import.
     """
 
-    def __init__(self, exit_code: int, signal: int | None, cpu_seconds: float,
-                 peak_rss_bytes: int, forwarded_signals: list[int] | None = None,
+    def __init__(self, exit_code: int, signal: "int | None", cpu_seconds: float,
+                 peak_rss_bytes: int, forwarded_signals: "list[int] | None" = None,
                  killed_after_grace: bool = False, orphans_killed: int = 0) -> None:
         self.exit_code = exit_code
         self.signal = signal
@@ -140,7 +138,7 @@ class ProxyResult:
         self.orphans_killed = orphans_killed
 
 
-def _write_all(fd: int, data: bytes | memoryview) -> bool:
+def _write_all(fd: int, data: "bytes | memoryview") -> bool:
     """Blocking write of everything; False if the destination is gone (terminal hung up)."""
     view = memoryview(data)
     while view:
@@ -172,7 +170,7 @@ def _drain_pipe(fd: int) -> None:
         pass
 
 
-def _wake_pipe() -> tuple[int, int]:
+def _wake_pipe() -> "tuple[int, int]":
     r, w = os.pipe()
     os.set_blocking(r, False)
     os.set_blocking(w, False)
@@ -196,7 +194,7 @@ class _CopyThread:
     with os._exit once the session is saved).
     """
 
-    def __init__(self, target: Callable[[], None]) -> None:
+    def __init__(self, target: "Callable[[], None]") -> None:
         self._target = target
         self._running = _thread.allocate_lock()
         self._started = False
@@ -261,8 +259,8 @@ class _Loop:
     """
 
     def __init__(self, pid: int, master: int, stdin_fd: int, stdout_fd: int,
-                 interceptor: Interceptor | None,
-                 on_output: Callable[[bytes], None] | None,
+                 interceptor: "Interceptor | None",
+                 on_output: "Callable[[bytes], None] | None",
                  kill_grace: float) -> None:
         self.pid = pid
         self.master = master
@@ -341,7 +339,7 @@ class _Loop:
             _poke(self.main_w)
             _poke(self.in_w)
 
-    def _wait_master(self, waiter: portable.Waiter) -> bool:
+    def _wait_master(self, waiter: "portable.Waiter") -> bool:
         """Sleep until the master is readable; False when output must stop.
 
         Once the child was reaped, stop after DRAIN_QUIET_SECS of quiet or
@@ -408,7 +406,7 @@ class _Loop:
             return _CLOSED  # a leftover that keeps writing
         return seen
 
-    def _read_more(self, got: int) -> tuple[int, int]:
+    def _read_more(self, got: int) -> "tuple[int, int]":
         """After a full first chunk: keep reading behind it while the PTY hands out full chunks.
 
         Returns (bytes in the buffer, what was seen: _CLOSED, _DRAINED or _MORE).
@@ -430,7 +428,7 @@ class _Loop:
                 return got, _DRAINED
         return got, _MORE
 
-    def _interceptor_output(self, icpt: Interceptor, data: bytes) -> None:
+    def _interceptor_output(self, icpt: "Interceptor", data: bytes) -> None:
         with self.lock:
             if self.interceptor is not icpt:
                 return
@@ -465,7 +463,7 @@ class _Loop:
             self.error = exc
             _poke(self.main_w)
 
-    def copy_keys(self, waiter: portable.Waiter) -> None:
+    def copy_keys(self, waiter: "portable.Waiter") -> None:
         """The keystroke path, while nothing is queued: one wait, one read, one write per key.
 
         Returns, leaving the wake-up pipe undrained for the general loop
@@ -590,7 +588,7 @@ class _Loop:
 
     # -- the interceptor (always under `lock`) --------------------------------------
 
-    def _after_call(self, icpt: Interceptor, now: float, caller: str) -> None:
+    def _after_call(self, icpt: "Interceptor", now: float, caller: str) -> None:
         """After a call into the interceptor: take what is due, drop it when done, wake who must act.
 
         `caller` is the thread ("output" or "main"; the input thread does the
@@ -604,7 +602,7 @@ class _Loop:
                 _poke(self.in_w)
         self._after_effects(icpt, caller)
 
-    def _after_effects(self, icpt: Interceptor, caller: str) -> None:
+    def _after_effects(self, icpt: "Interceptor", caller: str) -> None:
         """Drop a done interceptor; wake the main thread if its deadline or wake fd moved.
 
         A call from a copy thread may have set an earlier deadline or a new
@@ -630,7 +628,7 @@ class _Loop:
 
     # -- signals and the child ----------------------------------------------------------
 
-    def handle_signals(self, signals: list[int]) -> None:
+    def handle_signals(self, signals: "list[int]") -> None:
         for sig in signals:
             if sig == signal.SIGWINCH:
                 terminal.copy_winsize(self.stdin_fd, self.master)
@@ -676,7 +674,7 @@ class _Loop:
 
     # -- the main thread -------------------------------------------------------------
 
-    def timeout(self, now: float) -> float | None:
+    def timeout(self, now: float) -> "float | None":
         """Seconds until the main thread must act without any event, or None (sleep until one)."""
         deadlines = [d for d in (self.main_deadline, None if self.status is not None else self.kill_deadline)
                      if d is not None]
@@ -684,7 +682,7 @@ class _Loop:
             return None
         return max(0.0, min(deadlines) - now)
 
-    def _plan_wait(self, waiter: portable.Waiter, sigfd: int) -> None:
+    def _plan_wait(self, waiter: "portable.Waiter", sigfd: int) -> None:
         """Read the interceptor's deadline and wake fd (under the lock: it is a call) and watch them."""
         with self.lock:
             icpt = self.interceptor
@@ -697,7 +695,7 @@ class _Loop:
             fds.append(self.main_wake)
         waiter.watch(fds)
 
-    def run(self, sigpipe: SignalPipe, after_start: Callable[[], None] | None = None) -> None:
+    def run(self, sigpipe: "SignalPipe", after_start: "Callable[[], None] | None" = None) -> None:
         """Start the copy threads; handle signals, deadlines and the child until all is done.
 
         `after_start` runs on this thread once the copy threads run: work that
@@ -706,6 +704,7 @@ class _Loop:
         """
         for thread in self.threads:
             thread.start()
+        self.copy_whole_size()
         if after_start is not None:
             _while_copying(after_start)
         waiter = portable.Waiter()
@@ -735,6 +734,17 @@ class _Loop:
         if self.error is not None:
             raise self.error
 
+    def copy_whole_size(self) -> None:
+        """Give the child the user's terminal size with its pixels (`spawn` set rows and cols).
+
+        Once the copy threads run: it loads `fcntl`, which the tool's first
+        output need not wait for. A resize since the start was queued on the
+        signal pipe and is copied again when handled.
+        """
+        size = terminal.get_winsize(self.stdin_fd) or terminal.get_winsize(self.stdout_fd)
+        if size and size[0] and size[1]:
+            terminal.set_winsize(self.master, size)
+
     def stop(self) -> None:
         """Stop both copy threads and wait for them (also on the exception path)."""
         self.stop_input = self.stop_output = True
@@ -744,7 +754,7 @@ class _Loop:
             thread.join(timeout=2.0)
 
 
-def _while_copying(work: Callable[[], None]) -> None:
+def _while_copying(work: "Callable[[], None]") -> None:
     """Run `work` with a short GIL switch interval (0.5 ms instead of 5).
 
     `work` is Python code (imports, JSON) that holds the interpreter lock;
@@ -769,7 +779,7 @@ def _killpg(pid: int, sig: int) -> None:
             pass
 
 
-def _terminate(pid: int, grace: float) -> tuple[int, object, bool]:
+def _terminate(pid: int, grace: float) -> "tuple[int, object, bool]":
     """SIGTERM the child's group, SIGKILL after `grace`; reap. Returns (status, rusage, killed)."""
     _killpg(pid, signal.SIGTERM)
     end = time.monotonic() + grace
@@ -788,7 +798,7 @@ def _terminate(pid: int, grace: float) -> tuple[int, object, bool]:
     return status, rusage, True
 
 
-def session_leftovers(sid: int) -> list[int]:
+def session_leftovers(sid: int) -> "list[int]":
     """Processes still in the child's session (it was the session leader); see `portable`."""
     return portable.session_leftovers(sid)
 
@@ -818,12 +828,12 @@ def _kill(pid: int, sig: int) -> None:
         pass
 
 
-def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
+def run(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None" = None,
         stdin_fd: int = 0, stdout_fd: int = 1,
-        interceptor: Interceptor | None = None,
-        on_output: Callable[[bytes], None] | None = None,
-        on_spawn: Callable[[int], None] | None = None,
-        kill_grace: float = KILL_GRACE_SECS) -> ProxyResult:
+        interceptor: "Interceptor | None" = None,
+        on_output: "Callable[[bytes], None] | None" = None,
+        on_spawn: "Callable[[int], None] | None" = None,
+        kill_grace: float = KILL_GRACE_SECS) -> "ProxyResult":
     """Run `argv` on a new PTY, proxying the terminal on `stdin_fd`/`stdout_fd`.
 
     `spawn.start` + `proxy`: callers on the launch path call the two
@@ -835,12 +845,12 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                  on_output=on_output, on_spawn=on_spawn, kill_grace=kill_grace)
 
 
-def proxy(child: Child, *, stdin_fd: int = 0, stdout_fd: int = 1,
-          interceptor: Interceptor | None = None,
-          on_output: Callable[[bytes], None] | None = None,
-          on_spawn: Callable[[int], None] | None = None,
-          after_start: Callable[[], None] | None = None,
-          kill_grace: float = KILL_GRACE_SECS) -> ProxyResult:
+def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
+          interceptor: "Interceptor | None" = None,
+          on_output: "Callable[[bytes], None] | None" = None,
+          on_spawn: "Callable[[int], None] | None" = None,
+          after_start: "Callable[[], None] | None" = None,
+          kill_grace: float = KILL_GRACE_SECS) -> "ProxyResult":
     """Proxy the terminal for a child `spawn.start` started, until it is gone; then clean up.
 
     Must run in the main thread (signal handlers). `on_output` and the
@@ -860,9 +870,6 @@ def proxy(child: Child, *, stdin_fd: int = 0, stdout_fd: int = 1,
         sigpipe.close()
         raise
     try:
-        size = terminal.get_winsize(stdin_fd) or terminal.get_winsize(stdout_fd)
-        if size and size[0] and size[1]:
-            terminal.set_winsize(master, size)  # pixels too, and any resize since the start
         if on_spawn is not None:
             on_spawn(pid)
         portable.prepare_sweep()

@@ -11,8 +11,6 @@ Also here, because it must exist before the child does: the signal pipe
 imported is kept, not lost, and handled by the loop once it runs).
 """
 
-from __future__ import annotations
-
 import errno
 import os
 
@@ -23,11 +21,14 @@ except ImportError:  # pragma: no cover - an interpreter without it
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent.errors import ToolNotExecutable, ToolNotFound, WrapagentError
-from wrapagent.proxy import terminal
+import termios
+
+from wrapagent import portable
 
 if TYPE_CHECKING:
     from typing import Mapping, Sequence
+
+    from wrapagent.errors import WrapagentError
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 """Sent to wrapagent, passed on to the tool's process group."""
@@ -36,7 +37,7 @@ LOOP_SIGNALS = (signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)
 """What the loop's main thread handles, through the signal pipe."""
 
 
-def status_to_exit_code(status: int) -> tuple[int, int | None]:
+def status_to_exit_code(status: int) -> "tuple[int, int | None]":
     """Shell convention: exit status as is, 128+N when killed by signal N."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -46,12 +47,14 @@ def status_to_exit_code(status: int) -> tuple[int, int | None]:
     return 1, None
 
 
-def exec_error(path: str, err: int | None) -> WrapagentError:
+def exec_error(path: str, err: "int | None") -> "WrapagentError":
     """A failed exec as a shell reports it: 127 when a file is missing, 126 otherwise.
 
     ENOENT for a file that exists means its `#!` interpreter (or ELF loader)
     is missing; saying "No such file" about the tool itself would mislead.
     """
+    from wrapagent.errors import ToolNotExecutable, ToolNotFound  # only on failure: not on every start
+
     if err == errno.ENOENT:
         if os.path.exists(path):
             return ToolNotFound(f"{path}: cannot execute: required file not found"
@@ -68,7 +71,7 @@ class SignalPipe:
     `close()` puts the old handlers back.
     """
 
-    def __init__(self, signals: Sequence[int] = LOOP_SIGNALS) -> None:
+    def __init__(self, signals: "Sequence[int]" = LOOP_SIGNALS) -> None:
         self.rfd, self.wfd = os.pipe()
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
@@ -101,7 +104,7 @@ class SignalPipe:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def read(self) -> list[int]:
+    def read(self) -> "list[int]":
         try:
             data = os.read(self.rfd, 1024)
         except BlockingIOError:
@@ -120,7 +123,7 @@ class Child:
     launch path imports the copy loop meanwhile, while the exec runs.
     """
 
-    def __init__(self, pid: int, master: int, signals: SignalPipe, argv0: str, err_r: int) -> None:
+    def __init__(self, pid: int, master: int, signals: "SignalPipe", argv0: str, err_r: int) -> None:
         self.pid = pid
         self.master = master
         self.signals = signals
@@ -139,8 +142,8 @@ class Child:
             raise
 
 
-def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-          stdin_fd: int = 0, stdout_fd: int = 1) -> Child:
+def start(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None" = None,
+          stdin_fd: int = 0, stdout_fd: int = 1) -> "Child":
     """Install the signal pipe and start `argv` on a PTY of the user's terminal size.
 
     Returns at once after the fork; `Child.check_exec()` then raises
@@ -152,7 +155,7 @@ def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
         # Size read after the SIGWINCH handler is in place: a resize in between
         # is then seen by the loop instead of lost (SIGWINCH's default is ignore).
         # The loop copies the whole size (pixels too) to the master once it runs.
-        size = terminal.get_size(stdin_fd) or terminal.get_size(stdout_fd)
+        size = get_size(stdin_fd) or get_size(stdout_fd)
         rows, cols = size if size and size[0] and size[1] else (24, 80)
         pid, master, err_r = _fork_exec(argv, env=env, cwd=cwd, size=(rows, cols))
     except BaseException:
@@ -161,28 +164,68 @@ def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
     return Child(pid, master, signals, argv[0], err_r)
 
 
-def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
-          size: tuple[int, int]) -> tuple[int, int]:
+def get_size(fd: int) -> "tuple[int, int] | None":
+    """(rows, cols) of the terminal on `fd`, or None if it is not one.
+
+    `termios.tcgetwinsize` where there is one (Python 3.11+), so that neither
+    `fcntl` nor `proxy.terminal` (pixels, raw mode: the loop's side) is
+    loaded before the tool starts.
+    """
+    getter = getattr(termios, "tcgetwinsize", None)
+    if getter is None:
+        from wrapagent.proxy import terminal
+
+        whole = terminal.get_winsize(fd)
+        return None if whole is None else (whole[0], whole[1])
+    try:
+        rows, cols = getter(fd)
+    except (OSError, termios.error):
+        return None
+    return rows, cols
+
+
+def set_size(fd: int, rows: int, cols: int) -> None:
+    """Set rows and cols (pixels 0) on a PTY; the loop copies the whole size (`terminal.set_winsize`)."""
+    setter = getattr(termios, "tcsetwinsize", None)
+    if setter is None:
+        from wrapagent.proxy import terminal
+
+        terminal.set_winsize(fd, (rows, cols, 0, 0))
+        return
+    try:
+        setter(fd, (rows, cols))
+    except (OSError, termios.error):
+        pass
+
+
+def spawn(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None",
+          size: "tuple[int, int]") -> "tuple[int, int]":
     """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd) once it exec'd.
 
-    fork + exec of our own rather than ptyprocess: importing ptyprocess
-    (shutil, lzma, …) cost ~20-30 ms of every start-up, more than the proxy.
-    The size is set on the slave before the child exists, so the tool's
-    first look at its terminal sees it. Exec failures come back through a
-    CLOEXEC pipe, so "not found" / "not executable" surface here, in the
-    parent, before the terminal goes raw.
+    Our own start rather than ptyprocess: importing ptyprocess (shutil,
+    lzma, …) cost ~20-30 ms of every start-up, more than the proxy. The
+    size is set on the slave before the child exists, so the tool's first
+    look at its terminal sees it. Exec failures (from posix_spawn, or from
+    a forked child through a CLOEXEC pipe) surface here, in the parent, as
+    "not found" / "not executable", before the terminal goes raw.
     """
     pid, master, err_r = _fork_exec(argv, env=env, cwd=cwd, size=size)
     _check_exec(pid, master, err_r, argv[0])
     return pid, master
 
 
-def _fork_exec(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
-               size: tuple[int, int]) -> tuple[int, int, int]:
-    """Fork the child on a new PTY; (pid, master, read end of its exec-error pipe)."""
+def _fork_exec(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None",
+               size: "tuple[int, int]") -> "tuple[int, int, int]":
+    """Start the child on a new PTY; (pid, master, read end of its exec-error pipe or -1).
+
+    With `posix_spawn` where it can set up the terminal (Linux, a path,
+    no cwd): an exec error is then raised here. Otherwise fork + exec.
+    """
     master, slave = os.openpty()  # both non-inheritable: the master is closed by exec
     try:
-        terminal.set_size(slave, size[0], size[1])
+        set_size(slave, size[0], size[1])
+        if portable.SPAWN_OPENS_CTTY and cwd is None and "/" in argv[0]:
+            return _posix_spawn(slave, argv, env), master, -1
         err_r, err_w = os.pipe()  # CLOEXEC: reads EOF once exec succeeded
         try:
             pid = os.fork()
@@ -201,8 +244,32 @@ def _fork_exec(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
     return pid, master, err_r
 
 
+def _posix_spawn(slave: int, argv: "Sequence[str]", env: "Mapping[str, str]") -> int:
+    """`argv` as the leader of a new session with `slave` as its terminal and stdio; its pid.
+
+    No Python runs in the child: glibc's spawn shares our memory until the
+    exec instead of copying it, so neither the tool's start nor the loop's
+    imports meanwhile pay for copied pages. Signals Python ignores go back
+    to their defaults (see `default_signals`); caught ones are reset by the
+    exec. An exec error comes back as the OSError of the call.
+    """
+    name = os.ttyname(slave)
+    try:
+        return os.posix_spawn(
+            argv[0], list(argv), dict(env), setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            file_actions=[(os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),  # the controlling terminal
+                          (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
+    except OSError as exc:
+        raise exec_error(argv[0], exc.errno) from None
+
+
 def _check_exec(pid: int, master: int, err_r: int, argv0: str) -> None:
-    """Read the child's exec report (EOF: it exec'd); on failure reap it, close `master`, raise."""
+    """Read the child's exec report (EOF: it exec'd); on failure reap it, close `master`, raise.
+
+    `err_r` -1: started by posix_spawn, which raised any exec error itself.
+    """
+    if err_r < 0:
+        return
     try:
         report = b""
         while True:
@@ -218,12 +285,14 @@ def _check_exec(pid: int, master: int, err_r: int, argv0: str) -> None:
     os.waitpid(pid, 0)  # it _exited after writing the report
     err = int(report) if report.isdigit() else None
     if err == errno.ENOENT and "/" not in argv0:
+        from wrapagent.errors import ToolNotFound
+
         raise ToolNotFound(f"{argv0}: command not found")
     raise exec_error(argv0, err)
 
 
-def _exec_child(slave: int, err_w: int, argv: Sequence[str], env: Mapping[str, str],
-                cwd: str | None) -> None:
+def _exec_child(slave: int, err_w: int, argv: "Sequence[str]", env: "Mapping[str, str]",
+                cwd: "str | None") -> None:
     """In the forked child: own session, the slave as controlling terminal and stdio, exec.
 
     Only plain system calls between fork and exec (other threads may have

@@ -6,8 +6,6 @@ covers normal exit, child crash, wrapagent exceptions, and SIGTERM/SIGHUP
 (those are turned into loop events by the proxy, so the `finally` runs).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import termios
@@ -18,47 +16,18 @@ _WINSIZE_BYTES = 8
 Packed by hand: `struct` is a shared library to load on every start (~0.5 ms)."""
 
 
-def _pack(size: tuple[int, int, int, int]) -> bytes:
+def _pack(size: "tuple[int, int, int, int]") -> bytes:
     return b"".join(int(v).to_bytes(2, sys.byteorder) for v in size)
 
 
-def _unpack(packed: bytes) -> tuple[int, int, int, int]:
+def _unpack(packed: bytes) -> "tuple[int, int, int, int]":
     rows, cols, xpix, ypix = (int.from_bytes(packed[i:i + 2], sys.byteorder) for i in (0, 2, 4, 6))
     return rows, cols, xpix, ypix
 
 
-def get_size(fd: int) -> tuple[int, int] | None:
-    """(rows, cols) of the terminal on `fd`, or None if it is not one.
-
-    `termios.tcgetwinsize` where there is one (Python 3.11+): the launch path
-    then does not load `fcntl` before the tool starts.
-    """
-    getter = getattr(termios, "tcgetwinsize", None)
-    if getter is None:
-        size = get_winsize(fd)
-        return None if size is None else (size[0], size[1])
-    try:
-        rows, cols = getter(fd)
-    except (OSError, termios.error):
-        return None
-    return rows, cols
-
-
-def set_size(fd: int, rows: int, cols: int) -> None:
-    """Set rows and cols (pixels 0) on a PTY; see `set_winsize` for the whole struct."""
-    setter = getattr(termios, "tcsetwinsize", None)
-    if setter is None:
-        set_winsize(fd, (rows, cols, 0, 0))
-        return
-    try:
-        setter(fd, (rows, cols))
-    except (OSError, termios.error):
-        pass
-
-
-def get_winsize(fd: int) -> tuple[int, int, int, int] | None:
+def get_winsize(fd: int) -> "tuple[int, int, int, int] | None":
     """(rows, cols, xpixels, ypixels) of the terminal on `fd`, or None if it is not one."""
-    import fcntl  # not at module level: the launch path needs only `get_size`
+    import fcntl  # not at module level: loaded once the copy loop runs, not before the tool starts
 
     try:
         packed = fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * _WINSIZE_BYTES)
@@ -67,7 +36,7 @@ def get_winsize(fd: int) -> tuple[int, int, int, int] | None:
     return _unpack(packed)
 
 
-def set_winsize(fd: int, size: tuple[int, int, int, int]) -> None:
+def set_winsize(fd: int, size: "tuple[int, int, int, int]") -> None:
     """Set the size on a PTY master; the kernel then sends SIGWINCH to its foreground group."""
     import fcntl
 
@@ -111,7 +80,7 @@ class raw_mode:  # noqa: N801 - used as `with raw_mode(fd) as saved:`, like a fu
         self.fd = fd
         self.saved: list | None = None
 
-    def __enter__(self) -> list | None:
+    def __enter__(self) -> "list | None":
         try:
             saved = termios.tcgetattr(self.fd)
         except termios.error:

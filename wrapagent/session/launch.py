@@ -6,12 +6,8 @@ starts the tool first (`proxy.spawn`) and imports the copy loop while the
 tool's exec runs: the user waits for neither.
 """
 
-from __future__ import annotations
-
 import os
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
-
-from wrapagent.proxy.terminal import is_tty
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -21,10 +17,10 @@ if TYPE_CHECKING:
 class RunOptions:
     """What `__main__` parsed. A plain class: `dataclasses` costs ~20 ms to import."""
 
-    def __init__(self, tool: str, args: list[str], *, no_hooks: bool = False,
-                 strict: bool = False, shim_dir: str | None = None,
-                 display_name: str | None = None, argv_override: list[str] | None = None,
-                 config_factory: Callable[[Path, Mapping[str, str]], object] | None = None) -> None:
+    def __init__(self, tool: str, args: "list[str]", *, no_hooks: bool = False,
+                 strict: bool = False, shim_dir: "str | None" = None,
+                 display_name: "str | None" = None, argv_override: "list[str] | None" = None,
+                 config_factory: "Callable[[Path, Mapping[str, str]], object] | None" = None) -> None:
         self.tool = tool
         self.args = args
         self.no_hooks = no_hooks
@@ -37,7 +33,7 @@ class RunOptions:
         self.config_factory = config_factory
 
 
-def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
+def _exec_direct(path: str, argv: "Sequence[str]", env: "Mapping[str, str]") -> int:
     """Replace wrapagent with the tool: WRAPAGENT_DISABLE=1, nesting limit, bare pipe mode.
 
     Python starts with SIGPIPE and SIGXFSZ ignored, and ignored dispositions
@@ -53,7 +49,7 @@ def _exec_direct(path: str, argv: Sequence[str], env: Mapping[str, str]) -> int:
     return 126  # not reached
 
 
-def run(opts: RunOptions) -> int:
+def run(opts: "RunOptions") -> int:
     """Resolve the tool, then exec it, proxy it bare, or run it as a session (`lifecycle`)."""
     from wrapagent.session import resolve
 
@@ -70,7 +66,7 @@ def run(opts: RunOptions) -> int:
     child_env = {**env, **resolve.child_env_additions(skip, env=env)}
     if resolve.check_depth(env):
         return _exec_direct(executable, argv, child_env)
-    interactive = is_tty(0) and is_tty(1)
+    interactive = os.isatty(0) and os.isatty(1)  # not `terminal.is_tty`: that module loads after the fork
     if opts.no_hooks:
         if not interactive:
             return _exec_direct(executable, argv, child_env)
