@@ -303,10 +303,12 @@ def test_bare_launch_path_imports_nothing_heavy_before_the_tool_starts():
 
     Not `signal` (it imports `enum`), `re`, `struct`, `threading`, `pathlib`…:
     each of them is milliseconds of every aliased start. Nor `__future__` or
-    `wrapagent.errors`, needed only to annotate or to fail (~0.3 ms each).
+    `wrapagent.errors`, needed only to annotate or to fail, nor what the copy
+    loop needs only once it runs (`proxy.terminal`, `fcntl`, `select`): ~0.3 ms each.
     """
     heavy = ("pathlib", "typing", "dataclasses", "re", "json", "subprocess", "enum", "signal",
-             "struct", "threading", "functools", "collections", "select", "__future__", "wrapagent.errors")
+             "struct", "threading", "functools", "collections", "select", "__future__", "wrapagent.errors",
+             "wrapagent.proxy.terminal", "fcntl")
     loaded = _modules_loaded_by("wrapagent.__main__, wrapagent.session.launch, "
                                 "wrapagent.session.resolve, wrapagent.proxy.spawn", heavy)
     assert loaded == []
