@@ -167,16 +167,30 @@ def _is_entry_point_head(head: bytes) -> bool:
     return head.startswith(b"#!") and ENTRY_POINT_MARKER in head
 
 
-def _entry_point_paths() -> "set[str]":
-    """Real paths of the wrapagent that is running now."""
-    found = set()
+def _entry_point_candidates() -> "list[str]":
+    """Where the wrapagent that is running now may live (they may not exist)."""
     candidates = [os.path.join(os.path.dirname(sys.executable), "wrapagent")]
     if sys.argv and os.path.basename(sys.argv[0]) == "wrapagent":
         candidates.append(sys.argv[0])
-    for c in candidates:
-        if c and os.path.isfile(c):
-            found.add(os.path.realpath(c))
-    return found
+    return [c for c in candidates if c]
+
+
+def _entry_point_paths() -> "set[str]":
+    """Real paths of the wrapagent that is running now."""
+    return {os.path.realpath(c) for c in _entry_point_candidates() if os.path.isfile(c)}
+
+
+def _stat(path: str) -> "os.stat_result | None":
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _identity(path: str) -> "tuple[int, int] | None":
+    """(device, inode) of what `path` names, links followed; None if nothing."""
+    st = _stat(path)
+    return None if st is None else (st.st_dev, st.st_ino)
 
 
 def is_wrapagent_entry_point(path: "str | os.PathLike[str]", _known: "set[str] | None" = None) -> bool:
@@ -189,14 +203,6 @@ def is_wrapagent_entry_point(path: "str | os.PathLike[str]", _known: "set[str] |
     real = os.path.realpath(path)
     known = _entry_point_paths() if _known is None else _known
     return real in known or _is_entry_point_head(_head(real))
-
-
-def _is_executable_file(path: str) -> bool:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK)
 
 
 def _explicit_path(
@@ -278,12 +284,17 @@ def find_real_executable(
 
     search = env.get("PATH", os.defpath)
     base = os.fspath(cwd) if cwd is not None else os.getcwd()
+    # Folders and files are compared by identity (device, inode), which is
+    # what comparing real paths meant, without realpath's walk of every
+    # component (Python code and an lstat each, on every start).
     skip_dirs = {
-        os.path.realpath(os.path.join(base, d))  # join keeps absolute ones as they are
+        _identity(os.path.join(base, d))  # join keeps absolute ones as they are
         for d in [_default_shim_dir(env), *guard_dirs(env), *extra_skip_dirs]
     }
-    known_entry_points = _entry_point_paths()
-    seen_dirs: set[str] = set()
+    skip_dirs.discard(None)  # folders that do not exist hold nothing to skip
+    known_entry_points = {_identity(p) for p in _entry_point_candidates()}
+    known_entry_points.discard(None)
+    seen_dirs: set = set()
     skipped: list[str] = []
     relative: list[str] = []
     not_executable: list[str] = []
@@ -298,23 +309,23 @@ def find_real_executable(
         candidate = os.path.join(entry, tool)
         if not os.path.lexists(candidate):
             continue
-        real_dir = os.path.realpath(entry)
-        if real_dir in seen_dirs:
+        dir_id = _identity(entry)
+        if dir_id in seen_dirs:
             continue
-        seen_dirs.add(real_dir)
-        if real_dir in skip_dirs:
+        seen_dirs.add(dir_id)
+        if dir_id in skip_dirs:
             skipped.append(f"wrapagent shims in {entry}")
             continue
-        if not _is_executable_file(candidate):
-            if os.path.exists(candidate) and not os.path.isdir(candidate):
+        st = _stat(candidate)
+        if st is None or not stat.S_ISREG(st.st_mode) or not os.access(candidate, os.X_OK):
+            if st is not None and not stat.S_ISDIR(st.st_mode):
                 not_executable.append(candidate)
             continue
-        real = os.path.realpath(candidate)
-        head = _head(real)  # one read for both checks (every start comes here)
+        head = _head(candidate)  # one read (links followed) for both checks
         if _is_shim_head(head):
             skipped.append(f"wrapagent shim {candidate}")
             continue
-        if real in known_entry_points or _is_entry_point_head(head):
+        if (st.st_dev, st.st_ino) in known_entry_points or _is_entry_point_head(head):
             skipped.append(f"wrapagent itself at {candidate}")
             continue
         return _pure(candidate)  # as `Path(candidate)` spelled it: no `.` or doubled `/`
