@@ -881,13 +881,27 @@ def median_of(records: Sequence[Record], metric: str, proxy: str) -> float | Non
     return statistics.median(rounds.values()) if rounds else None
 
 
-def ratio(records: Sequence[Record], metric: str, proxy: str, base: str) -> float | None:
-    """Median over rounds of proxy/base within the same round: the noise-robust figure."""
+def round_ratios(records: Sequence[Record], metric: str, proxy: str, base: str) -> list[float]:
+    """proxy/base within each round (both measured under the same load)."""
     table = by_round(records, metric)
     if base not in table or proxy not in table:
-        return None
-    pairs = [v / table[base][r] for r, v in table[proxy].items() if table[base].get(r)]
+        return []
+    return [v / table[base][r] for r, v in table[proxy].items() if table[base].get(r)]
+
+
+def ratio(records: Sequence[Record], metric: str, proxy: str, base: str) -> float | None:
+    """Median over rounds of proxy/base within the same round: the noise-robust figure."""
+    pairs = round_ratios(records, metric, proxy, base)
     return statistics.median(pairs) if pairs else None
+
+
+def fmt_spread(records: Sequence[Record], metric: str, proxy: str, base: str) -> str:
+    """The median ratio and, with several rounds, its lowest and highest: how far one round can be off."""
+    pairs = round_ratios(records, metric, proxy, base)
+    if not pairs:
+        return "—"
+    text = f"{statistics.median(pairs):.2f}"
+    return text if len(pairs) < 2 else f"{text} ({min(pairs):.2f}–{max(pairs):.2f})"
 
 
 def added(records: Sequence[Record], metric: str, proxy: str, base: str = "direct") -> float | None:
@@ -918,19 +932,19 @@ def throughput_table(records: Sequence[Record], proxies: Sequence[str]) -> str:
             p,
             fmt(median_of(records, "mb_per_s", p), ".1f"),
             fmt(ratio(records, "mb_per_s", p, "direct")),
-            fmt(ratio(records, "mb_per_s", p, "script")),
+            fmt_spread(records, "mb_per_s", p, "script"),
             fmt(median_of(records, "cpu_self", p) if proxied else None),
             fmt(median_of(records, "cpu_tree", p)),
             fmt(median_of(records, "cpu_ns_per_byte", p) if proxied else None, ".1f"),
             fmt(ratio(records, "cpu_ns_per_byte", p, "script") if proxied else None),
             fmt(median_of(records, "cpu_fixed", p) if proxied else None),
-            fmt(ratio(records, "cpu_net_ns_per_byte", p, "script") if proxied else None),
+            fmt_spread(records, "cpu_net_ns_per_byte", p, "script") if proxied else "—",
             f"{sum(r['intact'] for r in mine)}/{len(mine)}",
             str(max((r["bytes_lost"] for r in mine), default="—")),
         ])
     return md_table(
-        ["proxy", "MB/s", "×direct", "×script", "proxy CPU s", "tree CPU s", "CPU ns/B", "CPU/B ×script",
-         "fixed CPU s (`true`)", "net CPU/B ×script", "intact", "max bytes lost"],
+        ["proxy", "MB/s", "×direct", "×script (rounds' range)", "proxy CPU s", "tree CPU s", "CPU ns/B",
+         "CPU/B ×script", "fixed CPU s (`true`)", "net CPU/B ×script (rounds' range)", "intact", "max bytes lost"],
         rows,
     )
 
