@@ -27,5 +27,7 @@ def platform_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("WRAPAGENT_PLATFORM", mode)
     monkeypatch.setattr(portable, "DARWIN", mode == "darwin")
     monkeypatch.setattr(portable, "USE_POLL", mode != "darwin")
-    monkeypatch.setattr(portable, "SPAWN_OPENS_CTTY", mode != "darwin" and hasattr(portable.os, "posix_spawn"))
+    from wrapagent.proxy import spawn
+
+    monkeypatch.setattr(spawn, "SPAWN_OPENS_CTTY", mode != "darwin" and hasattr(spawn.os, "posix_spawn"))
     return mode

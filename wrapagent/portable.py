@@ -8,8 +8,10 @@ Two differences matter:
   there (imported only when a sweep runs). Linux reads `/proc` directly,
   which costs nothing at start-up and about a millisecond at exit.
 
-`WRAPAGENT_PLATFORM=darwin` (read here and nowhere else) makes Linux take the
-macOS paths, so the test suite exercises them where macOS cannot run.
+`WRAPAGENT_PLATFORM=darwin` makes Linux take the macOS paths, so the test
+suite exercises them where macOS cannot run. It is read here, and once more
+by `proxy/spawn.py`, which chooses how the tool starts (posix_spawn on Linux,
+fork on macOS) before this module is loaded; a test keeps the two in step.
 """
 
 import os
@@ -24,15 +26,6 @@ PLATFORM = os.environ.get("WRAPAGENT_PLATFORM") or sys.platform
 
 DARWIN = PLATFORM.startswith("darwin")
 USE_POLL = not DARWIN
-
-SPAWN_OPENS_CTTY = PLATFORM.startswith("linux") and hasattr(os, "posix_spawn")
-"""Whether `posix_spawn` can start the tool on its PTY (`proxy/spawn.py`).
-
-On Linux the first terminal a new session's leader opens becomes its
-controlling terminal, so setsid + open in the spawn's file actions do what
-login_tty(3) does, without copying wrapagent's memory in a fork (~0.5 ms of
-the tool's start). BSD and macOS need the TIOCSCTTY ioctl, which only a
-forked child can make."""
 
 
 class Waiter:

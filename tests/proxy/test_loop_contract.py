@@ -22,7 +22,6 @@ import pytest
 from conftest import helper
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 from wrapagent.errors import ToolNotExecutable, ToolNotFound
-from wrapagent import portable
 from wrapagent.proxy import pty_loop, spawn
 
 TIMEOUT = 20.0
@@ -388,7 +387,7 @@ def test_spawned_child_leads_its_session_on_a_sized_terminal(cwd, monkeypatch):
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert out == f"31 97 True True True {cwd or os.getcwd()}\r\n".encode()
-    assert calls == (["spawn"] if cwd is None and portable.SPAWN_OPENS_CTTY else [])
+    assert calls == (["spawn"] if cwd is None and spawn.SPAWN_OPENS_CTTY else [])
 
 
 @pytest.mark.parametrize("case, error, message", [

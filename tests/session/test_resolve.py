@@ -304,11 +304,11 @@ def test_bare_launch_path_imports_nothing_heavy_before_the_tool_starts():
     Not `signal` (it imports `enum`), `re`, `struct`, `threading`, `pathlib`…:
     each of them is milliseconds of every aliased start. Nor `__future__` or
     `wrapagent.errors`, needed only to annotate or to fail, nor what the copy
-    loop needs only once it runs (`proxy.terminal`, `fcntl`, `select`): ~0.3 ms each.
+    loop needs only once it runs (`proxy.terminal`, `portable`, `fcntl`, `select`): ~0.3 ms each.
     """
     heavy = ("pathlib", "typing", "dataclasses", "re", "json", "subprocess", "enum", "signal",
              "struct", "threading", "functools", "collections", "select", "__future__", "wrapagent.errors",
-             "wrapagent.proxy.terminal", "fcntl")
+             "wrapagent.proxy.terminal", "fcntl", "wrapagent.portable")
     loaded = _modules_loaded_by("wrapagent.__main__, wrapagent.session.launch, "
                                 "wrapagent.session.resolve, wrapagent.proxy.spawn", heavy)
     assert loaded == []
