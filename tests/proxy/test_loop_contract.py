@@ -358,6 +358,23 @@ def test_no_copy_thread_left_after_run(term):
 
 # -- spawn: the child's start, and exec failures reported in the parent ---------------------
 
+def _read_until_gone(master: int) -> bytes:
+    """All the child wrote, until EIO (every slave fd closed); closes `master`."""
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 1024)
+            except OSError:  # EIO: the child is gone
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    return out
+
+
 @pytest.mark.parametrize("cwd", [None, "/"])
 def test_spawned_child_leads_its_session_on_a_sized_terminal(cwd, monkeypatch):
     """Both starts: posix_spawn (Linux mode, no cwd) and fork + exec (a cwd, or macOS mode).
@@ -372,22 +389,25 @@ def test_spawned_child_leads_its_session_on_a_sized_terminal(cwd, monkeypatch):
             "print(r, c, os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(),"
             " os.ttyname(0) == os.ttyname(1) == os.ttyname(2), os.getcwd())")
     pid, master = spawn.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd=cwd, size=(31, 97))
-    out = b""
-    try:
-        while True:
-            try:
-                chunk = os.read(master, 1024)
-            except OSError:  # EIO: the child is gone
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
-        _, status = os.waitpid(pid, 0)
+    out = _read_until_gone(master)
+    _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert out == f"31 97 True True True {cwd or os.getcwd()}\r\n".encode()
     assert calls == (["spawn"] if cwd is None and spawn.SPAWN_OPENS_CTTY else [])
+
+
+def test_a_posix_spawn_without_setsid_falls_back_to_fork(monkeypatch):
+    """A Python built against a C library without POSIX_SPAWN_SETSID: the tool still starts."""
+    def no_setsid(*args, **kwargs):
+        raise NotImplementedError("posix_spawn: argument 'setsid' not available")
+
+    monkeypatch.setattr(spawn, "SPAWN_OPENS_CTTY", True)
+    monkeypatch.setattr(os, "posix_spawn", no_setsid)
+    pid, master = spawn.spawn([sys.executable, "-c", "import os; print(os.getsid(0) == os.getpid())"],
+                              env=dict(os.environ), cwd=None, size=(24, 80))
+    out = _read_until_gone(master)
+    os.waitpid(pid, 0)
+    assert out == b"True\r\n"
 
 
 @pytest.mark.parametrize("case, error, message", [

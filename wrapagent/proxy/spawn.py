@@ -236,7 +236,9 @@ def _fork_exec(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | N
     try:
         set_size(slave, size[0], size[1])
         if SPAWN_OPENS_CTTY and cwd is None and "/" in argv[0]:
-            return _posix_spawn(slave, argv, env), master, -1
+            pid = _posix_spawn(slave, argv, env)
+            if pid is not None:
+                return pid, master, -1
         err_r, err_w = os.pipe()  # CLOEXEC: reads EOF once exec succeeded
         try:
             pid = os.fork()
@@ -255,14 +257,19 @@ def _fork_exec(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | N
     return pid, master, err_r
 
 
-def _posix_spawn(slave: int, argv: "Sequence[str]", env: "Mapping[str, str]") -> int:
+def _posix_spawn(slave: int, argv: "Sequence[str]", env: "Mapping[str, str]") -> "int | None":
     """`argv` as the leader of a new session with `slave` as its terminal and stdio; its pid.
+
+    None when this Python's posix_spawn has no `setsid` (built against a C
+    library without POSIX_SPAWN_SETSID): the caller forks instead.
 
     No Python runs in the child: glibc's spawn shares our memory until the
     exec instead of copying it, so neither the tool's start nor the loop's
     imports meanwhile pay for copied pages. Signals Python ignores go back
     to their defaults (see `default_signals`); caught ones are reset by the
-    exec. An exec error comes back as the OSError of the call.
+    exec. glibc leaves its own two internal signals (32, 33, below what
+    programs know as SIGRTMIN) ignored; the tool's C library sets them when
+    it uses them. An exec error comes back as the OSError of the call.
     """
     name = os.ttyname(slave)
     try:
@@ -270,6 +277,8 @@ def _posix_spawn(slave: int, argv: "Sequence[str]", env: "Mapping[str, str]") ->
             argv[0], list(argv), dict(env), setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
             file_actions=[(os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),  # the controlling terminal
                           (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
+    except NotImplementedError:
+        return None
     except OSError as exc:
         raise exec_error(argv[0], exc.errno) from None
 
