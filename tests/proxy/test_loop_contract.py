@@ -396,13 +396,19 @@ def test_spawned_child_leads_its_session_on_a_sized_terminal(cwd, monkeypatch):
     assert calls == (["spawn"] if cwd is None and spawn.SPAWN_OPENS_CTTY else [])
 
 
-def test_a_posix_spawn_without_setsid_falls_back_to_fork(monkeypatch):
-    """A Python built against a C library without POSIX_SPAWN_SETSID: the tool still starts."""
-    def no_setsid(*args, **kwargs):
-        raise NotImplementedError("posix_spawn: argument 'setsid' not available")
+def _no_setsid(*args, **kwargs):
+    raise NotImplementedError("posix_spawn: argument 'setsid' not available")
 
+
+def _no_tty_name(fd):
+    raise OSError(19, "No such device")
+
+
+@pytest.mark.parametrize("broken", [("posix_spawn", _no_setsid), ("ttyname", _no_tty_name)])
+def test_posix_spawn_falls_back_to_fork(monkeypatch, broken):
+    """A Python without POSIX_SPAWN_SETSID, or a PTY with no name to open: the tool still starts."""
     monkeypatch.setattr(spawn, "SPAWN_OPENS_CTTY", True)
-    monkeypatch.setattr(os, "posix_spawn", no_setsid)
+    monkeypatch.setattr(os, *broken)
     pid, master = spawn.spawn([sys.executable, "-c", "import os; print(os.getsid(0) == os.getpid())"],
                               env=dict(os.environ), cwd=None, size=(24, 80))
     out = _read_until_gone(master)

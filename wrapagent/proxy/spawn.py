@@ -261,7 +261,8 @@ def _posix_spawn(slave: int, argv: "Sequence[str]", env: "Mapping[str, str]") ->
     """`argv` as the leader of a new session with `slave` as its terminal and stdio; its pid.
 
     None when this Python's posix_spawn has no `setsid` (built against a C
-    library without POSIX_SPAWN_SETSID): the caller forks instead.
+    library without POSIX_SPAWN_SETSID) or the PTY has no name to open (a
+    container without /dev/pts): the caller forks instead.
 
     No Python runs in the child: glibc's spawn shares our memory until the
     exec instead of copying it, so neither the tool's start nor the loop's
@@ -271,7 +272,10 @@ def _posix_spawn(slave: int, argv: "Sequence[str]", env: "Mapping[str, str]") ->
     programs know as SIGRTMIN) ignored; the tool's C library sets them when
     it uses them. An exec error comes back as the OSError of the call.
     """
-    name = os.ttyname(slave)
+    try:
+        name = os.ttyname(slave)
+    except OSError:
+        return None
     try:
         return os.posix_spawn(
             argv[0], list(argv), dict(env), setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
