@@ -417,6 +417,12 @@ class FirstMessageInjector:
         self._held += held
         self._trigger_at = now
         self.state = HOLDING
+        # While keys are held, output moves the deadline EARLIER (settling ends
+        # `settle_secs` after the composer redrew, not at `settle_max_secs`):
+        # the proxy must call on_output so the main thread is woken to re-read
+        # it. With watch_output false it only stores `last_output`, and a lone
+        # first key waited for the next key or for settle_max_secs (issue 21).
+        self.watch_output = True
 
     def _new_conversation(self, command: str, now: float) -> None:
         """A reset command was submitted: fresh blocks for the next message, as for the first."""
@@ -498,6 +504,7 @@ class FirstMessageInjector:
         self._held.clear()
         if self._trigger_at is not None:
             self.report.first_key_delay_ms = round((now - self._trigger_at) * 1000, 1)
+        self.watch_output = False  # no deadline depends on output any more (a re-hold sets it again)
         if finished:
             self._finish()
         else:

@@ -90,7 +90,10 @@ if TYPE_CHECKING:
         The contract (v2): `done` true -> dropped for good. `watch_output`
         is read per output chunk: true -> `on_output(bytes copy, now)`;
         false (the steady state) -> the loop only stores `last_output = now`
-        (time.monotonic()), no call, no copy, no lock. `poll` runs right
+        (time.monotonic()), no call, no copy, no lock, and nobody is woken:
+        so `watch_output` must be true whenever output can move `deadline()`
+        EARLIER (the main thread sleeps on the deadline it read last, and
+        only a call tells it to read again). `poll` runs right
         after every on_input/on_output, when `deadline()` has passed and when
         `wake_fd()` is readable; what it returns goes to the child after
         anything already queued. `deadline()` and `wake_fd()` may change
