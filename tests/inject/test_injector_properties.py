@@ -15,7 +15,7 @@ the first key of a message:
 5. and the first message the user submits (not a command) carries the blocks.
 
 The injector is driven through its contract only (see the `Interceptor`
-protocol in proxy/pty_loop.py): `on_input`, `on_output` (or the plain
+protocol in proxy/to_child.py): `on_input`, `on_output` (or the plain
 `last_output` store when it does not watch output), `poll`, `deadline`,
 `done`, with a fake clock. Its screen is the real terminal emulator, fed
 each adapter's ready screen. The oracle below does not use the injector's
@@ -242,7 +242,7 @@ class Clock:
 
 
 class Loop:
-    """What proxy/pty_loop.py does with an interceptor, with a fake clock and no fds."""
+    """What the proxy (proxy/to_child.py) does with an interceptor, with a fake clock and no fds."""
 
     MAX_POLLS = 10_000
     TICK = 1e-6  # real time moves on between two polls; a fake clock must too, or a float edge spins

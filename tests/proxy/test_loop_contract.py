@@ -466,3 +466,87 @@ def test_after_start_failing_ends_the_child_and_restores_the_terminal(term):
         pty_loop.proxy(child, stdin_fd=term.slave, stdout_fd=term.slave, after_start=work)
     assert not psutil.pid_exists(pids[0]) or psutil.Process(pids[0]).status() == psutil.STATUS_ZOMBIE
     assert termios.tcgetattr(term.slave) == before
+
+
+class ReleasesOnWake(Recorder):
+    """Holds every key; when its wake fd fires, releases them all and is done (a first-message injector)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        self._wake = self.r
+        self.held = bytearray()
+        self._done = False
+        self.done_seen = threading.Event()
+
+    @property
+    def done(self) -> bool:  # the loop reads it right before it drops the interceptor
+        if self._done:
+            self.done_seen.set()
+        return self._done
+
+    @done.setter
+    def done(self, value: bool) -> None:
+        self._done = value
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        super().on_input(data, now)
+        self.held += data
+        return b""
+
+    def poll(self, now: float) -> bytes:
+        super().poll(now)
+        try:
+            os.read(self.r, 100)
+        except BlockingIOError:
+            return b""
+        self._done = True
+        out, self.held[:] = bytes(self.held), b""
+        return out
+
+
+def test_a_key_read_while_the_interceptor_finishes_goes_behind_what_it_released(term, monkeypatch):
+    """Typed `a b` (held), then `c`: the interceptor releases `a b` and is dropped by the main
+    thread WHILE `c` is being read. The child must get `a b c`.
+
+    The interleaving is forced: the read of `c` (in the input thread) fires the wake fd and
+    returns only once the main thread has dropped the interceptor and is back in its wait.
+    Before `to_child` enforced the order, the keystroke path checked only "no interceptor"
+    and wrote `c` straight to the child, ahead of the queued `a b`: `GOT 63` came first.
+    """
+    import sys as _sys
+
+    icpt = ReleasesOnWake()
+    main_id = threading.get_ident()
+    real_read = os.read
+    forced: list[bool] = []
+
+    def main_thread_waits() -> bool:
+        frame = _sys._current_frames().get(main_id)
+        return frame is not None and frame.f_code.co_name in ("wait", "ready_fd")
+
+    def read(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        if fd == term.slave and data == b"c" and not forced:
+            forced.append(True)
+            os.write(icpt.w, b"!")
+            assert icpt.done_seen.wait(TIMEOUT), "the main thread never polled"
+            wait_until(main_thread_waits, what="the main thread back in its wait")
+        return data
+
+    def script(t: UserTerminal) -> None:
+        t.type(b"a")
+        wait_until(lambda: b"a" in icpt.held, what="a held")
+        t.type(b"b")
+        wait_until(lambda: b"ab" in icpt.held, what="b held")
+        t.type(b"c")
+        t.wait_for(b"GOT 63\r\n")
+
+    monkeypatch.setattr(os, "read", read)
+    run_loop(icpt, term, script)
+    os.close(icpt.r)
+    os.close(icpt.w)
+    assert forced == [True]
+    out = bytes(term.output)
+    assert out.index(b"GOT 61") < out.index(b"GOT 62") < out.index(b"GOT 63")
