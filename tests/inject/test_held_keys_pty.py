@@ -61,9 +61,9 @@ class DemoWorld:
             env.pop(var, None)
         return env
 
-    def spawn(self) -> pexpect.spawn:
+    def spawn(self, **env: str) -> pexpect.spawn:
         """`wrapagent demo` with settle_max_secs at 600 s, ready and armed."""
-        child = pexpect.spawn(sys.executable, ["-c", LAUNCHER, "demo"], env=self.env(),
+        child = pexpect.spawn(sys.executable, ["-c", LAUNCHER, "demo"], env={**self.env(), **env},
                               cwd=str(self.project), dimensions=(30, 100), timeout=TIMEOUT)
         child.delayafterclose = 0
         child.delayafterterminate = 0
@@ -108,4 +108,28 @@ def test_lone_first_key_is_released_once_the_composer_redrew(demo: DemoWorld) ->
     child.expect_exact("end of message 1")
     assert quit_demo(child) == 0
     assert demo.messages() == [GUARD_BLOCK + "\nQ"]
+    assert demo.record()["injection"]["status"] == "submitted"
+
+
+def test_held_paste_and_the_enter_after_it_reach_the_tool_apart(demo: DemoWorld) -> None:
+    """A pasted first message, a pause, Enter, all while the blocks cannot go yet (a guard waits
+    for a gate file the test opens only after the Enter): the tool must see paste, then Enter.
+
+    The demo agent reads as gemini 0.61 does here (WRAPAGENT_DEMO_PASTE_ENTER=joins): an Enter
+    in the same read as the paste's end is a newline in the paste, and nothing is submitted.
+    Before held keys kept their timing, the paste and the Enter went out in one write and
+    "end of message 1" never came.
+    """
+    gate = demo.tmp / "gate"
+    (demo.config / "wrapagent" / "hooks.toml").write_text(
+        '[[prompt_guard]]\nname = "g"\ntimeout_secs = 120\n'
+        f'command = "while [ ! -e {gate} ]; do sleep 0.02; done; echo guard says hi"\n')
+    child = demo.spawn(WRAPAGENT_DEMO_PASTE_ENTER="joins")
+    child.send("\x1b[200~pasted first message\x1b[201~")
+    time.sleep(0.5)  # the user's pause (not a check): the Enter is a read of its own
+    child.send("\r")
+    gate.touch()  # only now can the blocks go: the paste and the Enter were both held
+    child.expect_exact("end of message 1")
+    assert quit_demo(child) == 0
+    assert demo.messages() == [GUARD_BLOCK + "\npasted first message"]
     assert demo.record()["injection"]["status"] == "submitted"

@@ -108,11 +108,56 @@ def test_first_key_held_blocks_delivered_then_released() -> None:
     clock.t += 0.03
     assert inj.poll(clock.t) == b""                           # not quiet long enough yet
     clock.t += 0.05
-    assert inj.poll(clock.t) == b"hello"
+    assert inj.poll(clock.t) == b"h"                          # the first read now...
     assert inj.report.status == "delivered"
+    assert inj.deadline() == pytest.approx(clock.t + 0.01)    # ...the next one as far behind it as typed
+    clock.t += 0.01
+    assert inj.poll(clock.t) == b"ello"
     assert inj.on_input(b"\r", clock.t) == b"\r"
     assert inj.done and inj.report.status == "submitted"
     assert inj.report.first_key_delay_ms == pytest.approx(80, abs=1)
+
+
+def test_held_paste_then_enter_keep_their_gap() -> None:
+    """A pasted first message, Enter 0.8 s later, both held: released apart (the gap capped), never
+    as one burst (gemini then takes the Enter as part of the paste and never submits)."""
+    from wrapagent.inject.injector import HELD_GAP_CAP_SECS
+
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    paste = b"\x1b[200~line one\rline two\x1b[201~"
+    assert inj.on_input(paste, clock.t) == b""
+    inj.poll(clock.t)                                         # the blocks go
+    inj.on_output(b"[pasted]", clock.t + 0.01)
+    assert inj.on_input(b"\r", clock.t + 0.8) == b""         # Enter typed while still held
+    clock.t += 0.85
+    assert inj.poll(clock.t) == paste                         # released without the Enter
+    assert not inj.done
+    assert inj.deadline() == pytest.approx(clock.t + HELD_GAP_CAP_SECS)
+    assert inj.poll(clock.t + HELD_GAP_CAP_SECS / 2) == b""
+    clock.t += HELD_GAP_CAP_SECS
+    assert inj.poll(clock.t) == b"\r"
+    assert inj.done and inj.report.status == "submitted"
+
+
+def test_keys_typed_during_the_replay_go_behind_it() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"a", clock.t) == b""
+    inj.poll(clock.t)
+    inj.on_output(b"[pasted]", clock.t + 0.01)
+    assert inj.on_input(b"b", clock.t + 0.05) == b""
+    clock.t += 0.1
+    assert inj.poll(clock.t) == b"a"
+    assert inj.on_input(b"c", clock.t + 0.001) == b""         # b is still to go: c waits behind it
+    out = bytearray()
+    for _ in range(10):
+        deadline = inj.deadline()
+        if deadline is None:
+            break
+        clock.t = max(clock.t, deadline)
+        out += inj.poll(clock.t)
+    assert out == b"bc"
 
 
 def test_terminal_replies_do_not_trigger() -> None:

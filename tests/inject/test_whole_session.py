@@ -78,10 +78,13 @@ class World:
         """Type `data`; return everything that reached the child, blocks included."""
         out = self.inj.on_input(data, self.clock.t) + self.inj.poll(self.clock.t)
         for _ in range(100):
-            if self.inj.state not in ("holding", "delivering", "settling"):
+            if self.inj.state in ("holding", "delivering", "settling"):
+                self.clock.t += 0.05
+                self.inj.last_output = self.clock.t - 0.04  # the composer redrew after the delivery
+            elif self.inj._replay:  # released keys going out with their original gaps
+                self.clock.t = max(self.clock.t, self.inj._replay[0][0])
+            else:
                 break
-            self.clock.t += 0.05
-            self.inj.last_output = self.clock.t - 0.04  # the composer redrew after the delivery
             out += self.inj.poll(self.clock.t)
         return out
 

@@ -13,6 +13,11 @@ The design (validated against codex, claude, gemini and opencode, see
    release the held keys in order.
 3. wrapagent never sends Enter: the user's own Enter submits, at human speed,
    so none of the CLIs' Enter-after-paste heuristics can bite.
+4. Held keys keep their timing: each read the user's terminal handed over
+   while keys were held is released as it came, with its original gap after
+   the one before (capped at HELD_GAP_CAP_SECS). A paste's end and the Enter
+   that followed it 0.8 s later never reach the tool as one burst (gemini
+   then takes that Enter as part of the paste and nothing is submitted).
 
 A first input that is a command (`/…`, `!…`, per adapter) passes through and
 injection re-arms after it is submitted. A submission with no typed text
@@ -76,6 +81,14 @@ _HOLD_STATES = (HOLDING, DELIVERING, SETTLING)
 
 BP_ON = b"\x1b[?2004h"
 READY_CHECK_INTERVAL = 0.05
+HELD_GAP_CAP_SECS = 0.3
+"""Released held keys keep the gaps between the reads they came in, each at most this long.
+
+Above every CLI's "Enter right after text or a paste is not a submit" window
+(codex 120 ms, gemini 30-40 ms: ../shared/clis/README.md), so an Enter typed
+apart stays apart; short enough that a long hold (slow guards) is not
+replayed for seconds after it ended.
+"""
 
 
 @dataclass
@@ -134,7 +147,10 @@ class FirstMessageInjector:
         """Monotonic time of the child's latest output; the proxy stores it directly."""
         self._screen_dirty = False
         self._next_check: float | None = None
-        self._held = bytearray()
+        self._held: list[tuple[float, bytes]] = []
+        """Reads held from the child, each with the time it arrived."""
+        self._replay: list[tuple[float, float, bytes]] = []
+        """Released reads not given to the child yet: (due time, arrival time, bytes), in order."""
         self._trigger_at: float | None = None
         self._outbox: list[tuple[float, bytes]] = []
         self._delivered_at: float | None = None
@@ -151,6 +167,8 @@ class FirstMessageInjector:
 
     def deadline(self) -> float | None:
         own = self._own_deadline()
+        if self._replay and (own is None or self._replay[0][0] < own):
+            own = self._replay[0][0]
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
@@ -199,6 +217,9 @@ class FirstMessageInjector:
 
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
+            if self._replay:  # released keys still to go: these go behind them, spaced the same way
+                self._queue_replay(data, now)
+                return b""
             return self._on_input(data, now)
         except Exception as exc:
             return self._fail(exc, data)
@@ -210,7 +231,8 @@ class FirstMessageInjector:
         if self.done:
             return b""
         try:
-            out = self._poll(now)
+            out = self._due_replay(now) if self._replay else b""
+            out += self._poll(now)
             if self.turns is not None and self.state != STARTING:
                 self.turns.poll(now, self.last_output)
             return out
@@ -222,8 +244,9 @@ class FirstMessageInjector:
     def _fail(self, exc: Exception, data: bytes = b"") -> bytes:
         self._note(f"internal error ({exc!r}): injection switched off, keys passed through")
         self.report.status = "lost"
-        held = bytes(self._held) + data
+        held = b"".join(d for _, d in self._held) + b"".join(d for _, _, d in self._replay) + data
         self._held.clear()
+        self._replay.clear()
         self.state = DONE
         self.done = True
         self.watch_output = False
@@ -334,7 +357,7 @@ class FirstMessageInjector:
     def _feed(self, data: bytes, now: float) -> bytes:
         """Forward what may go to the child now; hold the rest from the first key of a message."""
         if self.state in _HOLD_STATES:
-            self._held += data
+            self._held.append((now, data))
             return b""
         offset = 0
         for tok in tokenize(data):
@@ -414,7 +437,8 @@ class FirstMessageInjector:
             self._begun_early = False
 
     def _trigger(self, now: float, held: bytes) -> None:
-        self._held += held
+        if held:
+            self._held.append((now, held))
         self._trigger_at = now
         self.state = HOLDING
         # While keys are held, output moves the deadline EARLIER (settling ends
@@ -498,21 +522,52 @@ class FirstMessageInjector:
         """Give the held keys to the child, read as if they had just been typed.
 
         They go through `_feed` in the new state, so an Enter among them
-        submits, and a reset among them (fast typing) still counts.
+        submits, and a reset among them (fast typing) still counts. The first
+        read goes now, the others when their turn comes (`_replay`).
         """
-        held = bytes(self._held)
-        self._held.clear()
+        reads, self._held = self._held, []
+        size = sum(len(d) for _, d in reads)
         if self._trigger_at is not None:
             self.report.first_key_delay_ms = round((now - self._trigger_at) * 1000, 1)
         self.watch_output = False  # no deadline depends on output any more (a re-hold sets it again)
+        first = reads[0][1] if reads else b""
+        due, previous = now, reads[0][0] if reads else now
+        for arrived, data in reads[1:]:
+            due += min(HELD_GAP_CAP_SECS, max(0.0, arrived - previous))
+            previous = arrived
+            self._replay.append((due, arrived, data))
         if finished:
             self._finish()
         else:
             self.state = AWAIT_SUBMIT
             self._in_paste = False
-        self.log(f"injection: released {len(held)} held bytes after "
+        self.log(f"injection: released {size} held bytes in {len(reads)} reads after "
                  f"{self.report.first_key_delay_ms} ms ({self.report.status})")
-        return self._feed(held, now)
+        out = self._feed(first, now)
+        self._rehold_replay()
+        return out + self._due_replay(now)  # reads that came together go together
+
+    def _queue_replay(self, data: bytes, now: float) -> None:
+        """A read arriving while released keys are still being replayed: behind them, same spacing."""
+        due, arrived, _ = self._replay[-1]
+        self._replay.append((due + min(HELD_GAP_CAP_SECS, max(0.0, now - arrived)), now, data))
+
+    def _due_replay(self, now: float) -> bytes:
+        """Replayed reads whose time has come, fed as if typed now."""
+        out = bytearray()
+        while self._replay and self._replay[0][0] <= now and self.state not in _HOLD_STATES:
+            _, _, data = self._replay.pop(0)
+            out += self._on_input(data, now)
+            self._rehold_replay()
+        if not self._replay and self.state == DONE:
+            self.done = True  # held back by `_finish` until the last replayed key went
+        return bytes(out)
+
+    def _rehold_replay(self) -> None:
+        """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
+        if self._replay and self.state in _HOLD_STATES:
+            self._held.extend((arrived, data) for _, arrived, data in self._replay)
+            self._replay.clear()
 
     def _rearm(self) -> None:
         """Back to waiting for a first message; the prefix is kept and delivered again."""
@@ -528,7 +583,7 @@ class FirstMessageInjector:
             self.state = CHATTING
             return
         self.state = DONE
-        self.done = True
+        self.done = not self._replay  # else once the last replayed key went (`_due_replay`)
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:
