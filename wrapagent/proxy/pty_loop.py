@@ -144,7 +144,8 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     calls are serialised (see `Interceptor`). `after_start` runs in the main
     thread while the copy threads already run (see `Supervisor.run`); if it
     raises, the child is terminated like on any error. Closes the child's
-    signal pipe.
+    signal pipe, and leaves SIGHUP ignored: the tool has ended, and what the
+    caller does next (save the record, commit) must outlive a hang-up.
     """
     child.check_exec()  # raises, all cleaned up, if the tool could not be exec'd
     pid, master, sigpipe = child.pid, child.master, child.signals
@@ -182,7 +183,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
             # background jobs either.
             orphans = reap_leftovers(pid)
         finally:
-            sigpipe.close()
+            sigpipe.close(hangup_ignored=True)  # the tool has ended: a hang-up must not stop the save
     exit_code, sig = status_to_exit_code(loop.status)
     ru = loop.rusage
     cpu = (ru.ru_utime + ru.ru_stime) if ru is not None else 0.0  # type: ignore[attr-defined]

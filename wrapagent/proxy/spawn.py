@@ -98,9 +98,18 @@ class SignalPipe:
             self._old[sig] = signal.signal(sig, _noop_handler)
         return self
 
-    def close(self) -> None:
+    def close(self, hangup_ignored: bool = False) -> None:
+        """Put the old handlers back; with `hangup_ignored`, SIGHUP is ignored from here on instead.
+
+        Once the tool has ended, wrapagent only saves its record and exits: a
+        hang-up (terminals usually send more than one) must not kill it before
+        that. SIGHUP goes straight from the pipe's handler to "ignored", with
+        no default handler in between.
+        """
         if self._installed:
             for sig, old in self._old.items():
+                if hangup_ignored and sig == signal.SIGHUP:
+                    old = signal.SIG_IGN
                 signal.signal(sig, old)  # type: ignore[arg-type]
             signal.set_wakeup_fd(self._old_wakeup)
             self._installed = False
