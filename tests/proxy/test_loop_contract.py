@@ -550,3 +550,59 @@ def test_a_key_read_while_the_interceptor_finishes_goes_behind_what_it_released(
     assert forced == [True]
     out = bytes(term.output)
     assert out.index(b"GOT 61") < out.index(b"GOT 62") < out.index(b"GOT 63")
+
+
+def test_a_slow_terminal_gets_the_whole_tail_after_the_reap(term, monkeypatch):
+    """The child writes a burst and exits while the user's side reads nothing (a slow link).
+
+    The drain's limit (DRAIN_MAX_SECS, lowered here) counts while the output
+    thread reads, not while its write waits for the terminal: the whole tail
+    arrives. Before, the drain stopped DRAIN_MAX_SECS after the reap even with
+    the last buffer still being written, and the rest of the child's output was lost.
+    """
+    import fcntl
+
+    from wrapagent.proxy import output_thread
+
+    monkeypatch.setattr(output_thread, "DRAIN_MAX_SECS", 0.2)
+    if not hasattr(fcntl, "F_SETPIPE_SZ"):
+        pytest.skip("needs a pipe smaller than the burst (F_SETPIPE_SZ: Linux)")
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)  # the smallest pipe: wrapagent's write blocks early
+    size = 12 * 1024  # fits the child's PTY buffer (~17 KiB), so the child exits; 3x the pipe
+    pids: list[int] = []
+    got = bytearray()
+    failure: list[BaseException] = []
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    def slow_user() -> None:
+        try:
+            wait_until(lambda: bool(pids) and gone(pids[0]), what="the child reaped")
+            time.sleep(1.0)  # the link stays slow (not a check): 5x the drain's limit
+            while True:
+                data = os.read(r, 65536)
+                if not data:
+                    return
+                got.extend(data)
+        except BaseException as exc:
+            failure.append(exc)
+
+    reader = threading.Thread(target=slow_user, daemon=True)
+    reader.start()
+    result = pty_loop.run(helper("burst_exit.py", str(size)), env=dict(os.environ),
+                          stdin_fd=term.slave, stdout_fd=w, on_spawn=pids.append)
+    os.close(w)
+    reader.join(TIMEOUT)
+    os.close(r)
+    if failure:
+        raise failure[0]
+    assert result.exit_code == 0
+    line = b"0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"
+    assert bytes(got).endswith(b"TAIL-MARK"), bytes(got[-200:])
+    assert got.count(line) == size // (len(line) + 1)

@@ -18,6 +18,7 @@ watches output, a copy of the chunk goes to it through `to_child.output`.
 import errno
 import os
 import time
+from time import monotonic
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
@@ -45,7 +46,11 @@ keep wrapagent alive.
 """
 
 DRAIN_MAX_SECS = 1.0
-"""After the child was reaped, stop draining this long after it even if output keeps coming.
+"""After the child was reaped, stop draining after reading this long even if output keeps coming.
+
+Counted while the thread reads, not while its writes wait for a slow terminal:
+the last buffer of a fast tool on a slow link (a serial console, ssh over a
+bad network) is the tool's, and is shown whole.
 
 The child's own tail is bounded by the kernel's PTY buffer (tens of KiB),
 read in milliseconds; output that keeps coming is a leftover process (a
@@ -72,6 +77,14 @@ class OutputCopier:
         self.buf = bytearray(READ_SIZE)
         self.mv = memoryview(self.buf)
         self.whole = (self.mv,)  # readv's argument for a first read, built once
+        self.drain_write_secs = 0.0
+        """Time spent writing to the user since the reap: not counted in DRAIN_MAX_SECS."""
+
+    def drain_secs(self, now: float) -> float:
+        """How long the drain has been reading (the reap was seen)."""
+        reaped = self.st.reaped_at
+        assert reaped is not None
+        return now - reaped - self.drain_write_secs
 
     def run(self) -> None:
         st = self.st
@@ -113,7 +126,7 @@ class OutputCopier:
         while True:
             timeout = None
             if st.reaped_at is not None:
-                left = st.reaped_at + DRAIN_MAX_SECS - time.monotonic()
+                left = DRAIN_MAX_SECS - self.drain_secs(time.monotonic())
                 if left <= 0:
                     return False
                 timeout = min(DRAIN_QUIET_SECS, left)
@@ -147,12 +160,16 @@ class OutputCopier:
         st = self.st
         if st.stdout_ok:
             view = mv[:got]
+            began = monotonic()  # a write may block on a slow terminal across the reap
             try:
                 n = os.write(self.stdout_fd, view)
             except OSError:  # write_all below waits, or tells a gone terminal
                 n = 0
             if n != got:
                 st.stdout_ok = write_all(self.stdout_fd, view[n:])
+            reaped = st.reaped_at
+            if reaped is not None:
+                self.drain_write_secs += max(0.0, monotonic() - max(began, reaped))
         icpt = self.to_child.interceptor
         if icpt is not None:
             if icpt.watch_output:
@@ -161,7 +178,7 @@ class OutputCopier:
                 icpt.last_output = time.monotonic()  # the steady state: nothing more
         if self.on_output is not None:
             self.on_output(bytes(mv[:got]))
-        if st.reaped_at is not None and time.monotonic() - st.reaped_at >= DRAIN_MAX_SECS:
+        if st.reaped_at is not None and self.drain_secs(time.monotonic()) >= DRAIN_MAX_SECS:
             return CLOSED  # a leftover that keeps writing
         return seen
 
