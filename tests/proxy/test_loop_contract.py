@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sys
 import termios
 import threading
@@ -606,3 +607,56 @@ def test_a_slow_terminal_gets_the_whole_tail_after_the_reap(term, monkeypatch):
     line = b"0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"
     assert bytes(got).endswith(b"TAIL-MARK"), bytes(got[-200:])
     assert got.count(line) == size // (len(line) + 1)
+
+
+@pytest.mark.parametrize("modes_left_on", [True, False])
+def test_modes_a_killed_child_left_on_are_turned_off(term, modes_left_on):
+    """The kill grace SIGKILLs a TUI that ignores SIGTERM: the modes it turned on are undone.
+
+    Only what is still on: a child that turned its modes off again gets nothing written.
+    Before, only termios was restored, and the user's shell stayed on the alternate
+    screen with mouse reporting, bracketed paste and kitty flags on, the cursor hidden.
+    """
+    failure: list[BaseException] = []
+    argv = helper("sigtrap.py", "--ignore", "--modes")
+    if not modes_left_on:
+        argv = [sys.executable, "-c",
+                "import os, subprocess, sys; os.write(1, b'\\x1b[?1049h\\x1b[?25l');"
+                "os.write(1, b'\\x1b[?25h\\x1b[?1049l');"
+                f"os.execv(sys.executable, {helper('sigtrap.py', '--ignore')!r})"]
+
+    def drive() -> None:
+        try:
+            term.wait_for(b"READY pid=")
+            os.kill(os.getpid(), signal.SIGTERM)  # forwarded to the child, which ignores it
+            term.wait_for(b"GOT SIGTERM")
+        except BaseException as exc:
+            failure.append(exc)
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    result = pty_loop.run(argv, env=dict(os.environ), stdin_fd=term.slave, stdout_fd=term.slave,
+                          kill_grace=0.3)
+    driver.join(TIMEOUT)
+    if failure:
+        raise failure[0]
+    assert result.killed_after_grace and result.exit_code == 128 + signal.SIGKILL
+    reset = b"\x1b[<1u\x1b[?25h\x1b[?1000l\x1b[?1006l\x1b[?2004l\x1b[?1049l"
+    if modes_left_on:
+        term.wait_for(b"GOT SIGTERM\r\n" + reset)
+    else:
+        term.wait_for(b"GOT SIGTERM\r\n")
+        assert b"\x1b[?1049l" not in bytes(term.output).split(b"READY")[-1]
+
+
+def test_mode_tracker_reads_sequences_cut_between_chunks():
+    from wrapagent.proxy.terminal_modes import ModeTracker
+
+    tracker = ModeTracker()
+    stream = b"text\x1b[31mred\x1b[?1049h\x1b[?2004h more \x1b[>4;2m\x1b[?2004l\x1b[?1002h"
+    for i in range(len(stream)):  # every place a chunk boundary can fall
+        tracker = ModeTracker()
+        first, second = bytearray(stream[:i]), bytearray(stream[i:])
+        tracker.feed(first, len(first))
+        tracker.feed(second, len(second))
+        assert tracker.reset_sequence() == b"\x1b[>4;0m\x1b[?1002l\x1b[?1049l", i

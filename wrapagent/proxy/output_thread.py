@@ -24,6 +24,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
 from wrapagent import portable
 from wrapagent.proxy.loop_state import block_signals_in_this_thread, drain_pipe, poke, write_all
+from wrapagent.proxy.terminal_modes import ModeTracker
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -77,6 +78,8 @@ class OutputCopier:
         self.buf = bytearray(READ_SIZE)
         self.mv = memoryview(self.buf)
         self.whole = (self.mv,)  # readv's argument for a first read, built once
+        self.modes = ModeTracker()
+        """The modes the child turned on, undone by the proxy if it was killed."""
         self.drain_write_secs = 0.0
         """Time spent writing to the user since the reap: not counted in DRAIN_MAX_SECS."""
 
@@ -159,6 +162,7 @@ class OutputCopier:
         mv = self.mv
         st = self.st
         if st.stdout_ok:
+            self.modes.feed(self.buf, got)
             view = mv[:got]
             began = monotonic()  # a write may block on a slow terminal across the reap
             try:

@@ -28,6 +28,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 from wrapagent import portable
 from wrapagent.proxy import terminal
 from wrapagent.proxy.loop_state import killpg as _killpg
+from wrapagent.proxy.loop_state import write_all
 from wrapagent.proxy.spawn import Child, start, status_to_exit_code
 from wrapagent.proxy.supervisor import Supervisor
 
@@ -63,6 +64,16 @@ class ProxyResult:
         self.forwarded_signals = forwarded_signals if forwarded_signals is not None else []
         self.killed_after_grace = killed_after_grace
         self.orphans_killed = orphans_killed
+
+
+def _undo_modes(loop: "Supervisor", stdout_fd: int) -> None:
+    """A child ended by a signal (the kill grace's SIGKILL, a crash) never turned its modes off:
+    the alternate screen, mouse reporting, bracketed paste… would stay on in the user's shell."""
+    if loop.status is None or not os.WIFSIGNALED(loop.status) or not loop.st.stdout_ok:
+        return
+    reset = loop.output.modes.reset_sequence()
+    if reset:
+        write_all(stdout_fd, reset)
 
 
 def _terminate(pid: int, grace: float) -> "tuple[int, object, bool]":
@@ -176,6 +187,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
             # wrapagent here in a blocking wait4.
             loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
         if not loop.threads_alive():
+            _undo_modes(loop, stdout_fd)
             os.close(master)  # (see Supervisor.close)
         loop.close()
         try:
