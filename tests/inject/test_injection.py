@@ -7,7 +7,7 @@ import pytest
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.injector import FirstMessageInjector
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
+from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
                                    REPLY, TEXT, tokenize)
 
 PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'
@@ -27,7 +27,7 @@ def kinds(data: bytes) -> list[str]:
     (b"\x1b[13u", [ENTER]),                   # kitty Enter
     (b"\x7f", [BACKSPACE]),
     (b"\x03", [INTERRUPT]),
-    (b"\x1b", [INTERRUPT]),                   # a lone ESC key
+    (b"\x1b", [ESCAPE]),                      # a lone ESC key: what it does is the tool's
     (b"\x1b[A", [KEY]),
     (b"\x1bOA", [KEY]),
     (b"\x1b[12;40R", [REPLY]),                # cursor position report

@@ -82,7 +82,8 @@ KEY_BYTES = {
     "enter": [b"\r"],
     "newline": [b"\n"],
     "backspace": [b"\x7f", b"\x08"],
-    "clear": [b"\x03", b"\x1b"],  # Ctrl-C, a lone Esc: the tools clear the composer
+    "clear": [b"\x03"],  # Ctrl-C: the tools clear the composer
+    "esc": [b"\x1b"],    # a lone Esc: cleared or not, per tool; no adapter claims it clears
     "cursor": [b"\x1b[A", b"\x1b[D", b"\x1bOB", b"\x1b[1;5C"],
     "reply": [b"\x1b[12;40R", b"\x1b[?62;22c", b"\x1b[>1;10;0c", b"\x1b]11;rgb:0000/0000/0000\x1b\\",
               b"\x1b]10;rgb:ffff/ffff/ffff\x07", b"\x1b[I", b"\x1b[O", b"\x1b[<35;10;5M",
@@ -187,12 +188,13 @@ def scenarios(draw, adapter: str | None = None) -> Scenario:
                     mid_paste.add(len(reads))
             current += data
             offset += len(data)
-        if isinstance(key, Key) and key.kind == "clear":
+        if isinstance(key, Key) and key.kind in ("clear", "esc"):
             # A lone Esc must end its read (else it is Alt + the next key); a clear
             # ends its read in any case (see test_keys_after_a_held_clear).
             reads.append(current)
             current = b""
-            clear_reads.add(len(reads) - 1)
+            if key.kind == "clear":
+                clear_reads.add(len(reads) - 1)
     if current:
         reads.append(current)
     sc.user = b"".join(reads)
@@ -367,6 +369,7 @@ def message_starts(sc: Scenario, prefixes: tuple[str, ...]) -> MessageStarts:
     started: int | None = None  # where the composer's message started, if it is one
     ready = sc.ready_offset if sc.ready_offset is not None else len(sc.user) + 1
     span = ready  # where the current composer's life began
+    unknown = False  # an Esc since `span`: the tool may or may not have emptied the composer
     for offset, key in sc.keys:
         if offset >= ready and composer.strip() == "":
             started = None
@@ -388,15 +391,22 @@ def message_starts(sc: Scenario, prefixes: tuple[str, ...]) -> MessageStarts:
             composer = ""
             out.clears.append(offset)
             span = offset + 1
+            unknown = False
+        elif key.kind == "esc":
+            # Modelled as keeping the composer (the worse case for a second insertion); a
+            # message after it need not carry the blocks (a guess may miss, never invent).
+            unknown = True
         elif key.kind == "enter":
-            if composer.strip() in RESETS:
+            if composer.strip() in RESETS and not unknown:
                 out.resets.append(offset)
-            if started is not None and composer.strip() and out.first_message is None:
+            if (started is not None and composer.strip() and out.first_message is None
+                    and not unknown):
                 out.first_message = (span, offset)
             out.submits.append(offset)
             composer = ""
             started = None
             span = offset + 1
+            unknown = False
     return out
 
 

@@ -12,8 +12,8 @@ so a guess can only miss a reset, never invent one.
 
 from __future__ import annotations
 
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START,
-                                   REPLY, TEXT, Token)
+from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, NEWLINE, PASTE_END,
+                                   PASTE_START, REPLY, TEXT, Token)
 
 MAX_TRACKED = 512
 """Bytes of typed text kept per composer line: resets are short, messages need not be kept."""
@@ -47,7 +47,9 @@ class Submission:
 class Composer:
     """Follows the composer line from the user's tokens; `feed` returns a Submission on Enter."""
 
-    def __init__(self) -> None:
+    def __init__(self, esc_clears: bool = False) -> None:
+        self.esc_clears = esc_clears
+        """A lone Esc clears the composer (the adapter says so); else what it did is unknown."""
         self._buf = bytearray()
         self._pasted = False
         self._unknown = False
@@ -73,7 +75,7 @@ class Composer:
             self._add(b"\n")
         elif kind == BACKSPACE:
             self._erase()
-        elif kind == INTERRUPT:
+        elif kind == INTERRUPT or (kind == ESCAPE and self.esc_clears):
             self.clear()
         else:
             self._unknown = True  # cursor keys, Tab, Ctrl-letters: the line is no longer ours to read

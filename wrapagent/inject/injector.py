@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.composer import Composer, Submission
 from wrapagent.inject.delivery import delivery_chunks, now_iso
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, PASTE_END, PASTE_START, TEXT, Token,
-                                   tokenize)
+from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, PASTE_END, PASTE_START, TEXT,
+                                   Token, tokenize)
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -157,7 +157,7 @@ class FirstMessageInjector:
         self._in_paste = False
         self._prefix: str | None = None
         self._release_on_error = b""
-        self._composer = Composer()
+        self._composer = Composer(esc_clears=adapter.esc_clears_composer)
         self._begun_early = False
 
     # -- Interceptor protocol -------------------------------------------------
@@ -394,7 +394,7 @@ class FirstMessageInjector:
                 self.log("injection: first message submitted with the blocks" if n == 1 else
                          f"injection: conversation {n}: message submitted with the blocks")
                 self._finish()
-            elif tok.kind == INTERRUPT:
+            elif self._clears(tok):
                 self._note("composer cleared before submit; injection re-armed")
                 self.state = ARMED
                 self._rearm()
@@ -414,6 +414,11 @@ class FirstMessageInjector:
         else:
             self.turns.submitted(now)
 
+    def _clears(self, tok: Token) -> bool:
+        """Ctrl-C empties the composer; a lone Esc only if the adapter says so (else: unknown,
+        and the blocks already in the composer are taken to be still there)."""
+        return tok.kind == INTERRUPT or (tok.kind == ESCAPE and self.adapter.esc_clears_composer)
+
     def _is_command(self, text: bytes) -> bool:
         return any(text.startswith(p.encode()) for p in self.adapter.command_prefixes)
 
@@ -430,7 +435,7 @@ class FirstMessageInjector:
             if not self._composer.has_text:
                 self.state = ARMED
                 self._begun_early = False
-        elif sub is not None or tok.kind in (ENTER, INTERRUPT):
+        elif sub is not None or tok.kind == ENTER or self._clears(tok):
             self.state = ARMED
             if tok.kind == ENTER and not self._begun_early:
                 self._note("first input was a command: passed through, injection re-armed")

@@ -18,7 +18,8 @@ PASTE_END = "paste-end"
 ENTER = "enter"          # submits (outside a paste)
 NEWLINE = "newline"      # inserts a newline: \n, ESC CR, kitty CSI 13;mods u
 BACKSPACE = "backspace"
-INTERRUPT = "interrupt"  # Ctrl-C / lone ESC: tools clear the composer
+INTERRUPT = "interrupt"  # Ctrl-C: tools clear the composer
+ESCAPE = "escape"        # a lone ESC: some tools clear the composer, some keep it (adapter's call)
 CONTROL = "control"      # other C0 keys
 KEY = "key"              # cursor keys, function keys, alt-keys
 REPLY = "reply"          # not the user typing: terminal replies, focus, mouse
@@ -66,7 +67,7 @@ def _classify_csi(params: bytes, inter: bytes, final: bytes) -> str:
         if key in (b"99",) and mods.split(b":")[0] == b"5":
             return INTERRUPT  # Ctrl-C in kitty encoding
         if key == b"27":
-            return INTERRUPT
+            return ESCAPE
         return KEY
     return KEY
 
@@ -123,7 +124,7 @@ def tokenize(data: bytes) -> list[Token]:
 def _escape(data: bytes, i: int, out: list[Token]) -> int:
     n = len(data)
     if i + 1 >= n:
-        out.append(Token(INTERRUPT, data[i:i + 1]))  # a lone ESC key
+        out.append(Token(ESCAPE, data[i:i + 1]))  # a lone ESC key
         return i + 1
     nxt = data[i + 1]
     if nxt == ord("["):
