@@ -326,3 +326,21 @@ def test_gemini_at_file_message_gets_blocks() -> None:
     inj.poll(clock.t)
     assert inj.on_input(b"@", clock.t) == b""
     assert inj.state == "holding"
+
+
+def test_typed_delivery_expands_tabs_paste_keeps_them() -> None:
+    """A Makefile quoted in a block: typed into claude, a tab is a Tab key (completion)."""
+    from wrapagent.inject.delivery import delivery_chunks
+
+    prefix = "<prompt-guard name=\"make\">\nall:\n\tcc -o x x.c\n</prompt-guard>\n\n"
+    typed = b"".join(c for _, c in delivery_chunks(adapter_for("claude"), prefix, 0.0))
+    assert b"\t" not in typed and b"\n    cc -o x x.c\n" in typed
+    pasted = b"".join(c for _, c in delivery_chunks(adapter_for("codex"), prefix, 0.0))
+    assert b"\n\tcc -o x x.c\n" in pasted
+    inj, clock, box = make(adapter=adapter_for("claude"))
+    box["prefix"] = prefix
+    inj.on_output(b"\x1b[?2004h" + b"x" * 10, clock.t)  # any screen: readiness is not tested here
+    inj._became_ready(clock.t)
+    inj.on_input(b"a", clock.t)
+    inj.poll(clock.t)
+    assert inj.report.text == prefix.expandtabs(4)  # the record says what the model got

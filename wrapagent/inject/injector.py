@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.composer import Composer, Submission
-from wrapagent.inject.delivery import delivery_chunks, now_iso
+from wrapagent.inject.delivery import delivered_text, delivery_chunks, now_iso
 from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, PASTE_END, PASTE_START, TEXT,
                                    Token, tokenize)
 
@@ -497,7 +497,7 @@ class FirstMessageInjector:
             self.report.notes.append("all blocks empty: nothing injected")
             return self._release(now, finished=True)
         self.report.attempts += 1
-        self.report.text = self._prefix
+        self.report.text = delivered_text(self.adapter, self._prefix)  # what the model will read
         self._outbox = delivery_chunks(self.adapter, self._prefix, now)
         self.state = DELIVERING
         return self._due_chunks(now)
