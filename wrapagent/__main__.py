@@ -38,7 +38,7 @@ def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":
             opts["shim_dir"] = arg.split("=", 1)[1]
         elif arg in ("-h", "--help"):
             opts["help"] = True
-        elif arg == "--version":
+        elif arg in ("-V", "--version"):
             opts["version"] = True
         elif arg.startswith("-"):
             raise _Usage(f"unknown option {arg} (options go before TOOL; see wrapagent --help)")
