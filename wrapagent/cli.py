@@ -43,6 +43,8 @@ subcommands:
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
   trust [PATH] [--revoke] [--list]
+  uninstall [--yes] [--dry-run] [--config]
+                    remove the shims, then (asked) the state folder and checkpoint refs
 
 environment: WRAPAGENT_DISABLE=1 runs the real tool directly.
 """
@@ -233,6 +235,23 @@ def cmd_doctor(args: Sequence[str], *, strict: bool) -> int:
     return doctor_main(list(args))
 
 
+def cmd_uninstall(args: Sequence[str], *, strict: bool) -> int:
+    parser = _parser("uninstall", "Remove what wrapagent created: its shims at once; after a yes at "
+                     "the terminal (or --yes), the state folder (session records, trust.json) and, in "
+                     "every project named by a session record, the refs under refs/wrapagent/ and "
+                     "<git dir>/wrapagent/. Then remove the package with pip, pipx or uv.")
+    parser.add_argument("--yes", "-y", action="store_true", help="do not ask before removing the history")
+    parser.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    parser.add_argument("--config", action="store_true",
+                        help="also remove your configuration (~/.config/wrapagent)")
+    parser.add_argument("--dir", dest="shim_dir", default=None, metavar="DIR", help="shims folder")
+    ns = parse(parser, args)
+    from wrapagent.commands.uninstall import cmd_uninstall as run_uninstall
+
+    return run_uninstall(yes=ns.yes, dry_run=ns.dry_run, with_config=ns.config, shim_dir=ns.shim_dir,
+                         stdin=sys.stdin, out=sys.stdout)
+
+
 def cmd_help(args: Sequence[str], *, strict: bool) -> int:
     sys.stdout.write(USAGE)
     return 0
@@ -246,6 +265,7 @@ COMMANDS = {
     "trust": cmd_trust,
     "sessions": cmd_sessions,
     "doctor": cmd_doctor,
+    "uninstall": cmd_uninstall,
     "help": cmd_help,
 }
 
