@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "uninstall", "help")
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "uninstall", "completion",
+               "_complete", "help")
 
 
 def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":

@@ -40,6 +40,8 @@ subcommands:
   shims install|uninstall|status [TOOL...]
   init bash|zsh|fish
                     alias lines for your shell rc
+  completion bash|zsh|fish
+                    tab completion: eval "$(wrapagent completion bash)" in ~/.bashrc
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
   trust [PATH] [--revoke] [--list]
@@ -144,7 +146,8 @@ def _starter_guards(*, add_date: bool = False):
 def cmd_config(args: Sequence[str], *, strict: bool) -> int:
     parser = _parser("config", "Validate or create wrapagent's configuration.")
     sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("check", help="validate every layer and print the merged result")
+    check = sub.add_parser("check", help="validate every layer and print the merged result")
+    check.add_argument("--json", action="store_true", help="the same facts as a JSON object")
     init = sub.add_parser("init", help="write a commented starter hooks.toml")
     init.add_argument("--project", action="store_true",
                       help="write <project>/.wrapagent/hooks.toml instead of the global file")
@@ -156,9 +159,14 @@ def cmd_config(args: Sequence[str], *, strict: bool) -> int:
     root = paths.find_project_root(Path.cwd())
     if ns.action == "check":
         cfg = config_mod.load_config(root)
-        from wrapagent.hooks.config_check import describe
+        from wrapagent.hooks.config_check import as_json, describe
 
-        print(describe(cfg))
+        if ns.json:
+            import json
+
+            print(json.dumps(as_json(cfg), indent=2))
+        else:
+            print(describe(cfg))
         return 1 if cfg.has_errors else 0
     from wrapagent.hooks.starter_config import write_starter
 
@@ -252,6 +260,24 @@ def cmd_uninstall(args: Sequence[str], *, strict: bool) -> int:
                          stdin=sys.stdin, out=sys.stdout)
 
 
+def cmd_completion(args: Sequence[str], *, strict: bool) -> int:
+    parser = _parser("completion", "Print the shell completion script (subcommands, options, tool "
+                     "names, session ids). bash: eval \"$(wrapagent completion bash)\" in ~/.bashrc; "
+                     "zsh: the same in ~/.zshrc after compinit; fish: wrapagent completion fish | source.")
+    parser.add_argument("shell", choices=("bash", "zsh", "fish"))
+    ns = parse(parser, args)
+    from wrapagent.commands.completion import cmd_completion as run_completion
+
+    return run_completion(ns.shell, sys.stdout)
+
+
+def cmd_complete(args: Sequence[str], *, strict: bool) -> int:
+    """Hidden: what the completion scripts call on Tab (see commands/completion.py)."""
+    from wrapagent.commands.completion import cmd_complete as run_complete
+
+    return run_complete(args, sys.stdout)
+
+
 def cmd_help(args: Sequence[str], *, strict: bool) -> int:
     sys.stdout.write(USAGE)
     return 0
@@ -266,6 +292,8 @@ COMMANDS = {
     "sessions": cmd_sessions,
     "doctor": cmd_doctor,
     "uninstall": cmd_uninstall,
+    "completion": cmd_completion,
+    "_complete": cmd_complete,
     "help": cmd_help,
 }
 
