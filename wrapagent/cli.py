@@ -30,6 +30,8 @@ options (before TOOL):
   --                the next word is TOOL even if it is a subcommand name
   -h, --help        this help
   -V, --version     the version
+  --color=WHEN      colour in wrapagent's own output: auto (a terminal, unless
+                    NO_COLOR is set), always, never; also after a subcommand
 
 subcommands:
   demo              the built-in demo agent, with your config (no CLI needed)
@@ -298,5 +300,15 @@ COMMANDS = {
 }
 
 
-def run_subcommand(name: str, args: Sequence[str], *, strict: bool = False) -> int:
+def run_subcommand(name: str, args: Sequence[str], *, strict: bool = False,
+                   color: str | None = None) -> int:
+    from wrapagent.commands import colour
+
+    try:
+        if color is not None:
+            colour.set_mode(color)
+        args = colour.take_option(list(args)) if name not in ("_complete",) else list(args)
+    except ValueError as exc:
+        sys.stderr.write(f"wrapagent: {exc}\n")
+        return 2
     return COMMANDS[name](args, strict=strict)

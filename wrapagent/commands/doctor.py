@@ -457,12 +457,16 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
             json.dump(result, out, indent=2, ensure_ascii=False)
             out.write("\n")
         else:
-            out.write(render_probe(result))
+            from wrapagent.commands.colour import enabled
+
+            out.write(render_probe(result, colour=enabled(out)))
         return 0 if result["ready"] else 1
     report = collect()
     if ns.json:
         json.dump(report, out, indent=2, ensure_ascii=False, default=str)
         out.write("\n")
     else:
-        out.write(render(report))
+        from wrapagent.commands.colour import enabled
+
+        out.write(render(report, colour=enabled(out)))
     return 1 if any(f["level"] == ERROR for f in report["findings"]) else 0

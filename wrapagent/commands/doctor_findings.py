@@ -37,6 +37,11 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
     if not hooks["guards"] and not (hooks["pre_session"] and hooks["pre_session"]["enabled"]):
         add(WARNING, "no prompt guards and no pre_session hook in effect: there is nothing to inject "
                      "(`wrapagent config init` writes a starter hooks.toml)")
+    if report["tools"] and not any(tool["found"] for tool in report["tools"]):
+        names = ", ".join(tool["name"] for tool in report["tools"])
+        add(WARNING, f"none of the coding CLIs is installed ({names}): install one, e.g. "
+                     "`npm install -g @openai/codex` (or @anthropic-ai/claude-code, @google/gemini-cli, "
+                     "opencode-ai), or try `wrapagent demo`, which needs none")
     for tool in report["tools"]:
         if not tool["found"]:
             continue
