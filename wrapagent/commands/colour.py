@@ -75,7 +75,7 @@ def enabled(stream: IO[str] | None, env: Mapping[str, str] | None = None) -> boo
 
 def paint(text: str, code: str, on: bool) -> str:
     """`text` in SGR `code` when `on` (reset right after, so a cut line never bleeds colour)."""
-    return f"\x1b[{code}m{text}\x1b[0m" if on and text else text
+    return f"\x1b[{code}m{text}\x1b[0m" if on and text and code else text
 
 
 def git_color_args(stream: IO[str] | None, env: Mapping[str, str] | None = None) -> list[str]:

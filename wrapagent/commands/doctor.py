@@ -60,8 +60,10 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
         status = "not found"
     elif layer.trusted is False:
         status = "not used: changed since trusted" if trust_state == "changed" else "not used: untrusted"
-    elif errors:
+    elif errors and not layer.used:
         status = f"not used: {len(errors)} error(s)"
+    elif errors:  # only invalid [[prompt_guard]] entries: those are skipped
+        status = f"used; invalid prompt guard entries skipped ({len(errors)} error(s))"
     else:
         status = "used"
     return {

@@ -26,9 +26,12 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
     for layer in report["layers"]:
         title = titles.get(layer["kind"], layer["kind"])
         errors = [p for p in layer["problems"] if p["severity"] == "error"]
-        if errors:
+        if errors and not layer.get("used", False):
             add(ERROR, f"{title} {layer['path']} has {len(errors)} error(s), so none of it is used; "
                        f"first: {errors[0]['text']}")
+        elif errors:
+            add(ERROR, f"{title} {layer['path']}: {len(errors)} error(s) in prompt guard entries, which are "
+                       f"skipped (the rest of the file is used); first: {errors[0]['text']}")
         if layer["exists"] and layer["trusted"] is False:
             what = "changed since you trusted it" if layer.get("trust") == "changed" else "not trusted"
             add(WARNING, f"{title} {layer['path']} is {what}: its hooks and guards are skipped; "

@@ -27,9 +27,11 @@ def _layer_status(layer: Layer) -> str:
         return "NOT TRUSTED: hooks and guards in it are skipped"
     errors = sum(1 for p in layer.problems if p.severity == "error")
     warnings = len(layer.problems) - errors
-    if errors:
+    if errors and not layer.used:
         return f"NOT USED: {errors} error(s)" + (f", {warnings} warning(s)" if warnings else "")
     status = "used"
+    if errors:  # only invalid [[prompt_guard]] entries: those are skipped, the rest is used
+        status += f", invalid prompt guard entries skipped ({errors} error(s))"
     if layer.kind == LAYER_PROJECT_HOOKS:
         status += ", trusted" if layer.trusted else " (trust unknown)"
     return status + (f", {warnings} warning(s)" if warnings else "")
@@ -129,7 +131,7 @@ def _layer_state(layer: Layer) -> str:
         return "not-found"
     if layer.trusted is False:
         return "changed-since-trusted" if _changed_since_trusted(layer.path) else "untrusted"
-    if any(p.severity == "error" for p in layer.problems):
+    if not layer.used:
         return "errors"
     return "used"
 
