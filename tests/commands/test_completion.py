@@ -133,14 +133,20 @@ printf 'got:%s\n' "${COMPREPLY[@]}"
     assert result.stdout.splitlines()[1:] == [f"got:{IDS[1]}", "got:sessions"]
 
 
-def test_zsh_loads_the_script(isolated_home, on_path):
+def test_zsh_loads_the_script_and_offers_a_session_id(recorded, isolated_home, on_path):
     if shutil.which("zsh") is None:
         pytest.skip("zsh is not installed (./run-tests installs it with apt-get when run as root)")
+    # _describe is completion-system machinery that needs a live line editor; the stand-in
+    # prints what it was handed, which is what zsh would offer.
     program = ("autoload -Uz compinit && compinit -u -D\n" + script("zsh")
-               + "\nprint -r -- ${_comps[wrapagent]}\n")
+               + "\nprint -r -- ${_comps[wrapagent]}\n"
+               + "_describe() { print -rl -- \"${(@P)4}\"; }\n"
+               + "words=(wrapagent sessions show 01M87WN07); CURRENT=4; _wrapagent\n")
     result = subprocess.run(["zsh", "-f", "-c", program], capture_output=True, text=True,
                             env=_shell_env(isolated_home), timeout=60)
-    assert (result.returncode, result.stderr, result.stdout) == (0, "", "_wrapagent\n")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "_wrapagent" and [l.split(":")[0] for l in lines[1:]] == [IDS[1]]
 
 
 def test_fish_loads_the_script_and_completes_a_session_id(recorded, isolated_home, on_path):
