@@ -60,8 +60,10 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
         status = "not found"
     elif layer.trusted is False:
         status = "not used: changed since trusted" if trust_state == "changed" else "not used: untrusted"
-    elif errors:
+    elif errors and not layer.used:
         status = f"not used: {len(errors)} error(s)"
+    elif errors:  # only invalid [[prompt_guard]] entries: those are skipped
+        status = f"used; invalid prompt guard entries skipped ({len(errors)} error(s))"
     else:
         status = "used"
     return {
@@ -457,12 +459,16 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
             json.dump(result, out, indent=2, ensure_ascii=False)
             out.write("\n")
         else:
-            out.write(render_probe(result))
+            from wrapagent.commands.colour import enabled
+
+            out.write(render_probe(result, colour=enabled(out)))
         return 0 if result["ready"] else 1
     report = collect()
     if ns.json:
         json.dump(report, out, indent=2, ensure_ascii=False, default=str)
         out.write("\n")
     else:
-        out.write(render(report))
+        from wrapagent.commands.colour import enabled
+
+        out.write(render(report, colour=enabled(out)))
     return 1 if any(f["level"] == ERROR for f in report["findings"]) else 0

@@ -38,6 +38,10 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
         argv = checkpoints.diff_argv(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
+    from wrapagent.commands.colour import git_color_args
+
+    at = argv.index("diff") + 1
+    argv[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
     out.flush()
     return subprocess.run(argv, env=dict(env)).returncode
 
