@@ -608,27 +608,33 @@ class Session:
         import contextlib
 
         from wrapagent.hooks.hook_runner import run_lifecycle
-        from wrapagent.session.records import amend_session_commit, commit_lock, ensure_repo
+        from wrapagent.session import sessions_repo
 
         root = self.record.root
+        default = sessions_repo.is_default_command(hook.command)
         with contextlib.ExitStack() as stack:
             try:
-                stack.enter_context(commit_lock(root))
+                stack.enter_context(sessions_repo.commit_lock(root))
             except (OSError, TimeoutError) as exc:
                 self.record.warn(f"session_complete runs without the commit lock: {exc}")
             try:
-                ensure_repo(root)  # under the lock: two first sessions race
+                note = sessions_repo.ensure_repo(root)  # under the lock: two first sessions race
+                if note:
+                    self.record.warn(note)
             except Exception as exc:
                 self.record.warn(f"cannot initialise the sessions repository: {exc}")
-            result = run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
-                                   exit_code=exit_code)
-            if hook.source != "<default>" or not result.ok():
+            if not default:
+                return run_lifecycle(hook, self.ctx, base_env=self.env, log=self.record.log,
+                                     exit_code=exit_code)
+            # In-process: no shell, and every git call names the sessions repository.
+            result = sessions_repo.run_default_session_complete(hook, self.ctx, log=self.record.log)
+            if not result.ok():
                 return result
             # The record now gets the commit's own outcome; fold that into the
             # same commit so the repository stays clean.
             self.record.add_hook(result.to_record())
             self.record.save()
-            amend_session_commit(root, self.record.id)
+            sessions_repo.amend_session_commit(root, self.record.id)
             return None
 
     # -- session history (session/checkpoints.py, session/transcripts.py) -----------
