@@ -629,6 +629,7 @@ class Session:
             # In-process: no shell, and every git call names the sessions repository.
             result = sessions_repo.run_default_session_complete(hook, self.ctx, log=self.record.log)
             if not result.ok():
+                self.record.uncommitted = True  # its marker stays: the next session's sweep commits it
                 return result
             # The record now gets the commit's own outcome; fold that into the
             # same commit so the repository stays clean.

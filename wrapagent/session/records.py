@@ -66,6 +66,9 @@ class Session:
         self.record = record
         self._log = None
         self._t0 = time.monotonic()
+        self.uncommitted = False
+        """The default session_complete could not commit: the running marker stays, so the
+        next session's sweep commits this record (its wrapagent gone by then)."""
 
     @classmethod
     def create(cls, *, tool: str, transport: str, argv: Sequence[str], executable: str,
@@ -179,12 +182,14 @@ class Session:
         self.save()
 
     def close(self) -> None:
-        """The session is over (whatever its state): close the log and drop the running marker."""
+        """The session is over (whatever its state): close the log and drop the running marker
+        (kept when the record could not be committed: the next session's sweep commits it)."""
         if self._log is not None:
             self._log.close()
             self._log = None
-        with contextlib.suppress(OSError):
-            self.running_marker.unlink()
+        if not self.uncommitted:
+            with contextlib.suppress(OSError):
+                self.running_marker.unlink()
 
 
 def load_record(session_dir: Path) -> dict[str, Any] | None:

@@ -106,7 +106,8 @@ def ensure_repo(root: Path) -> str | None:
 
     Call under `commit_lock`. A damaged `.git` is renamed aside
     (`.git.damaged-<time>`, kept for whoever wants its history) and a new
-    repository made, whose first commit holds every record present: a
+    repository made, whose first commit holds every record present (so
+    does the first commit of one left unborn by a killed `git init`): a
     record is never deleted. A stale `index.lock` is removed.
     """
     root.mkdir(parents=True, exist_ok=True)
@@ -125,9 +126,11 @@ def ensure_repo(root: Path) -> str | None:
     for key, value in REPO_CONFIG:
         git(root, ["config", key, value], check=True)
     _write_gitignore(root)
-    if found == "damaged":
+    if found in ("damaged", "unborn"):
+        # Records written while the repository was broken: all of them, now.
         git(root, ["add", "-A", "--", "."], check=True)
-        git(root, ["commit", "-q", "--allow-empty", "-m", "sessions repository (recreated)"], check=True)
+        message = "sessions repository (recreated)" if found == "damaged" else "sessions repository"
+        git(root, ["commit", "-q", "--allow-empty", "-m", message], check=True)
     else:
         # Only .gitignore: the repository starts clean, and each session's
         # commit holds that session's files.
@@ -164,7 +167,8 @@ def clear_stale_index_lock(root: Path) -> str | None:
         return None
     from wrapagent import portable
 
-    if portable.processes_naming(str(root)):
+    names = {str(root), os.path.realpath(root)}  # as our argv spells it, as /proc/<pid>/cwd does
+    if any(portable.processes_naming(name) for name in names):
         return None
     try:
         lock.unlink()
