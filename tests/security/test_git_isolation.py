@@ -167,3 +167,28 @@ def test_user_hooks_do_not_run_during_snapshots(tmp_path: Path, hook: str) -> No
     else:
         git(repo, "add", "more.txt")
     assert marker.exists()
+
+
+def test_the_old_default_copied_into_a_config_is_run_as_the_default(tmp_path: Path) -> None:
+    """The README used to show `cd {sessions_root} && git add … && git commit …` as the default;
+    a config holding it verbatim means the default, run in-process (no `sh`, nothing inherited).
+    Before: `sh` ran it with GIT_INDEX_FILE naming the user's index."""
+    legacy = "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
+    from wrapagent.hooks import config_model
+
+    assert getattr(config_model, "LEGACY_DEFAULT_SESSION_COMPLETE", legacy) == legacy
+    hooks = Path(os.environ["XDG_CONFIG_HOME"]) / "wrapagent" / "hooks.toml"
+    hooks.parent.mkdir(parents=True, exist_ok=True)
+    hooks.write_text(f'[session_complete]\ncommand = "{legacy}"\ntimeout_secs = 20\n')
+    repo = make_repo(tmp_path / "repo")
+    before = state(repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = clean_env(GIT_INDEX_FILE=str(repo / ".git" / "index"))
+    proc = subprocess.run([sys.executable, "-m", "wrapagent", "true"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert state(repo) == before
+    record = _assert_session_committed(_only_sessions_root())
+    (hook,) = [h for h in record["hooks"] if h["name"] == "session_complete"]
+    assert hook["exit_code"] == 0
