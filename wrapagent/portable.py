@@ -274,7 +274,7 @@ def group_open_files(pgid: int) -> "list[str]":
 
 
 def processes_naming(path: str) -> "list[int]":
-    """Live processes (not this one) whose working folder is `path` or whose arguments mention it.
+    """Live processes (not this one) working in `path` (or below it) or whose arguments mention it.
 
     The sessions repository's `index.lock` is stale only when no git of ours
     can still be writing it: every git wrapagent starts there has
@@ -291,7 +291,8 @@ def processes_naming(path: str) -> "list[int]":
             try:
                 if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
                     continue
-                if proc.cwd() == path or any(path in arg for arg in proc.cmdline()):
+                cwd = proc.cwd()
+                if cwd == path or cwd.startswith(path.rstrip("/") + "/") or any(path in arg for arg in proc.cmdline()):
                     found.append(proc.pid)
             except (OSError, psutil.Error):
                 continue
@@ -303,7 +304,8 @@ def processes_naming(path: str) -> "list[int]":
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 cmdline = handle.read()
-            if needle in cmdline or os.readlink(f"/proc/{pid}/cwd") == path:
+            cwd = os.readlink(f"/proc/{pid}/cwd") if needle not in cmdline else path
+            if cwd == path or cwd.startswith(path.rstrip("/") + "/"):
                 if alive(pid):
                     found.append(pid)
         except OSError:

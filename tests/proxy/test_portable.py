@@ -193,10 +193,17 @@ def test_processes_naming_finds_by_folder_and_by_argument(tmp_path):
     """A stale index.lock is one no live process working there (cwd) or naming it (argv) can hold."""
     folder = tmp_path / "sessions"
     folder.mkdir()
-    in_it = subprocess.Popen(["sleep", "60"], cwd=folder)
+    (folder / "sub").mkdir()
+    in_it = subprocess.Popen(["sleep", "60"], cwd=folder / "sub")
     naming = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--git-dir={folder}/.git"])
     try:
-        found = portable.processes_naming(os.path.realpath(folder))
+        # a process just started may still show its parent's argv for a moment: wait for it
+        deadline = time.monotonic() + 30
+        while True:
+            found = portable.processes_naming(os.path.realpath(folder))
+            if {in_it.pid, naming.pid} <= set(found) or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         assert in_it.pid in found and naming.pid in found
         assert os.getpid() not in found
         assert portable.processes_naming(str(tmp_path / "nowhere")) == []

@@ -88,6 +88,7 @@ def test_damaged_sessions_repository_inside_a_dotfiles_home(dotfiles_home: dict,
 
     kept = sorted(p.name for p in root.iterdir() if p.name.startswith(".git.damaged-"))
     assert len(kept) == 1
+    assert not [p for p in committed_paths(root) if p.startswith(".git.")]  # kept aside, not committed
     ids = [r["id"] for r in records(root)]
     assert len(ids) == 2
     tracked = committed_paths(root)

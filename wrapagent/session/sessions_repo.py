@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 COMMIT_LOCK_NAME = ".commit.lock"
 DAMAGED_PREFIX = ".git.damaged-"
-GITIGNORE_LINES = ("*.lock", ".*.tmp", f"/{DAMAGED_PREFIX}*/")
+GITIGNORE_LINES = ("*.lock", ".*.tmp", f"/{DAMAGED_PREFIX}*")
 GIT_TIMEOUT = 30.0  # seconds, per git call; the default session_complete passes its own
 REPO_CONFIG = (("user.name", "wrapagent"), ("user.email", "wrapagent@localhost"),
                ("commit.gpgsign", "false"), ("core.hooksPath", "/dev/null"))
