@@ -321,10 +321,16 @@ def _wrapped(tool: Mapping[str, Any]) -> str:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    from wrapagent.session.records import git_env
+    """git on the sessions repository, named explicitly (session/sessions_repo.py: never the enclosing one)."""
+    from wrapagent import gitcmd
+    from wrapagent.session import sessions_repo
 
-    return subprocess.run(["git", "-C", str(root), *args], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, env=git_env(), timeout=30)
+    try:
+        res = sessions_repo.git(root, args, timeout=30)
+    except gitcmd.GitError as exc:
+        raise OSError(str(exc)) from None
+    return subprocess.CompletedProcess(res.argv, res.code, res.stdout.decode("utf-8", "replace"),
+                                       res.stderr.decode("utf-8", "replace"))
 
 
 def _sessions_facts(project_root: Path, env: Mapping[str, str]) -> dict[str, Any]:
