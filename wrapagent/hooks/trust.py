@@ -31,19 +31,23 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 from wrapagent import paths
+from wrapagent.values import Frozen
+
+TYPE_CHECKING = False  # typing and dataclasses cost ~10-15 ms each: this runs before the tool starts
+if TYPE_CHECKING:
+    from typing import Callable, Mapping
 
 STORE_VERSION = 1
 TRUSTED, UNTRUSTED, CHANGED = "trusted", "untrusted", "changed"
 EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
 
 
-@dataclass(frozen=True)
-class TrustEntry:
+class TrustEntry(Frozen):
+    __slots__ = ("path", "sha256", "trusted_at")
+
     path: str  # <project root>/.wrapagent/hooks.toml (see trust_key)
     sha256: str  # of the exact bytes the user reviewed
     trusted_at: str  # ISO 8601, UTC
