@@ -85,7 +85,9 @@ class _FileCheck:
 
     def _add(self, severity: str, key: str | None, message: str, parts: tuple, line: int | None) -> None:
         if line is None and parts:
-            line = _find_line(self.text, parts)
+            from wrapagent.hooks.toml_lines import find_line
+
+            line = find_line(self.text, parts)
         self.problems.append(Problem(str(self.path), severity, message, line, key))
 
     def unknown_keys(self, table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str, parts: tuple) -> None:
@@ -113,83 +115,6 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _key_pattern(key: str) -> str:
-    import re
-
-    k = re.escape(key)
-    return rf"""(?:{k}|"{k}"|'{k}')"""
-
-
-def _find_line(text: str, parts: tuple) -> int | None:
-    """Best-effort line number of a key, given its path like ("prompt_guard", 2, "command").
-
-    tomllib does not report positions for values, so this scans the text: the
-    parent's table header (the n-th `[[array]]` header for an index), then the
-    first `key =` before the next header. A path naming a table finds its
-    header. Falls back to any `key =` line (dotted keys, inline tables), then
-    to the parent's header.
-    """
-    import re
-
-    if not text or not parts:
-        return None
-    lines = text.splitlines()
-    any_header = re.compile(r"^\s*\[")
-
-    def header_line(table_parts: tuple) -> int | None:
-        names = [p for p in table_parts if isinstance(p, str)]
-        index = next((p for p in table_parts if isinstance(p, int)), None)
-        if not names:
-            return None
-        dotted = r"\s*\.\s*".join(_key_pattern(p) for p in names)
-        header = re.compile(rf"^\s*\[\[?\s*{dotted}\s*\]\]?\s*(#.*)?$")
-        seen = -1
-        for number, line in enumerate(lines):
-            if header.match(line):
-                seen += 1
-                if index is None or seen == index:
-                    return number
-        return None
-
-    key = parts[-1]
-    if isinstance(key, int):
-        found = header_line(parts)
-        return None if found is None else found + 1
-    parent = parts[:-1]
-    start = header_line(parent) if parent else -1
-    if start is not None:
-        assign = re.compile(rf"^\s*{_key_pattern(key)}\s*=")
-        for number in range(start + 1, len(lines)):
-            if any_header.match(lines[number]):
-                break
-            if assign.match(lines[number]):
-                return number + 1
-    own = header_line(parts)
-    if own is not None:
-        return own + 1
-    if parent and start is None and isinstance(parent[-1], str):
-        # The parent is no table header: an inline table, `args = { key = … }`.
-        found = _find_line(text, parent)
-        if found is not None:
-            return found
-    loose = re.compile(rf"(^|[\s{{,.]){_key_pattern(key)}\s*=")
-    for number, line in enumerate(lines):
-        if loose.search(line):
-            return number + 1
-    return start + 1 if start is not None and start >= 0 else None
-
-
-def _toml_error_position(exc: Exception) -> int | None:
-    """The line of a TOMLDecodeError (attribute on 3.14+, else parsed from the message)."""
-    import re
-
-    line = getattr(exc, "lineno", None)
-    if isinstance(line, int):
-        return line
-    match = re.search(r"line (\d+)", str(exc))
-    return int(match.group(1)) if match else None
-
-
 def _parse(check: _FileCheck, data: bytes) -> dict | None:
     try:
         text = data.decode("utf-8-sig")
@@ -208,8 +133,10 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        from wrapagent.hooks.toml_lines import toml_error_line
+
         message = str(exc)
-        check.error(None, f"invalid TOML: {message}", line=_toml_error_position(exc))
+        check.error(None, f"invalid TOML: {message}", line=toml_error_line(exc))
         return None
 
 
@@ -531,6 +458,24 @@ def _trust_state(trust: Callable[[Path, bytes], object], path: str, data: bytes,
     return "changed" if answer == "changed" else "untrusted"
 
 
+def _read_global(path: str) -> tuple[bool, bytes | None, str | None]:
+    if not os.path.lexists(path):  # the common case, without importing the reader
+        return False, None, None
+    from wrapagent.hooks.config_read import read_config_file
+
+    return read_config_file(path)
+
+
+def _read_project(root: str) -> tuple[bool, bytes | None, str | None]:
+    # Safe to look first: a file missing here is simply not used; one that is
+    # there is read once and trusted (or not) on the bytes read.
+    if not os.path.lexists(os.path.join(root, ".wrapagent")):
+        return False, None, None
+    from wrapagent.hooks.config_read import read_project_hooks
+
+    return read_project_hooks(root)
+
+
 def _load_layer(kind: str, path: str, read: Callable[[], tuple], parse: Callable[[_FileCheck, dict], Any],
                 trust=None):
     """(Layer, parsed value or None). `trust` (project files only) sees the bytes that are then parsed.
@@ -561,24 +506,23 @@ def load_config(
     is_trusted: Callable[[Path, bytes], bool | str] | None = None,
 ) -> Config:
     """Read, validate and merge every layer for `project_root`. Never raises for file contents."""
-    from wrapagent.hooks.config_read import read_config_file, read_project_hooks
     from wrapagent.paths import global_config_path, global_hooks_path, project_hooks_path
 
     env = os.environ if env is None else env
     hooks_path, config_path = global_hooks_path(env), global_config_path(env)
     global_layer, global_hooks = _load_layer(
-        LAYER_GLOBAL_HOOKS, hooks_path, lambda: read_config_file(hooks_path),
+        LAYER_GLOBAL_HOOKS, hooks_path, lambda: _read_global(hooks_path),
         lambda c, d: _parse_hooks_file(c, d, is_project=False),
     )
     config_layer, pre_session = _load_layer(
-        LAYER_GLOBAL_CONFIG, config_path, lambda: read_config_file(config_path), _parse_config_file
+        LAYER_GLOBAL_CONFIG, config_path, lambda: _read_global(config_path), _parse_config_file
     )
 
     # The project layer is read first, then trust is asked about those bytes:
     # no look before the read that a file appearing meanwhile could slip past.
     root = os.fspath(project_root)
     project_layer, project_hooks = _load_layer(
-        LAYER_PROJECT_HOOKS, project_hooks_path(root), lambda: read_project_hooks(root),
+        LAYER_PROJECT_HOOKS, project_hooks_path(root), lambda: _read_project(root),
         lambda c, d: _parse_hooks_file(c, d, is_project=True),
         is_trusted if is_trusted is not None else (lambda p, d: _default_trust(env)(p, d)),
     )
