@@ -1,10 +1,16 @@
 """`wrapagent trust`: show what a project hooks file would run, and trust it, at a terminal only.
 
 The store itself (`wrapagent.hooks.trust`) is what the config loader consults;
-this is the command around it. Trusting needs the user at a terminal: the
-command refuses when stdin or stdout is not a terminal or when it runs inside
-a wrapped agent session, so an agent executing commands cannot trust a file
-for the user.
+this is the command around it. The file is read once, the loader's way
+(`config_read`: never through a link, a regular file of at most 1 MiB), and
+parsed by the loader's own `parse_hooks_bytes`: what the review shows, what
+is pinned and what the loader will run are the same bytes, read the same way.
+
+Trusting needs the user at a terminal: the command refuses when stdin or
+stdout is not a terminal or when it runs inside a wrapped agent session. A
+speed bump, not a sandbox (an agent running as the user can edit the global
+config or the store); the review says so, and that trust pins the TOML, not
+the scripts its commands call.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any, Mapping
 
 from wrapagent import paths
-from wrapagent.hooks.trust import EVENTS, TRUSTED, TrustStore, shell_word, content_sha256
+from wrapagent.hooks.trust import TRUSTED, TrustStore, shell_word, content_sha256
 from wrapagent.session.resolve import nested_depth
 
 
