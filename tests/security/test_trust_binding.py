@@ -233,3 +233,26 @@ def test_review_lists_settings_that_take_effect(tmp_path):
     (project / ".wrapagent" / "hooks.toml").write_bytes(content)
     config = load_config(project, env=os.environ, is_trusted=lambda p, d: True)
     assert config.checkpoints.enabled is False and config.checkpoints.transcripts is False
+
+
+def test_bom_file_reviewed_trusted_and_run(tmp_path):
+    """At a terminal: the review shows the BOM file's command, and once trusted the loader runs it."""
+    import pexpect
+
+    marker = tmp_path / "bom-pre_run-ran"
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / ".wrapagent").mkdir()
+    (project / ".wrapagent" / "hooks.toml").write_bytes(BOM + f'[pre_run]\ncommand = "touch {marker}"\n'.encode())
+    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "trust"], env=dict(os.environ), cwd=str(project),
+                          timeout=30, encoding="utf-8")
+    shown = child.expect_exact([f"pre_run: sh -c: touch {marker}", "Does not parse", "Trust this file? [y/N] "])
+    assert shown == 0, child.before
+    child.expect_exact("Trust this file? [y/N] ")
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    quiet_global_hooks()
+    proc = wrapagent(project, "sh", "-c", "echo tool ran")
+    assert proc.stdout == "tool ran\n" and marker.exists(), proc.stderr
