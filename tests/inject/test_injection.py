@@ -272,9 +272,39 @@ def test_typed_delivery_for_claude_chunks_without_paste_markers() -> None:
     assert b"\x1b[200~" not in b"".join(chunks)
 
 
-def test_lost_when_never_ready() -> None:
+def test_never_ready_and_no_message_is_unused_not_lost() -> None:
+    """Quit at once, or a program that is no agent: no message needed the blocks, nothing to say."""
     inj, clock, _ = make()
-    assert inj.finalize().status == "lost"
+    report = inj.finalize()
+    assert report.status == "unused"
+    assert "the tool never showed its ready screen" in report.notes
+
+
+def test_never_ready_but_a_message_submitted_is_lost_and_logged() -> None:
+    lines: list[str] = []
+    inj, clock, _ = make()
+    inj.log = lines.append
+    assert inj.on_input(b"hello\r", clock.t) == b"hello\r"   # the ready screen was never seen
+    report = inj.finalize()
+    assert report.status == "lost"
+    assert "a message was submitted before the tool's ready screen was seen" in report.notes
+    assert any("without the blocks" in line and "ready screen" in line for line in lines)
+
+
+def test_commands_only_after_ready_is_unused() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"/status\r", clock.t) == b"/status\r"
+    assert inj.finalize().status == "unused"
+
+
+def test_history_recall_submitted_without_blocks_is_lost() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"\x1b[A", clock.t) == b"\x1b[A"      # Up: the previous message
+    assert inj.on_input(b"\r", clock.t) == b"\r"
+    report = inj.finalize()
+    assert report.status == "lost" and any("history recall" in n for n in report.notes)
 
 
 def test_internal_error_releases_held_keys_and_switches_off() -> None:

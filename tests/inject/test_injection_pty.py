@@ -352,3 +352,22 @@ def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
     quit_demo(child)
     assert world.messages() == [GUARD_BLOCK + "\ngeneric"]
     assert world.records()[-1]["transport"] == "mytool"
+
+
+def test_quit_at_once_says_nothing_about_injection(world) -> None:
+    """No message submitted (quit at once): no "injection not delivered" line, no doctor error.
+
+    Before, every such session ended with `wrapagent: injection not delivered — see …/session.log`
+    and the record said `lost`.
+    """
+    world.hooks(GUARD)
+    child = world.spawn()
+    ready(child, world)
+    child.send("/quit\r")
+    child.expect(pexpect.EOF)
+    tail = child.before.decode(errors="replace")
+    child.close()
+    assert child.exitstatus == 0
+    assert "bye" in tail and "wrapagent:" not in tail
+    inj = world.records()[-1]["injection"]
+    assert inj["status"] == "unused" and inj["notes"][-1] == "no message was submitted"

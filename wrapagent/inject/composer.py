@@ -34,6 +34,10 @@ class Submission:
         """Nothing typed: an Enter that answers a prompt (or does nothing), not a message."""
         return not self.text.strip() and not self.pasted and not self.unknown
 
+    def is_command_like(self, prefixes: tuple[str, ...]) -> bool:
+        """Typed text starting with a command prefix (`/`, `!`): not a message for the model."""
+        return not self.pasted and self.text.lstrip(" ").startswith(prefixes)
+
     def is_command(self, commands: tuple[str, ...]) -> bool:
         """True when the composer held exactly one of `commands` (trailing blanks allowed)."""
         if self.pasted or self.unknown:

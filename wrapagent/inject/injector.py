@@ -95,7 +95,9 @@ replayed for seconds after it ended.
 class InjectionReport:
     """What the session record says about one conversation's injection."""
 
-    status: str = "pending"   # pending | delivered | submitted | none | lost
+    status: str = "pending"   # pending | delivered | submitted | none | unused | lost
+    """`unused`: the blocks were ready but no message was submitted (quit at once, commands
+    only, not an agent); `lost`: a message reached the tool without them (notes say why)."""
     path: str = "interactive"
     text: str | None = None
     at: str | None = None
@@ -158,6 +160,8 @@ class FirstMessageInjector:
         self._prefix: str | None = None
         self._release_on_error = b""
         self._composer = Composer(esc_clears=adapter.esc_clears_composer)
+        self._bare: list[str] = []
+        """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
 
     # -- Interceptor protocol -------------------------------------------------
@@ -276,7 +280,9 @@ class FirstMessageInjector:
             self._became_ready(now)
         if self.state == STARTING:
             for tok in tokenize(data):
-                self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
+                sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
+                if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
+                    self._bare.append("a message was submitted before the tool's ready screen was seen")
             return data
         return self._feed(data, now)
 
@@ -364,10 +370,11 @@ class FirstMessageInjector:
             if self.state == ARMED and self._triggers(tok):
                 self._trigger(now, data[offset:])
                 return data[:offset]
-            before = self.state
+            before, early = self.state, self._begun_early
             sub = self._composer.feed(tok)
             self._state_token(tok, sub)
             if sub is not None:
+                self._went_bare(sub, before, early)
                 self._submitted(sub, before, now)
             offset += len(tok.data)
         return data
@@ -414,6 +421,17 @@ class FirstMessageInjector:
         else:
             self.turns.submitted(now)
 
+    def _went_bare(self, sub: Submission, before: str, early: bool) -> None:
+        """Note a message that reached the tool without the blocks (the record and log say why)."""
+        if not self.inject or sub.empty:
+            return
+        if before == ARMED:
+            self._bare.append("a message was submitted with no typed text (history recall?)")
+        elif before == COMMAND and early:
+            self._bare.append("a message begun before the composer was ready was submitted")
+        elif before == WAIT_READY and not sub.is_command_like(self.adapter.command_prefixes):
+            self._bare.append("a message was submitted before the composer showed again")
+
     def _clears(self, tok: Token) -> bool:
         """Ctrl-C empties the composer; a lone Esc only if the adapter says so (else: unknown,
         and the blocks already in the composer are taken to be still there)."""
@@ -459,6 +477,7 @@ class FirstMessageInjector:
         self.on_reset()
         self.report = InjectionReport(conversation=len(self.reports) + 1)
         self.reports.append(self.report)
+        self._bare = []
         self._prefix = None
         self._trigger_at = None
         self._in_paste = False
@@ -615,13 +634,24 @@ class FirstMessageInjector:
             return self.reports[0]
         if self._prefix == "":
             report.status = "none"
-        elif self.state == STARTING:
-            report.status = "lost"
+            return self.reports[0]
+        if self.state == STARTING:
             report.notes.append("the tool never showed its ready screen")
-        elif report.conversation > 1 and self.state in (WAIT_READY, ARMED, COMMAND):
+        elif self.state == HOLDING:
+            report.notes.append("the tool exited while the first key waited for the guards")
+        elif report.conversation > 1 and not self._bare:
             report.status = "none"
             report.notes.append("no message after the reset")
-        else:
+            return self.reports[0]
+        if self._bare:
+            # Said once on stderr after the session ("injection not delivered — see <log>"):
+            # the log holds why.
             report.status = "lost"
-            report.notes.append("no message was typed after the tool became ready")
+            report.notes.extend(dict.fromkeys(self._bare))
+            self.log(f"injection: a message reached {self.adapter.name} without the blocks: "
+                     + "; ".join(report.notes))
+        else:
+            # Nothing to say to the user: no message needed the blocks.
+            report.status = "unused"
+            report.notes.append("no message was submitted")
         return self.reports[0]
