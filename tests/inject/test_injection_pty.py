@@ -371,3 +371,21 @@ def test_quit_at_once_says_nothing_about_injection(world) -> None:
     assert "bye" in tail and "wrapagent:" not in tail
     inj = world.records()[-1]["injection"]
     assert inj["status"] == "unused" and inj["notes"][-1] == "no message was submitted"
+
+
+def test_a_terminal_reporting_0x0_still_gets_the_blocks(world) -> None:
+    """Serial consoles, some CI PTYs, `docker exec -t` before its first resize report 0x0.
+
+    One rule for the tool and the injector's screen: 24x80. Before, the tool got 24x80 and the
+    screen 1x1, which never shows the ready marker: the blocks were silently lost.
+    """
+    world.hooks(GUARD)
+    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo"], env=world.env(),
+                          cwd=str(world.project), dimensions=(0, 0), timeout=20)
+    child.delayafterclose = 0
+    child.delayafterterminate = 0
+    ready(child, world)
+    type_text(child, "tiny")
+    submit(child, 1)
+    assert quit_demo(child) == 0
+    assert world.messages() == [GUARD_BLOCK + "\ntiny"]

@@ -29,7 +29,7 @@ from wrapagent.proxy import terminal
 from wrapagent.proxy.input_thread import InputCopier
 from wrapagent.proxy.loop_state import CopyThread, LoopState, drain_pipe, killpg, poke
 from wrapagent.proxy.output_thread import OutputCopier
-from wrapagent.proxy.spawn import FORWARDED_SIGNALS
+from wrapagent.proxy.spawn import FORWARDED_SIGNALS, usable_size
 from wrapagent.proxy.to_child import ToChild
 
 if TYPE_CHECKING:
@@ -81,9 +81,9 @@ class Supervisor:
     def handle_signals(self, signals: "list[int]") -> None:
         for sig in signals:
             if sig == signal.SIGWINCH:
-                terminal.copy_winsize(self.st.stdin_fd, self.master)
+                terminal.copy_winsize(self.st.stdin_fd, self.master)  # not a 0x0: the child keeps its size
                 if self.to_child.wants_size():
-                    size = terminal.get_winsize(self.st.stdin_fd)
+                    size = usable_size(terminal.get_winsize(self.master))  # what the child draws into
                     if size:
                         self.to_child.resized(size[0], size[1])
             elif sig == signal.SIGCHLD:

@@ -91,7 +91,7 @@ class Conversation:
 
     def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
-        from wrapagent.proxy.terminal import get_winsize
+        from wrapagent.proxy.spawn import start_size
 
         self.live = live
         self.plan = plan
@@ -102,9 +102,9 @@ class Conversation:
             self._run_guards(live.ctx, 0)
         self.firer = self._hook_firer(wait_hook)
         self.turns = self._turn_tracker(wait_hook)
-        size = get_winsize(0) or (24, 80, 0, 0)
+        rows, cols = start_size()  # the tool's own size: one rule (a 0x0 terminal is 24x80)
         self.interceptor = FirstMessageInjector(
-            live.launch.adapter, rows=size[0], cols=size[1],
+            live.launch.adapter, rows=rows, cols=cols,
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
             on_reset=self._new_conversation if resets else None)
