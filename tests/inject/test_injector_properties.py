@@ -559,3 +559,17 @@ def test_erased_command_with_a_multibyte_character() -> None:
     sc = Scenario("demo", steps, user=b"".join(k.data for k in keys), keys=list(zip(offsets, keys)),
                   ready_offset=0)
     check_invariant(sc, Loop("demo").run(sc))
+
+
+def test_an_empty_paste_then_enter_is_not_the_first_message() -> None:
+    """Found by the property (gemini, shrunk): an empty bracketed paste, Enter, then `0` Enter.
+
+    The empty paste triggered the delivery and its Enter submitted the blocks alone; `0`, the
+    first real message, then went without them. An empty paste types nothing: it triggers
+    nothing and makes no submission.
+    """
+    keys = [Paste(b""), Key("enter", b"\r", ""), _text_key("0"), Key("enter", b"\r", "")]
+    sc = Scenario("gemini", [Output(READY_SCREENS["gemini"]), Advance(0.0), GuardsDone(),
+                             Read(b"\x1b[200~\x1b[201~\r0\r")],
+                  user=b"\x1b[200~\x1b[201~\r0\r", keys=list(zip([0, 12, 13, 14], keys)), ready_offset=0)
+    check_invariant(sc, Loop("gemini").run(sc))

@@ -66,10 +66,11 @@ class Composer:
             return None  # the terminal talking, not the user
         backslash, self._backslash = self._backslash, kind == TEXT and tok.data.endswith(b"\\")
         if kind == PASTE_START:
-            self._in_paste = self._pasted = True
+            self._in_paste = True
         elif kind == PASTE_END:
             self._in_paste = False
         elif self._in_paste:
+            self._pasted = True  # (an empty paste puts nothing in the composer)
             return None
         elif kind == ENTER and not backslash:
             return self._submit()

@@ -366,8 +366,11 @@ class FirstMessageInjector:
             self._held.append((now, data))
             return b""
         offset = 0
-        for tok in tokenize(data):
-            if self.state == ARMED and self._triggers(tok):
+        tokens = tokenize(data)
+        for i, tok in enumerate(tokens):
+            if (self.state == ARMED and self._triggers(tok)
+                    and not (tok.kind == PASTE_START and i + 1 < len(tokens)
+                             and tokens[i + 1].kind == PASTE_END)):  # an empty paste types nothing
                 self._trigger(now, data[offset:])
                 return data[:offset]
             before, early = self.state, self._begun_early
