@@ -8,14 +8,14 @@ BROKEN_KILL_GRACE=SECS shortens the SIGTERM→SIGKILL grace (default 5 s).
 import os
 import sys
 
-from wrapagent.proxy import output_thread, pty_loop
+from wrapagent.proxy import pty_loop
 
 
-def boom(self: object) -> None:
+def boom(*args: object) -> None:
     raise ZeroDivisionError("injected failure")
 
 
-output_thread.OutputCopier.read_master = boom  # type: ignore[method-assign]
+os.readv = boom  # only the output thread reads with readv  # type: ignore[assignment]
 if os.environ.get("BROKEN_KILL_GRACE"):
     pty_loop.run.__kwdefaults__["kill_grace"] = float(os.environ["BROKEN_KILL_GRACE"])
 

@@ -179,6 +179,7 @@ def test_watch_output_gets_every_byte_once(term):
 
     run_loop(icpt, term, script)
     seen = b"".join(icpt.outputs)
+    term.wait_for(b"GOT 71\r\n")  # the test's reader has caught up with the last write (the `q`)
     assert seen == bytes(term.output)[:len(seen)]
     assert b"GOT 78\r\nGOT 79\r\nGOT 7a\r\n" in seen
     assert icpt.overlaps == 0

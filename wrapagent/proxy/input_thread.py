@@ -12,12 +12,14 @@ thread be stopped without taking a key it must not (keys typed after the
 child exited belong to whoever reads the terminal next).
 """
 
+import errno
 import os
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
 from wrapagent import portable
 from wrapagent.proxy.loop_state import block_signals_in_this_thread, drain_pipe, poke
+from wrapagent.proxy.to_child import SMALL_WRITE
 
 if TYPE_CHECKING:
     from wrapagent.proxy.loop_state import LoopState
@@ -77,7 +79,7 @@ class InputCopier:
         st, to_child = self.st, self.to_child
         stdin_fd = st.stdin_fd
         waiter.watch((st.in_r, stdin_fd))
-        ready_fd, read = waiter.ready_fd, os.read
+        ready_fd, read, write, master = waiter.ready_fd, os.read, os.write, st.master
         user_bytes, write_now = to_child.user_bytes, to_child._write_now
         while True:
             fd = ready_fd()
@@ -94,6 +96,16 @@ class InputCopier:
                 return
             if to_child.interceptor is not None or to_child.pending:  # the order: see to_child
                 user_bytes(data)
+            elif len(data) <= SMALL_WRITE:  # a key: one plain write (to_child._write)
+                try:
+                    n = write(master, data)
+                except OSError as exc:
+                    if exc.errno not in (errno.EIO, errno.EBADF):
+                        raise
+                    continue  # the child is gone; the output thread sees EIO and pokes
+                if n != len(data):
+                    with to_child.lock:
+                        to_child.pending[0:0] = data[n:]
             else:
                 write_now(data)
             if to_child.pending:

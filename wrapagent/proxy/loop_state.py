@@ -49,6 +49,10 @@ class LoopState:
         """Supervisor: the proxy stops: copy no more output."""
         self.reaped_at: "float | None" = None
         """Supervisor: monotonic time the child was reaped; the output thread drains from then on."""
+        self.drain_seen = False
+        """Output thread: it has seen the reap (its reads no longer block)."""
+        self.woken = False
+        """Supervisor: it wrote a NUL to the terminal side to end a read asleep (`output_thread.wake`)."""
         self.error: "BaseException | None" = None
         """A copy thread's exception, re-raised by the supervisor."""
         self.main_r, self.main_w = wake_pipe()

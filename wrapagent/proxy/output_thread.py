@@ -1,14 +1,22 @@
 """The output thread: what the child writes to its terminal, copied to the user's.
 
-Reads go into one reused buffer (no allocation per read) and are repeated
-while the PTY hands out full chunks, then written at once: fewer passes
-through Python per byte (bench/ptybench.py). A short first read (a key's
-echo) takes the shortest way: one read into the whole buffer, one write.
+The shape of the floor of a Python proxy (bench/loop_shapes.py `threads`):
+one blocking read of the master into a reused buffer (no allocation per
+read), one write of what it returned. No wait before the read, no read that
+comes back empty, no accumulation across reads: each chunk goes out while
+the child writes the next one (bench/ptybench.py, issue 21).
 
-Output ends when the master reports EIO (every byte of a fast-exiting child
-is drained), never on "child exited" alone. Once the supervisor has reaped
-the child, the drain is bounded (DRAIN_QUIET_SECS, DRAIN_MAX_SECS): a
-leftover process holding the terminal must not keep wrapagent alive.
+Output ends when the master reports EIO: the last holder of the terminal
+closed it (every byte of a fast-exiting child is read first), never on
+"child exited" alone. Once the supervisor has reaped the child, the master is
+non-blocking for good (`to_child.master_nonblocking_for_good`) and the drain
+is bounded (DRAIN_QUIET_SECS, DRAIN_MAX_SECS): a leftover process holding the
+terminal must not keep wrapagent alive. A read already asleep at the reap is
+woken, if nothing else comes, by a byte written to the terminal side
+(`wake`, from the supervisor): a NUL, not shown.
+
+EAGAIN before the reap means a read woke while the input thread had the
+master non-blocking for one of its writes: the thread then waits in poll.
 
 With an interceptor attached, an output chunk costs one `time.monotonic()`
 and one attribute store in the steady state (`watch_output` false); while it
@@ -31,9 +39,6 @@ if TYPE_CHECKING:
 
     from wrapagent.proxy.loop_state import LoopState
     from wrapagent.proxy.to_child import ToChild
-
-PTY_CHUNK = 4095
-"""A PTY master hands out at most about this much per read; a shorter read means "drained"."""
 
 READ_SIZE = 64 * 1024
 """16-64 KiB: bigger reads cost more in Python than they save (../shared/PERF.md)."""
@@ -60,11 +65,6 @@ the terminal, and used to keep wrapagent running forever after the tool
 exited. Leftovers in the child's session are then terminated.
 """
 
-CLOSED, DRAINED, MORE, IDLE = 0, 1, 2, 3
-"""What `read_master` saw: the master is gone, it has nothing more now, it may have more,
-or it had nothing at all (the wait that came before was a poke, not output)."""
-
-
 class OutputCopier:
     """master -> user, in a thread of its own (`run`)."""
 
@@ -80,6 +80,7 @@ class OutputCopier:
         self.whole = (self.mv,)  # readv's argument for a first read, built once
         self.modes = ModeTracker()
         """The modes the child turned on, undone by the proxy if it was killed."""
+        self.wake_dropped = False
         self.drain_write_secs = 0.0
         """Time spent writing to the user since the reap: not counted in DRAIN_MAX_SECS."""
 
@@ -95,23 +96,58 @@ class OutputCopier:
             block_signals_in_this_thread()
             waiter = portable.Waiter()
             waiter.watch((self.master, st.out_r))
-            ready_fd = waiter.ready_fd
-            read_master = self.read_master
+            master, whole, mv, buf = self.master, self.whole, self.mv, self.buf
+            stdout_fd, to_child, modes = self.stdout_fd, self.to_child, self.modes
+            readv, write, find = os.readv, os.write, buf.find
             while True:
-                seen = read_master()
-                if seen == DRAINED and st.reaped_at is None:
-                    # The child runs: one wait, then a read, per key. A poke
-                    # instead of output is seen by the read (IDLE).
-                    ready_fd()
-                    if st.stop_output:
+                try:
+                    got = readv(master, whole)
+                except BlockingIOError:
+                    if not self._wait_master(waiter):
                         break
                     continue
-                if seen == CLOSED:
+                except OSError as exc:
+                    # Linux reports the departed child (all slave fds closed) as
+                    # EIO rather than as end of file.
+                    if exc.errno != errno.EIO:
+                        raise
                     break
-                if seen == MORE:
-                    continue
-                if not self._wait_master(waiter):  # poked, or draining after the reap
+                if not got or st.stop_output:
                     break
+                if st.woken and buf[got - 1] == 0 and not self.wake_dropped:
+                    self.wake_dropped = True  # the supervisor's wake-up byte, last (see `wake`)
+                    got -= 1
+                    if not got:
+                        continue
+                reaped = st.reaped_at
+                if st.stdout_ok:
+                    if modes.tail or find(b"\x1b", 0, got) >= 0:
+                        modes.feed(buf, got)
+                    if reaped is not None:
+                        began = monotonic()
+                    view = mv[:got]
+                    try:
+                        n = write(stdout_fd, view)
+                    except OSError:  # write_all below waits, or tells a gone terminal
+                        n = 0
+                    if n != got:
+                        st.stdout_ok = write_all(stdout_fd, view[n:])
+                    if reaped is not None:
+                        self.drain_write_secs += monotonic() - began
+                icpt = to_child.interceptor
+                if icpt is not None:
+                    if icpt.watch_output:
+                        to_child.output(icpt, bytes(mv[:got]))
+                    else:
+                        icpt.last_output = monotonic()  # the steady state: nothing more
+                if self.on_output is not None:
+                    self.on_output(bytes(mv[:got]))
+                if st.reaped_at is not None:
+                    if reaped is None:  # reaped during this chunk: in its write, not reading
+                        self.drain_write_secs = monotonic() - st.reaped_at
+                    st.drain_seen = True
+                    if self.drain_secs(monotonic()) >= DRAIN_MAX_SECS:
+                        break  # a leftover that keeps writing
         except BaseException as exc:  # re-raised by the supervisor
             st.error = exc
         finally:
@@ -120,16 +156,17 @@ class OutputCopier:
             poke(st.in_w)
 
     def _wait_master(self, waiter: "portable.Waiter") -> bool:
-        """Sleep until the master is readable; False when output must stop.
+        """The master had nothing (non-blocking): sleep until it is readable; False when output must stop.
 
         Once the child was reaped, stop after DRAIN_QUIET_SECS of quiet or
-        DRAIN_MAX_SECS in all (a leftover holding the terminal).
+        DRAIN_MAX_SECS of reading in all (a leftover holding the terminal).
         """
         st = self.st
         while True:
             timeout = None
             if st.reaped_at is not None:
-                left = DRAIN_MAX_SECS - self.drain_secs(time.monotonic())
+                st.drain_seen = True
+                left = DRAIN_MAX_SECS - self.drain_secs(monotonic())
                 if left <= 0:
                     return False
                 timeout = min(DRAIN_QUIET_SECS, left)
@@ -142,68 +179,21 @@ class OutputCopier:
                 return False  # quiet since the reap (the only case with a timeout)
             drain_pipe(st.out_r)  # poked: the child was reaped; wait again with a timeout
 
-    def read_master(self) -> int:
-        """Copy what the child wrote to the user; returns CLOSED, DRAINED, MORE or IDLE."""
-        try:
-            got = os.readv(self.master, self.whole)
-        except BlockingIOError:
-            return IDLE
-        except OSError as exc:
-            # Linux reports the departed child (all slave fds closed) as
-            # EIO rather than as end of file.
-            if exc.errno != errno.EIO:
-                raise
-            return CLOSED
-        if not got:
-            return CLOSED
-        seen = DRAINED
-        if got >= PTY_CHUNK:
-            got, seen = self._read_more(got)
-        mv = self.mv
-        st = self.st
-        if st.stdout_ok:
-            self.modes.feed(self.buf, got)
-            view = mv[:got]
-            began = monotonic()  # a write may block on a slow terminal across the reap
-            try:
-                n = os.write(self.stdout_fd, view)
-            except OSError:  # write_all below waits, or tells a gone terminal
-                n = 0
-            if n != got:
-                st.stdout_ok = write_all(self.stdout_fd, view[n:])
-            reaped = st.reaped_at
-            if reaped is not None:
-                self.drain_write_secs += max(0.0, monotonic() - max(began, reaped))
-        icpt = self.to_child.interceptor
-        if icpt is not None:
-            if icpt.watch_output:
-                self.to_child.output(icpt, bytes(mv[:got]))
-            else:
-                icpt.last_output = time.monotonic()  # the steady state: nothing more
-        if self.on_output is not None:
-            self.on_output(bytes(mv[:got]))
-        if st.reaped_at is not None and self.drain_secs(time.monotonic()) >= DRAIN_MAX_SECS:
-            return CLOSED  # a leftover that keeps writing
-        return seen
 
-    def _read_more(self, got: int) -> "tuple[int, int]":
-        """After a full first chunk: keep reading behind it while the PTY hands out full chunks.
+def wake(master: int) -> bool:
+    """Wake an output thread asleep in a read of `master`: one NUL written to the terminal side.
 
-        Returns (bytes in the buffer, what was seen: CLOSED, DRAINED or MORE).
-        """
-        mv = self.mv
-        while got < READ_SIZE:
-            try:
-                n = os.readv(self.master, (mv[got:],))
-            except BlockingIOError:
-                return got, DRAINED
-            except OSError as exc:
-                if exc.errno != errno.EIO:
-                    raise
-                return got, CLOSED
-            if n == 0:
-                return got, CLOSED
-            got += n
-            if n < PTY_CHUNK:
-                return got, DRAINED
-        return got, MORE
+    For a read that nothing else will end (the child was reaped, a quiet
+    leftover still holds the terminal, or the proxy stops). The thread drops
+    one NUL at the end of a read once `LoopState.woken` is set. False if the terminal side
+    could not be opened or took nothing.
+    """
+    peer = portable.open_pty_peer(master)
+    if peer is None:
+        return False
+    try:
+        return os.write(peer, b"\0") == 1
+    except OSError:
+        return False
+    finally:
+        os.close(peer)

@@ -170,8 +170,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     try:
         if on_spawn is not None:
             on_spawn(pid)
-        portable.prepare_sweep()
-        os.set_blocking(master, False)
+        portable.prepare_sweep()  # (the master stays blocking: see to_child._write)
         with terminal.raw_mode(stdin_fd):
             try:
                 loop.run(sigpipe, after_start)

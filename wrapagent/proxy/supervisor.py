@@ -28,7 +28,7 @@ from wrapagent import portable
 from wrapagent.proxy import terminal
 from wrapagent.proxy.input_thread import InputCopier
 from wrapagent.proxy.loop_state import CopyThread, LoopState, drain_pipe, killpg, poke
-from wrapagent.proxy.output_thread import OutputCopier
+from wrapagent.proxy.output_thread import DRAIN_QUIET_SECS, OutputCopier, wake
 from wrapagent.proxy.spawn import FORWARDED_SIGNALS, usable_size
 from wrapagent.proxy.to_child import ToChild
 
@@ -62,6 +62,7 @@ class Supervisor:
         self.kill_deadline: "float | None" = None
         self.result_signals: "list[int]" = []
         self.killed = False
+        self.output_abandoned = False
 
     def threads_alive(self) -> bool:
         return any(thread.is_alive() for thread in self.threads)
@@ -115,9 +116,13 @@ class Supervisor:
             self.status = status
             self.rusage = rusage
             st = self.st
-            st.reaped_at = time.monotonic()
             # The child is gone: keys typed from now on are not its. The output
-            # thread drains the master with the DRAIN_* limits from here on.
+            # thread drains the master with the DRAIN_* limits from here on, its
+            # reads no longer blocking: the flag first, so that a thread that
+            # sees `reaped_at` never starts a read that sleeps (one asleep from
+            # before is woken by `_wake_output_if_asleep`).
+            self.to_child.master_nonblocking_for_good()
+            st.reaped_at = time.monotonic()
             st.stop_input = True
             poke(st.in_w)
             poke(st.out_w)
@@ -126,11 +131,30 @@ class Supervisor:
 
     def timeout(self, now: float, deadline: "float | None") -> "float | None":
         """Seconds until the main thread must act without any event, or None (sleep until one)."""
-        deadlines = [d for d in (deadline, None if self.status is not None else self.kill_deadline)
-                     if d is not None]
+        deadlines = [d for d in (deadline, None if self.status is not None else self.kill_deadline,
+                                 self._drain_check()) if d is not None]
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - now)
+
+    def _drain_check(self) -> "float | None":
+        """When to look whether the output thread sleeps in a read that nothing will end."""
+        st = self.st
+        if st.reaped_at is None or not st.master_open or st.drain_seen or st.woken:
+            return None
+        return st.reaped_at + DRAIN_QUIET_SECS
+
+    def _wake_output_if_asleep(self, now: float) -> None:
+        """The child was reaped DRAIN_QUIET_SECS ago and the output thread has not read since:
+        it sleeps in a read started before the reap (a quiet leftover holds the terminal)."""
+        check = self._drain_check()
+        st = self.st
+        if check is None or now < check:
+            return
+        # (Or in a write to a slow terminal: then the NUL comes after the tail and is dropped.)
+        st.woken = True
+        if not wake(self.master):
+            self.output_abandoned = True  # cannot be woken: stop waiting for it
 
     def run(self, sigpipe: "SignalPipe", after_start: "Callable[[], None] | None" = None) -> None:
         """Start the copy threads; handle signals, deadlines and the child until all is done.
@@ -147,7 +171,7 @@ class Supervisor:
         st, to_child = self.st, self.to_child
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
-        while st.master_open or self.status is None:
+        while (st.master_open and not self.output_abandoned) or self.status is None:
             deadline, wake = to_child.plan()
             waiter.watch((sigfd, st.main_r) if wake is None else (sigfd, st.main_r, wake))
             readable, _ = waiter.wait(self.timeout(time.monotonic(), deadline))
@@ -161,6 +185,7 @@ class Supervisor:
             if to_child.interceptor is not None and (
                     (wake is not None and wake in readable) or (deadline is not None and now >= deadline)):
                 to_child.poll(now)
+            self._wake_output_if_asleep(now)
             if self.status is None and not st.master_open:
                 # EIO came first: the child closed its terminal; wait for it
                 # to exit (SIGCHLD wakes us), still forwarding signals.
@@ -190,6 +215,9 @@ class Supervisor:
         st.stop_input = st.stop_output = True
         poke(st.in_w)
         poke(st.out_w)
+        if self.threads[0].is_alive():
+            st.woken = True
+            wake(self.master)  # a read asleep: it returns and sees the stop
         for thread in self.threads:
             thread.join(timeout=2.0)
 

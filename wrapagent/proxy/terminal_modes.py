@@ -42,13 +42,14 @@ class ModeTracker:
         self.kitty_pushed = 0
         self.kitty_set = False
         self.other_keys = False
-        self._tail = b""
+        self.tail = b""
+        """An unfinished sequence at the end of the last chunk (the caller feeds the next one then)."""
 
     def feed(self, buf: "bytes | bytearray", end: int) -> None:
-        """The child wrote `buf[:end]`."""
-        if self._tail:
-            data = self._tail + bytes(buf[:end])
-            self._tail = b""
+        """The child wrote `buf[:end]` (callers may skip a chunk without ESC while `tail` is empty)."""
+        if self.tail:
+            data = self.tail + bytes(buf[:end])
+            self.tail = b""
             end = len(data)
         elif buf.find(b"\x1b", max(0, end - _MAX_SEQUENCE), end) < 0 and buf.find(b"\x1b[", 0, end) < 0:
             return  # plain output (and nothing cut at the end): the common case
@@ -63,7 +64,7 @@ class ModeTracker:
                 i = data.find(intro, i)
         cut = data.rfind(b"\x1b", max(0, end - _MAX_SEQUENCE))
         if cut >= 0 and _unfinished(data, cut):
-            self._tail = data[cut:]
+            self.tail = data[cut:]
 
     def _sequence(self, data: bytes, i: int, kind: int) -> int:
         """Read the sequence at `i`; returns where to look next, or -1 (unfinished: at the end)."""

@@ -7,7 +7,14 @@ The ordering invariant, enforced in this file only:
     released before them.
 
 How:
-- The input thread is the master's only writer (`user_bytes`, `flush`).
+- The input thread is the master's only writer (`user_bytes`, `flush`). The
+  master stays blocking for the output thread's reads; a key or a short
+  burst (SMALL_WRITE bytes, nothing queued) is one plain write, anything
+  bigger is written with the master non-blocking for that write (`_write`),
+  so a child that reads nothing makes a paste queue here instead of stopping
+  the thread. (A key written while 64 KiB the child has not read fill its
+  input waits in the kernel until it reads or exits; the keys after it wait
+  in the user's terminal, in order.)
 - Another thread with bytes for the child (an interceptor's `poll` run by
   the supervisor at a deadline, or by the output thread after `on_output`)
   appends them to `pending` under `lock` and pokes the input thread.
@@ -37,6 +44,7 @@ The interceptor contract (v2), for the calls made from here:
     never blocks. Optional: `on_resize(rows, cols)`.
 """
 
+import _thread
 import errno
 import os
 import time
@@ -72,6 +80,9 @@ if TYPE_CHECKING:
         def wake_fd(self) -> "int | None":
             """A readable fd that signals "call poll" (a background job finished)."""
 
+SMALL_WRITE = 256
+"""Up to this many bytes (keys, a short burst) go in one plain write: no flag changes around it."""
+
 QUEUE_WRITE_SIZE = 64 * 1024
 """At most this much of the queue per write to the (non-blocking) master."""
 
@@ -85,7 +96,6 @@ class ToChild:
     """
 
     def __init__(self, st: "LoopState", interceptor: "Interceptor | None") -> None:
-        import _thread
 
         self.st = st
         self.master = st.master
@@ -96,6 +106,39 @@ class ToChild:
         # a call from a copy thread that moves either pokes it.
         self.main_deadline: "float | None" = None
         self.main_wake: "int | None" = None
+        import fcntl
+
+        self._fcntl, self._setfl = fcntl.fcntl, fcntl.F_SETFL
+        self._blocking_flags = fcntl.fcntl(st.master, fcntl.F_GETFL) & ~os.O_NONBLOCK
+        self._nonblocking_flags = self._blocking_flags | os.O_NONBLOCK
+        self._flags_lock = _thread.allocate_lock()
+        self._nonblocking_for_good = False
+
+    def master_nonblocking_for_good(self) -> None:
+        """The child was reaped: no more writes, and the output thread's drain reads must not block."""
+        with self._flags_lock:
+            self._nonblocking_for_good = True
+            self._fcntl(self.master, self._setfl, self._nonblocking_flags)
+
+    def _write(self, data: "bytes | bytearray") -> int:
+        """One write to the master that never blocks (raises BlockingIOError when it takes nothing).
+
+        O_NONBLOCK belongs to the open file, shared with the output thread,
+        which reads the master blocking: it is set for this write only. A
+        read that wakes up meanwhile with nothing to read gets EAGAIN and
+        waits in poll instead (output_thread).
+        """
+        if len(data) <= SMALL_WRITE and not self.pending:
+            return os.write(self.master, data)  # (see the module docstring)
+        with self._flags_lock:
+            if self._nonblocking_for_good:
+                return os.write(self.master, data)
+            fcntl, fd = self._fcntl, self.master
+            fcntl(fd, self._setfl, self._nonblocking_flags)
+            try:
+                return os.write(fd, data)
+            finally:
+                fcntl(fd, self._setfl, self._blocking_flags)
 
     # -- the input thread: the master's only writer ----------------------------------
 
@@ -136,7 +179,7 @@ class ToChild:
     def _write_now(self, data: bytes) -> None:
         """Write `data` to the child now; what it does not take goes first in the queue."""
         try:
-            n = os.write(self.master, data)
+            n = self._write(data)
         except BlockingIOError:
             n = 0
         except OSError as exc:
@@ -154,7 +197,7 @@ class ToChild:
         if not chunk:
             return
         try:
-            n = os.write(self.master, chunk)
+            n = self._write(chunk)
         except BlockingIOError:
             return
         except OSError as exc:
