@@ -121,7 +121,7 @@ def test_first_key_held_blocks_delivered_then_released() -> None:
 def test_held_paste_then_enter_keep_their_gap() -> None:
     """A pasted first message, Enter 0.8 s later, both held: released apart (the gap capped), never
     as one burst (gemini then takes the Enter as part of the paste and never submits)."""
-    from wrapagent.inject.injector import HELD_GAP_CAP_SECS
+    from wrapagent.inject.held import HELD_GAP_CAP_SECS
 
     inj, clock, _ = make()
     become_ready(inj, clock)

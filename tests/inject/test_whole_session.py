@@ -81,8 +81,8 @@ class World:
             if self.inj.state in ("holding", "delivering", "settling"):
                 self.clock.t += 0.05
                 self.inj.last_output = self.clock.t - 0.04  # the composer redrew after the delivery
-            elif self.inj._replay:  # released keys going out with their original gaps
-                self.clock.t = max(self.clock.t, self.inj._replay[0][0])
+            elif self.inj._keys.replay:  # released keys going out with their original gaps
+                self.clock.t = max(self.clock.t, self.inj._keys.replay[0][0])
             else:
                 break
             out += self.inj.poll(self.clock.t)

@@ -15,7 +15,7 @@ The design (validated against codex, claude, gemini and opencode, see
    so none of the CLIs' Enter-after-paste heuristics can bite.
 4. Held keys keep their timing: each read the user's terminal handed over
    while keys were held is released as it came, with its original gap after
-   the one before (capped at HELD_GAP_CAP_SECS). A paste's end and the Enter
+   the one before (capped: `held.py`). A paste's end and the Enter
    that followed it 0.8 s later never reach the tool as one burst (gemini
    then takes that Enter as part of the paste and nothing is submitted).
 
@@ -42,7 +42,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable
@@ -50,6 +49,8 @@ if TYPE_CHECKING:
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.composer import Composer, Submission
 from wrapagent.inject.delivery import delivered_text, delivery_chunks, now_iso
+from wrapagent.inject.held import HeldKeys
+from wrapagent.inject.report import InjectionReport
 from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, PASTE_END, PASTE_START, TEXT,
                                    Token, tokenize)
 
@@ -81,32 +82,6 @@ _HOLD_STATES = (HOLDING, DELIVERING, SETTLING)
 
 BP_ON = b"\x1b[?2004h"
 READY_CHECK_INTERVAL = 0.05
-HELD_GAP_CAP_SECS = 0.3
-"""Released held keys keep the gaps between the reads they came in, each at most this long.
-
-Above every CLI's "Enter right after text or a paste is not a submit" window
-(codex 120 ms, gemini 30-40 ms: ../shared/clis/README.md), so an Enter typed
-apart stays apart; short enough that a long hold (slow guards) is not
-replayed for seconds after it ended.
-"""
-
-
-@dataclass
-class InjectionReport:
-    """What the session record says about one conversation's injection."""
-
-    status: str = "pending"   # pending | delivered | submitted | none | unused | lost
-    """`unused`: the blocks were ready but no message was submitted (quit at once, commands
-    only, not an agent); `lost`: a message reached the tool without them (notes say why)."""
-    path: str = "interactive"
-    text: str | None = None
-    at: str | None = None
-    attempts: int = 0
-    ready_after_s: float | None = None
-    first_key_delay_ms: float | None = None
-    notes: list[str] = field(default_factory=list)
-    conversation: int = 1
-    """1 for the session's first conversation, +1 after each reset command."""
 
 
 class FirstMessageInjector:
@@ -149,10 +124,8 @@ class FirstMessageInjector:
         """Monotonic time of the child's latest output; the proxy stores it directly."""
         self._screen_dirty = False
         self._next_check: float | None = None
-        self._held: list[tuple[float, bytes]] = []
-        """Reads held from the child, each with the time it arrived."""
-        self._replay: list[tuple[float, float, bytes]] = []
-        """Released reads not given to the child yet: (due time, arrival time, bytes), in order."""
+        self._keys = HeldKeys()
+        """The keys held from the tool, then released with their timing."""
         self._trigger_at: float | None = None
         self._outbox: list[tuple[float, bytes]] = []
         self._delivered_at: float | None = None
@@ -171,8 +144,9 @@ class FirstMessageInjector:
 
     def deadline(self) -> float | None:
         own = self._own_deadline()
-        if self._replay and (own is None or self._replay[0][0] < own):
-            own = self._replay[0][0]
+        due = self._keys.next_due()
+        if due is not None and (own is None or due < own):
+            own = due
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
@@ -221,8 +195,8 @@ class FirstMessageInjector:
 
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
-            if self._replay:  # released keys still to go: these go behind them, spaced the same way
-                self._queue_replay(data, now)
+            if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
+                self._keys.queue(data, now)
                 return b""
             return self._on_input(data, now)
         except Exception as exc:
@@ -235,7 +209,7 @@ class FirstMessageInjector:
         if self.done:
             return b""
         try:
-            out = self._due_replay(now) if self._replay else b""
+            out = self._due_replay(now) if self._keys.replay else b""
             out += self._poll(now)
             if self.turns is not None and self.state != STARTING:
                 self.turns.poll(now, self.last_output)
@@ -248,9 +222,7 @@ class FirstMessageInjector:
     def _fail(self, exc: Exception, data: bytes = b"") -> bytes:
         self._note(f"internal error ({exc!r}): injection switched off, keys passed through")
         self.report.status = "lost"
-        held = b"".join(d for _, d in self._held) + b"".join(d for _, _, d in self._replay) + data
-        self._held.clear()
-        self._replay.clear()
+        held = self._keys.take_all() + data
         self.state = DONE
         self.done = True
         self.watch_output = False
@@ -363,7 +335,7 @@ class FirstMessageInjector:
     def _feed(self, data: bytes, now: float) -> bytes:
         """Forward what may go to the child now; hold the rest from the first key of a message."""
         if self.state in _HOLD_STATES:
-            self._held.append((now, data))
+            self._keys.hold(now, data)
             return b""
         offset = 0
         tokens = tokenize(data)
@@ -463,8 +435,7 @@ class FirstMessageInjector:
             self._begun_early = False
 
     def _trigger(self, now: float, held: bytes) -> None:
-        if held:
-            self._held.append((now, held))
+        self._keys.hold(now, held)
         self._trigger_at = now
         self.state = HOLDING
         # While keys are held, output moves the deadline EARLIER (settling ends
@@ -550,51 +521,40 @@ class FirstMessageInjector:
 
         They go through `_feed` in the new state, so an Enter among them
         submits, and a reset among them (fast typing) still counts. The first
-        read goes now, the others when their turn comes (`_replay`).
+        read goes now, the others when their turn comes (`held.HeldKeys`).
         """
-        reads, self._held = self._held, []
-        size = sum(len(d) for _, d in reads)
         if self._trigger_at is not None:
             self.report.first_key_delay_ms = round((now - self._trigger_at) * 1000, 1)
         self.watch_output = False  # no deadline depends on output any more (a re-hold sets it again)
-        first = reads[0][1] if reads else b""
-        due, previous = now, reads[0][0] if reads else now
-        for arrived, data in reads[1:]:
-            due += min(HELD_GAP_CAP_SECS, max(0.0, arrived - previous))
-            previous = arrived
-            self._replay.append((due, arrived, data))
+        size, count, first = self._keys.release(now)
         if finished:
             self._finish()
         else:
             self.state = AWAIT_SUBMIT
             self._in_paste = False
-        self.log(f"injection: released {size} held bytes in {len(reads)} reads after "
+        self.log(f"injection: released {size} held bytes in {count} reads after "
                  f"{self.report.first_key_delay_ms} ms ({self.report.status})")
         out = self._feed(first, now)
         self._rehold_replay()
         return out + self._due_replay(now)  # reads that came together go together
 
-    def _queue_replay(self, data: bytes, now: float) -> None:
-        """A read arriving while released keys are still being replayed: behind them, same spacing."""
-        due, arrived, _ = self._replay[-1]
-        self._replay.append((due + min(HELD_GAP_CAP_SECS, max(0.0, now - arrived)), now, data))
-
     def _due_replay(self, now: float) -> bytes:
         """Replayed reads whose time has come, fed as if typed now."""
         out = bytearray()
-        while self._replay and self._replay[0][0] <= now and self.state not in _HOLD_STATES:
-            _, _, data = self._replay.pop(0)
+        while self.state not in _HOLD_STATES:
+            data = self._keys.pop_due(now)
+            if data is None:
+                break
             out += self._on_input(data, now)
             self._rehold_replay()
-        if not self._replay and self.state == DONE:
+        if not self._keys.replay and self.state == DONE:
             self.done = True  # held back by `_finish` until the last replayed key went
         return bytes(out)
 
     def _rehold_replay(self) -> None:
         """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
-        if self._replay and self.state in _HOLD_STATES:
-            self._held.extend((arrived, data) for _, arrived, data in self._replay)
-            self._replay.clear()
+        if self._keys.replay and self.state in _HOLD_STATES:
+            self._keys.rehold()
 
     def _rearm(self) -> None:
         """Back to waiting for a first message; the prefix is kept and delivered again."""
@@ -610,7 +570,7 @@ class FirstMessageInjector:
             self.state = CHATTING
             return
         self.state = DONE
-        self.done = not self._replay  # else once the last replayed key went (`_due_replay`)
+        self.done = not self._keys.replay  # else once the last replayed key went (`_due_replay`)
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:

@@ -1,0 +1,23 @@
+"""What the session record says about one conversation's injection (`injection`, `injections`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class InjectionReport:
+    """What the session record says about one conversation's injection."""
+
+    status: str = "pending"   # pending | delivered | submitted | none | unused | lost
+    """`unused`: the blocks were ready but no message was submitted (quit at once, commands
+    only, not an agent); `lost`: a message reached the tool without them (notes say why)."""
+    path: str = "interactive"
+    text: str | None = None
+    at: str | None = None
+    attempts: int = 0
+    ready_after_s: float | None = None
+    first_key_delay_ms: float | None = None
+    notes: list[str] = field(default_factory=list)
+    conversation: int = 1
+    """1 for the session's first conversation, +1 after each reset command."""
