@@ -22,7 +22,7 @@ from typing import IO, Mapping, Sequence
 
 from wrapagent import paths
 from wrapagent.commands.sessions_find import SessionsError as _SessionsError
-from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, project_records
+from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, pick, project_records
 from wrapagent.commands.sessions_history import cmd_diff, cmd_prune, cmd_resume, cmd_undo, resume_argv
 from wrapagent.commands.sessions_show import (
     DEFAULT_LIMIT,
@@ -39,7 +39,7 @@ from wrapagent.commands.sessions_show import (
 # Names other modules (doctor, tests) import from here.
 __all__ = [
     "all_records", "cmd_diff", "cmd_list", "cmd_prune", "cmd_resume", "cmd_show", "cmd_undo",
-    "find_record", "format_exit", "format_time", "hook_rows", "main", "project_records",
+    "find_record", "pick", "format_exit", "format_time", "hook_rows", "main", "project_records",
     "render_list", "render_show", "resume_argv", "visible_text",
 ]
 
@@ -69,11 +69,12 @@ def _parser() -> argparse.ArgumentParser:
                      help=f"at most N sessions (default {DEFAULT_LIMIT}; 0 = all)")
     lst.add_argument("--json", action="store_true", help="a JSON array instead of a table")
     show = sub.add_parser("show", help="one session: record, injected text, hooks, log")
-    show.add_argument("id", metavar="ID", help="session id or a unique prefix of it; `last` = newest")
+    show.add_argument("id", metavar="ID", help="session id or a unique prefix of it; `last` = the newest "
+                      "session of the current project (else of all projects, said on stderr)")
     show.add_argument("--json", action="store_true", help="the record (plus `dir` and `log`) as JSON")
     pth = sub.add_parser("path", help="the project's sessions repository")
     pth.add_argument("--project", metavar="PATH", default=None, help="default: the current project")
-    ref_help = "session id or a unique prefix of it; `last` = newest"
+    ref_help = ("session id or a unique prefix of it; `last` = the newest session of the current project")
     dif = sub.add_parser("diff", help="what the session changed in the work tree, as a git diff")
     dif.add_argument("id", metavar="ID", help=ref_help)
     dif.add_argument("--stat", action="store_true", help="only the diff stat")
@@ -91,26 +92,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(args: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None = None,
-         env: Mapping[str, str] | None = None) -> int:
+         env: Mapping[str, str] | None = None, cwd: str | None = None) -> int:
+    """`cwd` is where the command was typed: `last` means the newest session of that project."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     env = os.environ if env is None else env
     ns = _parser().parse_args(list(args))
+    ns.cwd = os.getcwd() if cwd is None else cwd
     try:
         if ns.action == "list":
             return cmd_list(ns, out, env)
         if ns.action == "show":
-            return cmd_show(ns, out, env)
+            return cmd_show(ns, out, env, err)
         if ns.action == "diff":
-            return cmd_diff(ns, out, env)
+            return cmd_diff(ns, out, env, err)
         if ns.action == "undo":
-            return cmd_undo(ns, out, env)
+            return cmd_undo(ns, out, env, err)
         if ns.action == "prune":
             return cmd_prune(ns, out, env)
         if ns.action == "resume":
             if ns.tool_args[:1] == ["--"]:
                 ns.tool_args = ns.tool_args[1:]
-            return cmd_resume(ns, out, env)
+            return cmd_resume(ns, out, env, err)
         return cmd_path(ns, out, env, err)
     except _SessionsError as exc:
         err.write(f"wrapagent sessions: {exc}\n")

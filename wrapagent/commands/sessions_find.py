@@ -38,8 +38,40 @@ def project_records(project_root: Path, env: Mapping[str, str] | None = None) ->
     return [r for r in records if r.get("project_root") in (None, str(project_root))]
 
 
+def is_top_level(record: Mapping[str, Any]) -> bool:
+    """A session the user started, not one an agent started inside another session."""
+    return not record.get("parent_session") and not record.get("depth")
+
+
+def last_here(env: Mapping[str, str] | None, cwd: str | Path, *, read_only: bool) -> tuple[dict[str, Any], str | None]:
+    """What `last` means typed in `cwd`: (record, a note for the user or None).
+
+    The newest top-level session of the current project: `undo last` typed in
+    project A must never undo project B's newer session, and `resume last`
+    must not pick up a sub-agent's session. With none here, read-only
+    commands fall back to the newest top-level session of all projects and
+    say so (the note); the others refuse.
+    """
+    root = paths.find_project_root(cwd)
+    here = [r for r in project_records(root, env) if is_top_level(r)]
+    if here:
+        return here[0], None
+    if not read_only:
+        raise SessionsError(f"no session recorded in this project ({root}): `last` means the newest "
+                            "session of the current project; give a session id (see `wrapagent sessions list`)")
+    everywhere = [r for r in all_records(env) if is_top_level(r)]
+    if not everywhere:
+        raise SessionsError("no sessions recorded yet")
+    record = everywhere[0]
+    return record, (f"no session recorded in this project ({root}): `last` is the newest of all projects, "
+                    f"{record.get('id')} in {record.get('project_root') or '-'}")
+
+
 def find_record(ref: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The record whose id starts with `ref` (case-insensitive); `last` = the newest one."""
+    """The record whose id starts with `ref` (case-insensitive), among every project's; `last` = the newest one.
+
+    The `sessions` commands use `pick`, where `last` means the current project's.
+    """
     records = all_records(env)
     ref = ref.strip()
     if not ref:
@@ -48,6 +80,25 @@ def find_record(ref: str, env: Mapping[str, str] | None = None) -> dict[str, Any
         if not records:
             raise SessionsError("no sessions recorded yet")
         return records[0]
+    return _by_prefix(ref, records)
+
+
+def pick(ref: str, env: Mapping[str, str] | None, cwd: str | Path, *,
+         read_only: bool) -> tuple[dict[str, Any], str | None]:
+    """The record a command's ID argument names: (record, a note for the user or None).
+
+    An id or a unique prefix of one, among every project's records; `last`
+    (or `latest`) as `last_here` decides.
+    """
+    ref = ref.strip()
+    if not ref:
+        raise SessionsError("empty session id")
+    if ref.lower() in LATEST_ALIASES:
+        return last_here(env, cwd, read_only=read_only)
+    return _by_prefix(ref, all_records(env)), None
+
+
+def _by_prefix(ref: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     wanted = ref.upper()
     matches = [r for r in records if str(r.get("id", "")).upper().startswith(wanted)]
     exact = [r for r in matches if str(r.get("id", "")).upper() == wanted]

@@ -12,28 +12,31 @@ import sys
 from typing import IO, Any, Mapping, Sequence
 
 from wrapagent.commands.sessions_find import SessionsError as _SessionsError
-from wrapagent.commands.sessions_find import _resolve_project, find_record
+from wrapagent.commands.sessions_find import _resolve_project, pick
 from wrapagent.commands.sessions_show import visible_text
 
 
 # --------------------------------------------------------------------------- diff, undo, prune, resume
 
 
-def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    record = find_record(ns.id, env)
+def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str], err: IO[str], *,
+                    read_only: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    record, note = pick(ns.id, env, ns.cwd, read_only=read_only)
+    if note:
+        err.write(f"wrapagent sessions: {note}\n")
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         raise _SessionsError(f"session {record.get('id')} has no checkpoints (recorded before they existed)")
     return record, info
 
 
-def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
     import subprocess
 
     from wrapagent.session import checkpoints
 
-    _, info = _checkpoints_of(ns, env)
+    _, info = _checkpoints_of(ns, env, err, read_only=True)
     try:
         argv = checkpoints.diff_argv(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
@@ -42,10 +45,10 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
     return subprocess.run(argv, env=dict(env)).returncode
 
 
-def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     from wrapagent.session import checkpoints
 
-    record, info = _checkpoints_of(ns, env)
+    record, info = _checkpoints_of(ns, env, err, read_only=False)
     try:
         restored = checkpoints.undo(info, env)
     except checkpoints.CheckpointError as exc:
@@ -93,9 +96,9 @@ def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, l
     return str(record.get("tool") or tool), args, str(record.get("cwd") or ".")
 
 
-def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """Start the same tool, wrapped, in the session's directory, continuing its conversation."""
-    record = find_record(ns.id, env)
+    record, _ = pick(ns.id, env, ns.cwd, read_only=False)
     tool, args, cwd = resume_argv(record, ns.tool_args)
     try:
         os.chdir(cwd)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
-from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, project_records
+from wrapagent.commands.sessions_find import _resolve_project, all_records, pick, project_records
 from wrapagent.session.records import LOG_NAME
 
 INJECTED_STATUSES = ("delivered", "submitted")
@@ -369,8 +369,10 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
-    record = find_record(ns.id, env)
+def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
+    record, note = pick(ns.id, env, ns.cwd, read_only=True)
+    if note:
+        err.write(f"wrapagent sessions: {note}\n")
     log = read_log(record)
     if ns.json:
         data = {k: v for k, v in record.items() if k != "_dir"}
