@@ -77,23 +77,34 @@ def make_repo(path: Path, env: dict[str, str], files: dict[str, str] | None = No
     return path.resolve()
 
 
-def run_session(repo: Path, env: dict[str, str], work: Callable[[Path], None] = lambda r: None, *,
-                cwd: Path | None = None, settings: CheckpointSettings | None = None,
-                started: float | None = None, ended: float | None = None, **fields) -> dict:
-    """before → work → after, then the record saved in the project's sessions folder; the record."""
+def start_session(repo: Path, env: dict[str, str], *, cwd: Path | None = None,
+                  settings: CheckpointSettings | None = None, **fields) -> dict:
+    """A session's record after its `before` checkpoint (the tool would start now)."""
     settings = settings or CheckpointSettings(budget_secs=60)
     cwd = (cwd or repo).resolve()
     project = Path(paths.project_root_of(str(cwd)))
-    started = dt.datetime.now().timestamp() if started is None else started
     record = {"id": session_id(), "tool": "sh", "transport": "sh", "cwd": str(cwd),
               "project_root": str(project), "depth": 0, "parent_session": None,
-              "started_at": iso(started), "state": "finished", **fields}
+              "started_at": iso(dt.datetime.now().timestamp()), "state": "finished", **fields}
     checkpoints.begin(record, settings, project, env)
-    work(repo)
-    checkpoints.end(record, settings, project, env)
-    record["ended_at"] = iso(dt.datetime.now().timestamp() if ended is None else ended)
+    record["_settings"] = settings
+    return record
+
+
+def finish_session(record: dict, env: dict[str, str]) -> dict:
+    """The `after` checkpoint, `ended_at`, and the record saved where `sessions` reads it."""
+    checkpoints.end(record, record.pop("_settings"), record["project_root"], env)
+    record["ended_at"] = iso(dt.datetime.now().timestamp())
     save_record(record, env)
     return record
+
+
+def run_session(repo: Path, env: dict[str, str], work: Callable[[Path], None] = lambda r: None,
+                **kwargs) -> dict:
+    """before → work → after, then the record saved in the project's sessions folder; the record."""
+    record = start_session(repo, env, **kwargs)
+    work(repo)
+    return finish_session(record, env)
 
 
 def save_record(record: dict, env: dict[str, str]) -> Path:
@@ -157,6 +168,6 @@ def user_state(repo: Path, env: dict[str, str]) -> dict[str, object]:
         "head": git(repo, env, "rev-parse", "HEAD"),
         "refs": refs,
         "index": (git_dir / "index").read_bytes() if (git_dir / "index").exists() else None,
-        "status": git(repo, env, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored"),
+        "status": git(repo, env, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored"),
         "files": tree_files(repo),
     }

@@ -4,13 +4,13 @@
     sessions show ID [--json]          ID: a unique prefix (case-insensitive), or `last`
     sessions path [--project PATH]     the project's sessions repository (for `git -C … log`)
     sessions diff ID [--stat]          what the session changed in the work tree (git diff)
-    sessions undo ID                   put the files it changed back as they were before it
+    sessions undo ID [--dry-run] [--force]   put the files it changed back as they were before it
     sessions prune [--older-than DAYS] [--project PATH]   drop old checkpoint refs
     sessions resume ID [-- TOOL_ARGS]  the same tool, wrapped, continuing its own session
 
 The parser and dispatch live here; finding a record (`last`, prefixes) in
-`sessions_find.py`, list and show in `sessions_show.py`, diff, undo, prune and
-resume in `sessions_history.py`. list, show and path never write.
+`sessions_find.py`, list and show in `sessions_show.py`, diff, prune and resume
+in `sessions_history.py`, undo in `sessions_undo.py`. list, show and path never write.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import IO, Mapping, Sequence
 from wrapagent import paths
 from wrapagent.commands.sessions_find import SessionsError as _SessionsError
 from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, pick, project_records
-from wrapagent.commands.sessions_history import cmd_diff, cmd_prune, cmd_resume, cmd_undo, resume_argv
+from wrapagent.commands.sessions_history import cmd_diff, cmd_prune, cmd_resume, resume_argv
+from wrapagent.commands.sessions_undo import cmd_undo
 from wrapagent.commands.sessions_show import (
     DEFAULT_LIMIT,
     cmd_list,
@@ -80,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     dif.add_argument("--stat", action="store_true", help="only the diff stat")
     und = sub.add_parser("undo", help="put every file the session changed back as it was before it")
     und.add_argument("id", metavar="ID", help=ref_help)
+    und.add_argument("--dry-run", action="store_true", help="list what undo would do, change nothing")
+    und.add_argument("--force", action="store_true",
+                     help="undo even though another session of this repository ran at the same time "
+                          "(never past a file changed after the session)")
     prn = sub.add_parser("prune", help="drop old sessions' checkpoints (git refs) from the project")
     prn.add_argument("--older-than", metavar="DAYS", type=float, default=30.0,
                      help="sessions older than this many days (default 30; 0 = all)")

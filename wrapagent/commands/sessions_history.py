@@ -1,6 +1,6 @@
-"""`sessions diff`, `undo`, `prune` and `resume`: act on a session's history.
+"""`sessions diff`, `prune` and `resume`: act on a session's history (`undo`: sessions_undo.py).
 
-diff, undo and prune work on the checkpoints of `session/checkpoints.py`;
+diff and prune work on the checkpoints of `session/checkpoints.py`;
 resume on the native ids of `session/transcripts.py`.
 """
 
@@ -11,9 +11,9 @@ import os
 import sys
 from typing import IO, Any, Mapping, Sequence
 
+from wrapagent import paths
 from wrapagent.commands.sessions_find import SessionsError as _SessionsError
 from wrapagent.commands.sessions_find import _resolve_project, pick
-from wrapagent.commands.sessions_show import visible_text
 
 
 # --------------------------------------------------------------------------- diff, undo, prune, resume
@@ -45,24 +45,6 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     return subprocess.run(argv, env=dict(env)).returncode
 
 
-def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
-    from wrapagent.session import checkpoints
-
-    record, info = _checkpoints_of(ns, env, err, read_only=False)
-    try:
-        restored = checkpoints.undo(info, env)
-    except checkpoints.CheckpointError as exc:
-        raise _SessionsError(str(exc)) from None
-    if not restored:
-        out.write(f"session {record.get('id')} changed no file: nothing to undo\n")
-        return 0
-    verbs = {"A": "removed (created by the session)", "D": "restored (deleted by the session)"}
-    out.write(f"undid session {record.get('id')} in {info.get('repo')}:\n")
-    for status, path in restored:
-        out.write(f"  {visible_text(path)}: {verbs.get(status, 'restored')}\n")
-    return 0
-
-
 def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
     from wrapagent.session import checkpoints
 
@@ -73,6 +55,7 @@ def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> i
         dropped = checkpoints.prune(root, ns.older_than, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
+    checkpoints.note_pruned(dropped, paths.all_sessions_roots(env))
     out.write(f"dropped the checkpoints of {len(dropped)} session(s) older than {ns.older_than:g} day(s)"
               f" in {root}\n")
     for session_id in dropped:

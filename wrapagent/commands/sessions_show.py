@@ -356,6 +356,8 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
         return out
     out.append(f"  checkpoints {info.get('before', '')[:12]} → {info.get('after', '')[:12]} "
                f"({info.get('ref')}/…, in {info.get('repo')})")
+    if info.get("undone_at"):
+        out.append(f"  undone      on {format_time(info['undone_at'])} (`wrapagent sessions undo`)")
     from wrapagent.session import checkpoints
 
     try:

@@ -305,11 +305,35 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
 # --------------------------------------------------------------------------- commands
 
 
-def _session_commits(info: Mapping[str, object]) -> tuple[str, str]:
+def _when(iso: object) -> str:
+    """An ISO timestamp as local `YYYY-MM-DD HH:MM`, for messages."""
+    import datetime as dt
+
+    try:
+        stamp = dt.datetime.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso)
+    return (stamp.astimezone() if stamp.tzinfo else stamp).strftime("%Y-%m-%d %H:%M")
+
+
+def session_commits(info: Mapping[str, object], repo: "Repo | None" = None) -> tuple[str, str]:
+    """The session's `before` and `after` commits; a CheckpointError saying why there are none.
+
+    With `repo`, the commits must still be in it: after `sessions prune` and
+    `git gc` git itself would only say `fatal: bad object`.
+    """
     before, after = info.get("before"), info.get("after")
+    if info.get("pruned_at"):
+        raise CheckpointError(f"the checkpoints of this session were pruned on {_when(info['pruned_at'])}")
     if info.get("status") != "taken" or not before or not after:
         note = info.get("note") or "the session has no complete checkpoints"
         raise CheckpointError(f"no checkpoints for this session: {note}")
+    if repo is not None:
+        data = f"{before}^{{commit}}\n{after}^{{commit}}\n".encode()
+        proc = repo.run(["cat-file", "--batch-check"], input=data, check=False)
+        if proc.returncode != 0 or b"missing" in proc.stdout:
+            raise CheckpointError("the checkpoints of this session are no longer in the repository "
+                                  f"(pruned, and their commits removed by git gc: {str(before)[:12]})")
     return str(before), str(after)
 
 
@@ -323,68 +347,83 @@ def open_repo(info: Mapping[str, object], env: Mapping[str, str] | None = None) 
 
 def diff_stat(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> str:
     """`git diff --stat before after` as text, for `sessions show`."""
-    before, after = _session_commits(info)
+    session_commits(info)
     repo = open_repo(info, env)
+    before, after = session_commits(info, repo)
     return repo.run(["-c", "core.quotepath=off", "diff", "--stat", "--no-color", "--no-ext-diff",
                      before, after]).stdout.decode("utf-8", "replace")
 
 
 def diff_argv(info: Mapping[str, object], stat: bool, env: Mapping[str, str] | None = None) -> list[str]:
     """The `git diff` command that shows the session's changes (run with the user's terminal)."""
-    before, after = _session_commits(info)
+    session_commits(info)
     repo = open_repo(info, env)
+    before, after = session_commits(info, repo)
     return ["git", "-C", repo.top, "diff", *(["--stat"] if stat else []), before, after]
 
 
-class UndoConflict(CheckpointError):
+class UndoRefused(CheckpointError):
+    """Undo checked something and changed nothing; the message is one line saying why."""
+
+
+class UndoConflict(UndoRefused):
     """Files the session changed were changed again afterwards."""
 
     def __init__(self, paths: Sequence[str]) -> None:
+        from wrapagent.session.undo import shown_paths
+
         self.paths = list(paths)
-        shown = "\n".join(f"  {p}" for p in self.paths)
-        super().__init__("refusing to undo: these files changed after the session ended "
-                         f"(nothing was changed):\n{shown}")
+        super().__init__(f"refusing to undo: {len(self.paths)} file(s) changed after the session ended: "
+                         f"{shown_paths(self.paths)} (nothing was changed)")
 
 
 def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """Put every file the session changed back to its `before` content.
+    """Put every file the session changed back to its `before` content (session/undo.py).
 
-    Checks first that each of those files is still exactly as the session
-    left it (a fresh snapshot compared with `after`), and changes nothing
-    otherwise. Returns (status, path) of the session's changes, as restored.
+    All checks first; any failure raises `UndoRefused` and changes nothing.
+    Returns (status, path) of the files removed or restored.
     """
-    before, after = _session_commits(info)
-    repo = open_repo(info, env)
-    changed = repo.changes(before, after)
-    if not changed:
-        return []
-    paths = [p for _, p in changed]
-    now = repo.write_tree()
-    moved = [p for _, p in repo.changes(after, now, paths)]
-    if moved:
-        raise UndoConflict(moved)
-    # Created paths go first: a file the session turned into a folder (or
-    # back) must be out of the way before the old one is written again.
-    for path in (p for status, p in changed if status == "A"):
-        _remove_created(repo.top, path)
-    repo.checkout_paths(before, [p for status, p in changed if status != "A"])
-    return changed
+    from wrapagent.session.undo import undo as undo_plan
+
+    plan = undo_plan(info, env)
+    return [("A", p) for p in plan.remove] + list(plan.restore)
 
 
-def _remove_created(top: str, path: str) -> None:
-    """Remove a file the session created, then the folders it left empty."""
-    full = os.path.join(top, path)
+def note_record(session_dir: str | Path, **fields: object) -> bool:
+    """Add `fields` to the `checkpoints` object of the record in `session_dir`; False when there is none.
+
+    How undo and prune leave their mark ("undone on …", "pruned on …") for
+    the next `sessions` command. The file is rewritten atomically.
+    """
+    import json
+
+    from wrapagent.session.records import RECORD_NAME, atomic_write
+
+    path = os.path.join(str(session_dir), RECORD_NAME)
     try:
-        os.unlink(full)
-    except FileNotFoundError:
-        pass
-    folder = os.path.dirname(full)
-    while folder != top and folder.startswith(top + os.sep):
-        try:
-            os.rmdir(folder)
-        except OSError:
-            return
-        folder = os.path.dirname(folder)
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return False
+    info = record.get("checkpoints") if isinstance(record, dict) else None
+    if not isinstance(info, dict):
+        return False
+    info.update(fields)
+    from pathlib import Path
+
+    atomic_write(Path(path), json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n")
+    return True
+
+
+def note_pruned(session_ids: Sequence[str], sessions_roots: Sequence[str | Path]) -> None:
+    """Note in each record found under `sessions_roots` that its checkpoints were pruned now."""
+    import datetime as dt
+
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat()
+    for root in sessions_roots:
+        for session_id in session_ids:
+            if os.path.isdir(os.path.join(str(root), session_id)):
+                note_record(os.path.join(str(root), session_id), pruned_at=stamp)
 
 
 def list_refs(root: str | Path, env: Mapping[str, str] | None = None) -> list[str]:
