@@ -200,3 +200,48 @@ def test_checkpoints_gone_without_a_note_are_explained_too(tmp_path: Path, env) 
         code, out, err = sessions(env, repo, verb, "last")
         assert code == 1 and one_line(err) and "fatal" not in err
         assert "no longer in the repository" in err
+
+
+def test_refs_past_keep_days_are_pruned_at_a_later_sessions_end_at_most_daily(tmp_path: Path, env) -> None:
+    import time
+
+    from wrapagent.hooks.config_model import CheckpointSettings
+    from wrapagent.session import checkpoints
+
+    from checkpoint_world import session_id
+
+    repo = make_repo(tmp_path / "proj", env)
+    keep_all = CheckpointSettings(keep_days=0, budget_secs=60)
+    month_ago = time.time() - 40 * 86400
+    old = run_session(repo, env, lambda r: write(r / "old.txt", "o\n"), settings=keep_all, id=session_id(month_ago))
+    refs = lambda: git(repo, env, "for-each-ref", "--format=%(refname)", "refs/wrapagent/").split()  # noqa: E731
+    assert len(refs()) == 2
+    new = run_session(repo, env)  # default keep_days = 30: the old session's refs go at its end
+    assert sorted(refs()) == sorted(f"{new['checkpoints']['ref']}/{w}" for w in ("before", "after"))
+    assert load_record(old)["checkpoints"]["pruned_at"]
+    code, out, err = sessions(env, repo, "undo", old["id"])
+    assert code == 1 and "were pruned on" in err
+
+    # the next look is a day later: until then a session's end runs no git for it
+    older = run_session(repo, env, settings=keep_all, id=session_id(month_ago + 1))
+    run_session(repo, env)
+    assert f"{older['checkpoints']['ref']}/before" in refs()
+    mark = Path(new["checkpoints"]["git_dir"]) / "wrapagent" / checkpoints.PRUNE_MARK
+    stale = mark.stat().st_mtime - checkpoints.PRUNE_EVERY_SECS - 1
+    os.utime(mark, (stale, stale))
+    run_session(repo, env)
+    assert not [r for r in refs() if older["id"] in r]
+
+
+def test_keep_days_is_a_checkpoints_setting(tmp_path: Path) -> None:
+    from wrapagent.hooks.config_loader import load_config
+
+    project = tmp_path / "project"
+    (project / ".wrapagent").mkdir(parents=True)
+    (project / ".wrapagent" / "hooks.toml").write_text("[checkpoints]\nkeep_days = 7\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
+    cfg = load_config(project, env=env, is_trusted=lambda path, data: True)
+    assert cfg.checkpoints.keep_days == 7 and cfg.problems == ()
+    (project / ".wrapagent" / "hooks.toml").write_text("[checkpoints]\nkeep_days = -1\n")
+    cfg = load_config(project, env=env, is_trusted=lambda path, data: True)
+    assert [p.key for p in cfg.problems] == ["checkpoints.keep_days"]

@@ -276,7 +276,8 @@ def test_private_index_lives_in_the_git_dir(tmp_path: Path) -> None:
     repo = user_repo(tmp_path)
     run_session(repo, work=lambda r: None)
     assert (repo / ".git" / "wrapagent" / "index").is_file()
-    leftovers = [p.name for p in (repo / ".git" / "wrapagent").iterdir() if p.name != "index"]
+    leftovers = [p.name for p in (repo / ".git" / "wrapagent").iterdir()
+                 if p.name not in ("index", checkpoints.PRUNE_MARK)]
     assert leftovers == []
     assert os.environ.get("GIT_INDEX_FILE") is None
 

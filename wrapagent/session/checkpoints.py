@@ -281,7 +281,7 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
             return
         if which == "before":
             parent = repo.rev("HEAD", deadline)
-            info.update(repo=repo.top, ref=REF_PREFIX + session_id, head=parent)
+            info.update(repo=repo.top, git_dir=repo.git_dir, ref=REF_PREFIX + session_id, head=parent)
         else:
             parent = info.get("before")
             # the agent may have committed: diff and undo still compare work trees
@@ -426,11 +426,6 @@ def note_pruned(session_ids: Sequence[str], sessions_roots: Sequence[str | Path]
                 note_record(os.path.join(str(root), session_id), pruned_at=stamp)
 
 
-def list_refs(root: str | Path, env: Mapping[str, str] | None = None) -> list[str]:
-    proc = git(root, ["for-each-ref", "--format=%(refname)", REF_PREFIX], env=env)
-    return proc.stdout.decode("utf-8", "surrogateescape").split()
-
-
 def ulid_time(session_id: str) -> float | None:
     """Seconds since the epoch encoded in a ULID session id (its first 10 characters)."""
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -449,17 +444,58 @@ def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | Non
     repo = Repo.find(root, env)
     if repo is None:
         raise CheckpointError(f"{root} is not in a git repository")
+    return _prune_repo(repo, older_than_days, now)
+
+
+def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
+                deadline: float | None = None) -> list[str]:
     cutoff = (time.time() if now is None else now) - older_than_days * 86400
     doomed: dict[str, list[str]] = {}
-    for ref in list_refs(repo.top, env):
+    listed = repo.run(["for-each-ref", "--format=%(refname)", REF_PREFIX], deadline=deadline)
+    for ref in listed.stdout.decode("utf-8", "surrogateescape").split():
         session_id = ref[len(REF_PREFIX):].split("/", 1)[0]
         stamp = ulid_time(session_id)
         if stamp is not None and stamp < cutoff:
             doomed.setdefault(session_id, []).append(ref)
     if doomed:
         lines = "".join(f"delete {ref}\n" for refs in doomed.values() for ref in refs)
-        repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"))
+        repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"), deadline=deadline)
     return sorted(doomed)
+
+
+PRUNE_MARK = "pruned"  # in $GIT_DIR/wrapagent/: when old sessions' refs were last looked for
+PRUNE_EVERY_SECS = 24 * 3600
+
+
+def expire_old(info: Mapping[str, object], keep_days: float, sessions_root: str | Path | None,
+               env: Mapping[str, str] | None = None, *, budget: float = 2.0,
+               now: float | None = None) -> list[str]:
+    """At a session's end: drop the refs of this repository's sessions older than `keep_days`.
+
+    Cheap: one `stat` of a mark file, and git only when it is a day old
+    (then one `for-each-ref`, plus `update-ref` when there are such refs).
+    The pruned sessions' records under `sessions_root` say so. Never raises;
+    `keep_days` <= 0 keeps everything.
+    """
+    top, git_dir = info.get("repo"), info.get("git_dir")
+    if keep_days <= 0 or not top or not git_dir:
+        return []
+    now = time.time() if now is None else now
+    mark = os.path.join(str(git_dir), "wrapagent", PRUNE_MARK)
+    try:
+        if now - os.stat(mark).st_mtime < PRUNE_EVERY_SECS:
+            return []
+    except OSError:
+        pass
+    try:
+        dropped = _prune_repo(Repo(str(top), str(git_dir), env), keep_days, now, time.monotonic() + budget)
+        with open(mark, "w", encoding="utf-8") as f:
+            f.write(f"wrapagent drops checkpoints older than {keep_days:g} days ([checkpoints] keep_days)\n")
+    except (OSError, CheckpointError):
+        return []
+    if dropped and sessions_root is not None:
+        note_pruned(dropped, [sessions_root])
+    return dropped
 
 
 # --------------------------------------------------------------------------- lifecycle hooks
@@ -489,8 +525,13 @@ def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, st
 
 
 def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
-    """After the tool exited: the `after` snapshot, when there is a `before` one."""
+    """After the tool exited: the `after` snapshot, when there is a `before` one; then old
+    sessions' refs past `[checkpoints] keep_days` go (`expire_old`, at most once a day)."""
     info = record.get("checkpoints")
     if not isinstance(info, dict) or info.get("status") != "taken":
         return
     take(project_root, str(record["id"]), "after", info, budget=settings.budget_secs, env=env)
+    from wrapagent.paths import sessions_root_str
+
+    expire_old(info, getattr(settings, "keep_days", 30.0), sessions_root_str(project_root, env), env,
+               budget=settings.budget_secs)
