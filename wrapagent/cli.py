@@ -55,10 +55,11 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
     starter config's guards instead (and says so), so a newcomer sees the
     blocks without writing a file first.
     """
+    from wrapagent.commands.own_process import module_argv  # never the current folder's code
     from wrapagent.session.launch import RunOptions, run
 
     return run(RunOptions(tool="demo", display_name="demo", args=list(args), strict=strict,
-                          argv_override=[sys.executable, "-m", "wrapagent.commands.demo_agent"],
+                          argv_override=module_argv("wrapagent.commands.demo_agent"),
                           config_factory=_demo_config))
 
 

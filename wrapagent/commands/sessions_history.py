@@ -89,8 +89,11 @@ def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err
         raise _SessionsError(f"cannot enter the session's directory {cwd}: {exc.strerror}") from None
     out.flush()
     # A fresh wrapagent, as if the user typed `wrapagent TOOL ARGS` there: its
-    # own session record, hooks and signal dispositions.
-    argv = [sys.executable, "-m", "wrapagent", "--", tool, *args]
+    # own session record, hooks and signal dispositions. This wrapagent, by its
+    # real location: `python -m wrapagent` would run a `wrapagent/` of that folder.
+    from wrapagent.commands.own_process import module_argv
+
+    argv = module_argv("wrapagent", "--", tool, *args)
     try:
         os.execve(sys.executable, argv, dict(env))
     except OSError as exc:

@@ -94,7 +94,7 @@ def _note_undone(record: Mapping[str, Any]) -> None:
 def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     from wrapagent.session import checkpoints
     from wrapagent.session import undo as undo_mod
-    from wrapagent.session.undo import shown_paths
+    from wrapagent.session.checkpoints import shown_paths
 
     record, _ = pick(ns.id, env, ns.cwd, read_only=False)
     sid = record.get("id")

@@ -1,8 +1,8 @@
 """Snapshots of the project's work tree as git commits the user never sees.
 
 Before the tool starts and after it exits, the work tree (tracked and
-untracked files, minus what git ignores) is written as a commit with git
-plumbing only:
+untracked files, minus what git ignores at that moment) is written as a
+commit with git plumbing only:
 
     GIT_INDEX_FILE=<private index> git add -A      # never the user's index
     GIT_INDEX_FILE=<private index> git write-tree
@@ -158,6 +158,8 @@ class Repo:
         private, work = self._index_paths()
         self._seed_index(private, work)
         try:
+            # First: `add` would write the new content of a file ignored since into the object store.
+            self._forget_ignored(work, deadline)
             # --ignore-errors: a file that vanishes or cannot be read mid-scan
             # (an editor's swap file) must not cost the whole snapshot.
             added = self.run(["add", "-A", "--ignore-errors", "--", "."], index=work, deadline=deadline,
@@ -171,6 +173,62 @@ class Repo:
         finally:
             _unlink(work)
             _unlink(work + ".lock")  # left by a git process killed at the end of the budget
+
+    def _forget_ignored(self, work: str, deadline: float | None) -> None:
+        """Make the ignored entries of the private index exactly the user's tracked ignored files.
+
+        `git add -A` never removes an entry and never adds an ignored file:
+        a `.env` snapshotted once while untracked would stay in every later
+        snapshot, rotated secret included, after the user ignores it, and a
+        file the user force-adds (`git add -f dist/app.js`) after the first
+        snapshot would never be in one. Costs two `ls-files` (each index's
+        cached paths matched against the ignore rules), plus one
+        `update-index` when they differ.
+        """
+        listing = ["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"]
+        ours = set(self.run(listing, index=work, deadline=deadline).stdout.split(b"\0"))
+        user_index = os.path.join(self.git_dir, "index")
+        theirs: set[bytes] = set()
+        if os.path.exists(user_index):
+            theirs = set(self.run(listing, index=user_index, deadline=deadline).stdout.split(b"\0"))
+        fix = sorted(p for p in ours ^ theirs if p)
+        if fix:
+            # --add --remove: a path the user tracks is (re)added from the work tree, or
+            # removed when gone from it; any other one is dropped.
+            drop = [p for p in fix if p not in theirs]
+            if drop:
+                self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work,
+                         deadline=deadline, input=b"\0".join(drop) + b"\0")
+            add = [p for p in fix if p in theirs]
+            if add:
+                self.run(["update-index", "-z", "--add", "--remove", "--stdin"], index=work,
+                         deadline=deadline, input=b"\0".join(add) + b"\0")
+
+    def untracked_reason(self, cwd: str | None, deadline: float | None = None) -> str | None:
+        """Why this work tree is not snapshotted although it is a repository; None when it is.
+
+        A dotfiles repository (`git init ~`, `status.showUntrackedFiles no`)
+        would otherwise put the whole home folder, `~/.ssh` included, into
+        `~/.git` from any folder under it.
+        """
+        home = os.path.realpath(os.path.expanduser("~") if self.env is None
+                                else self.env.get("HOME") or os.path.expanduser("~"))
+        if os.path.realpath(self.top) == home:
+            return HOME_NOTE
+        value = self.run(["config", "--get", "status.showUntrackedFiles"], check=False,
+                         deadline=deadline).stdout.decode("utf-8", "replace").strip().lower()
+        if value in ("no", "false", "off", "0"):
+            return ("status.showUntrackedFiles is `no` in this repository: untracked files are not "
+                    "its business, so no checkpoints by default")
+        if cwd:
+            rel = os.path.relpath(os.path.realpath(cwd), os.path.realpath(self.top))
+            if rel != "." and not rel.startswith(".."):
+                inside = self.run(["ls-files", "-z", "--cached", "--", f":(literal){rel}"],
+                                  deadline=deadline).stdout
+                if not inside:
+                    return (f"the session's folder ({rel}) holds no file the repository tracks: "
+                            "no checkpoints by default")
+        return None
 
     def snapshot(self, ref: str, message: str, parent: str | None,
                  deadline: float | None = None) -> str:
@@ -257,7 +315,7 @@ def skip_reason(*, enabled: bool, depth: int, parent: str | None) -> str | None:
 
 
 def take(project_root: str | Path, session_id: str, which: str, info: dict,
-         *, budget: float, env: Mapping[str, str] | None = None) -> None:
+         *, budget: float, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
     """Take the `before` or `after` snapshot of one session, recording the outcome in `info`.
 
     `info` is the record's `checkpoints` object. Never raises: a failed
@@ -280,6 +338,10 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
                              f"(remove {os.path.join(repo.git_dir, 'wrapagent', OVER_BUDGET_MARK)} to retry now)")
             return
         if which == "before":
+            reason = repo.untracked_reason(cwd, deadline)
+            if reason is not None:
+                info.update(status="skipped", note=reason)
+                return
             parent = repo.rev("HEAD", deadline)
             info.update(repo=repo.top, git_dir=repo.git_dir, ref=REF_PREFIX + session_id, head=parent)
         else:
@@ -362,6 +424,12 @@ def diff_argv(info: Mapping[str, object], stat: bool, env: Mapping[str, str] | N
     return ["git", "-C", repo.top, "diff", *(["--stat"] if stat else []), before, after]
 
 
+def shown_paths(paths: Sequence[str], limit: int = 8) -> str:
+    """`a, b, c … and N more`: paths for a one-line message."""
+    head = ", ".join(paths[:limit])
+    return head + (f" … and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
 class UndoRefused(CheckpointError):
     """Undo checked something and changed nothing; the message is one line saying why."""
 
@@ -370,23 +438,9 @@ class UndoConflict(UndoRefused):
     """Files the session changed were changed again afterwards."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        from wrapagent.session.undo import shown_paths
-
         self.paths = list(paths)
         super().__init__(f"refusing to undo: {len(self.paths)} file(s) changed after the session ended: "
                          f"{shown_paths(self.paths)} (nothing was changed)")
-
-
-def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """Put every file the session changed back to its `before` content (session/undo.py).
-
-    All checks first; any failure raises `UndoRefused` and changes nothing.
-    Returns (status, path) of the files removed or restored.
-    """
-    from wrapagent.session.undo import undo as undo_plan
-
-    plan = undo_plan(info, env)
-    return [("A", p) for p in plan.remove] + list(plan.restore)
 
 
 def note_record(session_dir: str | Path, **fields: object) -> bool:
@@ -501,15 +555,28 @@ def expire_old(info: Mapping[str, object], keep_days: float, sessions_root: str 
 # --------------------------------------------------------------------------- lifecycle hooks
 
 
+HOME_NOTE = ("the repository's top is the home folder (a dotfiles repository?): checkpoints would hold "
+             "every file under it, so none by default")
+
+
 def before_skip_reason(settings, *, depth: int, parent: str | None,
-                       project_root: str | Path) -> str | None:
+                       project_root: str | Path, env: Mapping[str, str] | None = None) -> str | None:
     """Why this session takes no `before` snapshot; None when it takes one (decided without git)."""
     reason = skip_reason(enabled=settings.enabled, depth=depth, parent=parent)
-    if reason is None and not os.path.exists(os.path.join(str(project_root), ".git")):
+    if reason is not None:
+        return reason
+    root = str(project_root)
+    home = (os.environ if env is None else env).get("HOME") or os.path.expanduser("~")
+    home = os.path.realpath(home)
+    if not os.path.exists(os.path.join(root, ".git")):
         # The project root is the nearest folder holding `.git` (paths.project_root_of), and
         # snapshots strip GIT_DIR & co.: no `.git` there means no repository, without forking git.
-        reason = "not a git repository"  # no `.git` found: no git process at all on start-up
-    return reason
+        if root.startswith(home + os.sep) and os.path.exists(os.path.join(home, ".git")):
+            return "not a git repository (the one at the home folder does not count: no checkpoints there)"
+        return "not a git repository"  # no `.git` found: no git process at all on start-up
+    if os.path.realpath(root) == home:
+        return HOME_NOTE
+    return None
 
 
 def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
@@ -517,11 +584,12 @@ def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, st
     info: dict = {"status": None}
     record["checkpoints"] = info
     reason = before_skip_reason(settings, depth=int(record.get("depth") or 0),
-                                parent=record.get("parent_session"), project_root=project_root)
+                                parent=record.get("parent_session"), project_root=project_root, env=env)
     if reason is not None:
         info.update(status="skipped", note=reason)
         return
-    take(project_root, str(record["id"]), "before", info, budget=settings.budget_secs, env=env)
+    take(project_root, str(record["id"]), "before", info, budget=settings.budget_secs, env=env,
+         cwd=record.get("cwd"))
 
 
 def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:

@@ -27,16 +27,9 @@ if TYPE_CHECKING:
 
     from wrapagent.session.checkpoints import Repo
 
-from wrapagent.session.checkpoints import CheckpointError, UndoConflict, UndoRefused
+from wrapagent.session.checkpoints import CheckpointError, UndoConflict, UndoRefused, shown_paths
 
 GITLINK = "160000"
-_SHOWN = 8  # paths named in a one-line refusal before "… and N more"
-
-
-def shown_paths(paths: Sequence[str]) -> str:
-    """`a, b, c … and N more`: paths for a one-line message."""
-    head = ", ".join(paths[:_SHOWN])
-    return head + (f" … and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
 
 
 class UndoPlan:
@@ -248,3 +241,9 @@ def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,
     if not dry_run:
         apply(result)
     return result
+
+
+def undo_files(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """`undo`, returning (status, path) of the files removed (`A`) or restored."""
+    result = undo(info, env)
+    return [("A", p) for p in result.remove] + list(result.restore)
