@@ -38,19 +38,22 @@ def test_a_file_ignored_since_the_last_snapshot_is_not_in_the_next(tmp_path: Pat
     env = isolated_env(tmp_path / "iso")
     repo = make_repo(tmp_path / "proj", env, ignore="*.log\n")
     write(repo / "secret.key", "old secret\n")  # untracked, not ignored yet
+    write(repo / "dumps" / "db.sql", "old dump\n")
     first = run_session(repo, env)["checkpoints"]
-    assert "secret.key" in tree_paths(repo, env, first["before"])
+    assert {"secret.key", "dumps/db.sql"} <= set(tree_paths(repo, env, first["before"]))
 
-    write(repo / ".gitignore", "*.log\nsecret.key\n")  # the user notices, ignores it, rotates it
+    write(repo / ".gitignore", "*.log\nsecret.key\ndumps/\n")  # the user notices, ignores them, rotates
+    write(repo / "dumps" / "db.sql", "NEW DUMP\n")
     write(repo / "secret.key", "NEW ROTATED SECRET\n")
     write(repo / "tracked.log", "tracked although ignored\n")
     git(repo, env, "add", "-f", "tracked.log")  # tracked + ignored: still the user's tracked file
     second = run_session(repo, env)["checkpoints"]
     for which in ("before", "after"):
         paths = tree_paths(repo, env, second[which])
-        assert "secret.key" not in paths
+        assert "secret.key" not in paths and "dumps/db.sql" not in paths
         assert "tracked.log" in paths and ".gitignore" in paths
     assert not has_object(repo, env, blob_id(repo, env, "NEW ROTATED SECRET\n"))
+    assert not has_object(repo, env, blob_id(repo, env, "NEW DUMP\n"))
 
 
 def wrapagent(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:

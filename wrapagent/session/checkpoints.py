@@ -175,34 +175,54 @@ class Repo:
             _unlink(work + ".lock")  # left by a git process killed at the end of the budget
 
     def _forget_ignored(self, work: str, deadline: float | None) -> None:
-        """Make the ignored entries of the private index exactly the user's tracked ignored files.
+        """Make the private index hold exactly the user's tracked files plus untracked, non-ignored ones.
 
         `git add -A` never removes an entry and never adds an ignored file:
         a `.env` snapshotted once while untracked would stay in every later
         snapshot, rotated secret included, after the user ignores it, and a
         file the user force-adds (`git add -f dist/app.js`) after the first
-        snapshot would never be in one. Costs two `ls-files` (each index's
-        cached paths matched against the ignore rules), plus one
-        `update-index` when they differ.
+        snapshot would never be in one. Runs before `add`, which would write
+        the ignored file's new content into the object store. Costs two
+        `ls-files` (~2.5 ms each on 10,000 files) and, when the private index
+        holds untracked files, one `check-ignore` of those alone (matching
+        every entry against the ignore rules costs ~10 ms).
         """
-        listing = ["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"]
+        listing = ["ls-files", "-z", "--cached"]
         ours = set(self.run(listing, index=work, deadline=deadline).stdout.split(b"\0"))
         user_index = os.path.join(self.git_dir, "index")
         theirs: set[bytes] = set()
         if os.path.exists(user_index):
             theirs = set(self.run(listing, index=user_index, deadline=deadline).stdout.split(b"\0"))
-        fix = sorted(p for p in ours ^ theirs if p)
-        if fix:
-            # --add --remove: a path the user tracks is (re)added from the work tree, or
-            # removed when gone from it; any other one is dropped.
-            drop = [p for p in fix if p not in theirs]
-            if drop:
-                self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work,
-                         deadline=deadline, input=b"\0".join(drop) + b"\0")
-            add = [p for p in fix if p in theirs]
-            if add:
-                self.run(["update-index", "-z", "--add", "--remove", "--stdin"], index=work,
-                         deadline=deadline, input=b"\0".join(add) + b"\0")
+        drop = self._ignored(sorted(p for p in ours - theirs if p), deadline)
+        if drop:
+            self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work,
+                     deadline=deadline, input=b"\0".join(drop) + b"\0")
+        # Tracked by the user since, and ignored (`add -A` takes in the others): as files.
+        add = [p for p in self._ignored(sorted(p for p in theirs - ours if p), deadline)
+               if self._is_file(p)]
+        if add:
+            self.run(["update-index", "-z", "--add", "--stdin"], index=work,
+                     deadline=deadline, input=b"\0".join(add) + b"\0")
+
+    def _ignored(self, paths: Sequence[bytes], deadline: float | None) -> list[bytes]:
+        """Those of `paths` git's ignore rules match now (tracked or not)."""
+        if not paths:
+            return []
+        proc = self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline, check=False,
+                        input=b"\0".join(paths) + b"\0")
+        if proc.returncode not in (0, 1):
+            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
+        return [p for p in proc.stdout.split(b"\0") if p]
+
+    def _is_file(self, path: bytes) -> bool:
+        import stat
+
+        try:
+            mode = os.lstat(os.path.join(os.fsencode(self.top), path)).st_mode
+        except OSError:
+            return False
+        return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
     def untracked_reason(self, cwd: str | None, deadline: float | None = None) -> str | None:
         """Why this work tree is not snapshotted although it is a repository; None when it is.
