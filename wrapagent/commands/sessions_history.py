@@ -32,17 +32,14 @@ def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str], err: IO[str]
 
 def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
-    import subprocess
-
     from wrapagent.session import checkpoints
 
     _, info = _checkpoints_of(ns, env, err, read_only=True)
+    out.flush()
     try:
-        argv = checkpoints.diff_argv(info, ns.stat, env)
+        return checkpoints.show_diff(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
-    out.flush()
-    return subprocess.run(argv, env=dict(env)).returncode
 
 
 def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
