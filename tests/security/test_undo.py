@@ -161,18 +161,22 @@ def test_dry_run_lists_and_changes_nothing(tmp_path: Path, env) -> None:
     assert "undone_at" not in load_record(record)["checkpoints"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write in any folder")
-def test_a_folder_undo_cannot_write_in_changes_nothing(tmp_path: Path, env) -> None:
+def test_a_folder_undo_cannot_write_in_changes_nothing(tmp_path: Path, env, monkeypatch) -> None:
     repo = make_repo(tmp_path / "proj", env, {"a.txt": "a\n", "locked/b.txt": "b\n"})
     run_session(repo, env, lambda r: (write(r / "a.txt", "agent\n"), write(r / "locked/b.txt", "agent\n")))
-    (repo / "locked").chmod(0o555)
+    locked = repo / "locked"
+    locked.chmod(0o555)
+    if os.geteuid() == 0:  # root writes anywhere: the folder answers as it would to anybody else
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if Path(path) == locked
+                            and mode & os.W_OK else real_access(path, mode, **kw))
     try:
         state = user_state(repo, env)
         code, out, err = sessions(env, repo, "undo", "last")
         assert code == 1 and "no permission" in err and "locked" in err and one_line(err)
-        assert user_state(repo, env) == state
+        assert user_state(repo, env) == state  # a.txt not restored either
     finally:
-        (repo / "locked").chmod(0o755)
+        locked.chmod(0o755)
 
 
 def test_pruned_and_gcd_checkpoints_are_explained_not_a_git_fatal(tmp_path: Path, env) -> None:
