@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_world import git, isolated_env, make_repo, run_session, sessions, write
+from checkpoint_world import git, isolated_env, make_repo, run_session, sessions, user_state, write
 
 
 def blob_id(repo: Path, env: dict[str, str], text: str) -> str:
@@ -84,8 +84,13 @@ def dotfiles_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict
 def test_a_dotfiles_repository_at_home_gets_no_checkpoints_from_a_folder_under_it(dotfiles_home) -> None:
     env, home = dotfiles_home
     objects = object_count(home / ".git")
+    state = user_state(home, env)
     proc = wrapagent(env, home / "notes", "sh", "-c", "echo x > made.txt")
     assert proc.returncode == 0, proc.stderr
+    after = user_state(home, env)
+    assert after["files"].pop("notes/made.txt") == (b"x\n", 0o644)
+    assert after.pop("status") == state.pop("status") + "?? notes/made.txt\0"  # the session's file
+    assert after == state  # config, refs, index bytes, status: the dotfiles repository untouched
     (session_dir,) = (Path(env["XDG_STATE_HOME"]) / "wrapagent" / "projects").glob("*/*/session.json")
     record = json.loads(session_dir.read_text())
     assert record["project_root"] == str(home / "notes")  # its own project, not "home"
