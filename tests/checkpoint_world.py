@@ -1,4 +1,4 @@
-"""Real temporary repositories and session records for the checkpoint and undo security tests.
+"""Real temporary repositories and session records for the checkpoint and undo tests (tests/security/).
 
 A "session" here is what the lifecycle does around the tool: the `before`
 checkpoint, the agent's work (a Python function), the `after` checkpoint,
