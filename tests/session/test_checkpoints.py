@@ -20,6 +20,7 @@ import pytest
 from wrapagent.hooks.config_model import CheckpointSettings
 from wrapagent.session import checkpoints
 from wrapagent.session.records import new_session_id
+from wrapagent.session.checkpoint_access import UndoConflict
 from wrapagent.session.undo import undo_files
 
 CAFE = "café ü.txt"
@@ -217,7 +218,7 @@ def test_undo_refuses_when_a_file_changed_after_the_session(tmp_path: Path) -> N
     write(repo / "new.txt", "the user kept working on it\n")
     (repo / "clean.txt").unlink()
     files, state = snapshot_files(repo), git_state(repo)
-    with pytest.raises(checkpoints.UndoConflict) as caught:
+    with pytest.raises(UndoConflict) as caught:
         undo_files(info)
     assert sorted(caught.value.paths) == ["clean.txt", "new.txt"]
     assert "new.txt" in str(caught.value) and "nothing was changed" in str(caught.value)

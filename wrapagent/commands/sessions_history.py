@@ -32,12 +32,12 @@ def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str], err: IO[str]
 
 def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
-    from wrapagent.session import checkpoints
+    from wrapagent.session import checkpoint_access, checkpoints
 
     _, info = _checkpoints_of(ns, env, err, read_only=True)
     out.flush()
     try:
-        return checkpoints.show_diff(info, ns.stat, env)
+        return checkpoint_access.show_diff(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
 

@@ -358,10 +358,10 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
                f"({info.get('ref')}/…, in {info.get('repo')})")
     if info.get("undone_at"):
         out.append(f"  undone      on {format_time(info['undone_at'])} (`wrapagent sessions undo`)")
-    from wrapagent.session import checkpoints
+    from wrapagent.session import checkpoint_access, checkpoints
 
     try:
-        stat = checkpoints.diff_stat(info)
+        stat = checkpoint_access.diff_stat(info)
     except checkpoints.CheckpointError as exc:
         out.append(f"  ({visible_text(str(exc))})")
         return out

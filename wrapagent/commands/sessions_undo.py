@@ -71,12 +71,12 @@ def overlapping(record: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[
 
 def _shared_paths(plan, other: Mapping[str, Any]) -> list[str]:
     """The files undo would touch that the other session may have changed too."""
-    from wrapagent.session import checkpoints
+    from wrapagent.session import checkpoint_access, checkpoints
 
     mine = plan.acted_on
     info = other.get("checkpoints")
     try:
-        before, after = checkpoints.session_commits(info if isinstance(info, dict) else {}, plan.repo)
+        before, after = checkpoint_access.session_commits(info if isinstance(info, dict) else {}, plan.repo)
         theirs = {p for _, p in plan.repo.changes(before, after, mine)}
     except checkpoints.CheckpointError:
         return sorted(mine)  # running, or no checkpoints: any of them may be its work
@@ -92,9 +92,9 @@ def _note_undone(record: Mapping[str, Any]) -> None:
 
 
 def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
-    from wrapagent.session import checkpoints
+    from wrapagent.session import checkpoint_access, checkpoints
     from wrapagent.session import undo as undo_mod
-    from wrapagent.session.checkpoints import shown_paths
+    from wrapagent.session.checkpoint_access import shown_paths
 
     record, _ = pick(ns.id, env, ns.cwd, read_only=False)
     sid = record.get("id")
@@ -105,9 +105,9 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         out.write(f"session {sid} was already undone on {format_time(info['undone_at'])}: nothing to do\n")
         return 0
     try:
-        checkpoints.session_commits(info)
-        repo = checkpoints.open_repo(info, env)
-        before, after = checkpoints.session_commits(info, repo)
+        checkpoint_access.session_commits(info)
+        repo = checkpoint_access.open_repo(info, env)
+        before, after = checkpoint_access.session_commits(info, repo)
         plan = undo_mod.plan(repo, before, after)
     except checkpoints.CheckpointError as exc:
         raise SessionsError(str(exc)) from None

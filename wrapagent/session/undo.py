@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
     from wrapagent.session.checkpoints import Repo
 
-from wrapagent.session.checkpoints import CheckpointError, UndoConflict, UndoRefused, shown_paths
+from wrapagent.session.checkpoint_access import UndoConflict, UndoRefused, shown_paths
+from wrapagent.session.checkpoints import CheckpointError
 
 GITLINK = "160000"
 
@@ -232,7 +233,7 @@ def _remove_created(top: str, path: str) -> None:
 def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,
          dry_run: bool = False) -> UndoPlan:
     """Check everything, then (unless `dry_run`) put the session's files back; the plan."""
-    from wrapagent.session.checkpoints import open_repo, session_commits
+    from wrapagent.session.checkpoint_access import open_repo, session_commits
 
     session_commits(info)  # says why there are none before looking for the repository
     repo = open_repo(info, env)
