@@ -79,7 +79,7 @@ def test_outside_a_project_write_commands_refuse_read_only_ones_say_where(
     assert (a / "from_a.txt").exists()
     code, out, err = sessions(env, elsewhere, "show", "last")
     assert code == 0 and out.startswith(f"session {rec['id']}\n")
-    assert "newest of all projects" in err and rec["id"] in err
+    assert "among all projects" in err and rec["id"] in err
     # an explicit id works from anywhere
     code, out, err = sessions(env, elsewhere, "undo", rec["id"])
     assert code == 0, err

@@ -32,13 +32,23 @@ def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str], err: IO[str]
 
 def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
+    from wrapagent import gitcmd
     from wrapagent.session import checkpoint_access, checkpoints
 
     _, info = _checkpoints_of(ns, env, err, read_only=True)
+    try:
+        repo, args = checkpoint_access.diff_args(info, ns.stat, env)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    from wrapagent.commands.colour import git_color_args
+
+    at = args.index("diff") + 1
+    args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
     out.flush()
     try:
-        return checkpoint_access.show_diff(info, ns.stat, env)
-    except checkpoints.CheckpointError as exc:
+        return gitcmd.run(repo.top, args, git_dir=repo.git_dir, work_tree=repo.top, interactive=True,
+                          base_env=env).code
+    except gitcmd.GitError as exc:
         raise _SessionsError(str(exc)) from None
 
 

@@ -65,22 +65,13 @@ def diff_stat(info: Mapping[str, object], env: Mapping[str, str] | None = None) 
                      before, after]).stdout.decode("utf-8", "replace")
 
 
-def show_diff(info: Mapping[str, object], stat: bool, env: Mapping[str, str] | None = None) -> int:
-    """`git diff [--stat] before after` on the user's terminal (their pager and colour); git's exit code.
-
-    Through gitcmd like every git call: the repository named, git's location
-    variables of the caller (a hook, `rebase -x`) dropped.
-    """
-    from wrapagent import gitcmd
-
+def diff_args(info: Mapping[str, object], stat: bool,
+              env: Mapping[str, str] | None = None) -> tuple[Repo, list[str]]:
+    """The repository and `git diff` arguments that show the session's changes (run on the user's terminal)."""
     session_commits(info)
     repo = open_repo(info, env)
     before, after = session_commits(info, repo)
-    try:
-        return gitcmd.run(repo.top, ["diff", *(["--stat"] if stat else []), before, after],
-                          base_env=env, interactive=True).code
-    except gitcmd.GitError as exc:
-        raise CheckpointError(str(exc)) from None
+    return repo, ["diff", *(["--stat"] if stat else []), before, after]
 
 
 def shown_paths(paths: Sequence[str], limit: int = 8) -> str:
