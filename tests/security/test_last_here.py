@@ -85,3 +85,16 @@ def test_outside_a_project_write_commands_refuse_read_only_ones_say_where(
     assert code == 0, err
     assert not (a / "from_a.txt").exists()
     assert git(a, env, "status", "--porcelain") == ""
+
+
+def test_last_tilde_n_counts_the_projects_own_sessions(tmp_path: Path) -> None:
+    env = isolated_env(tmp_path / "iso")
+    a = make_repo(tmp_path / "alpha", env)
+    b = make_repo(tmp_path / "beta", env)
+    oldest = run_session(a, env, lambda r: write(r / "one.txt", "1\n"))
+    run_session(a, env, lambda r: write(r / "two.txt", "2\n"))
+    run_session(b, env, lambda r: write(r / "from_b.txt", "b\n"))  # the newest of all
+    code, out, err = sessions(env, a, "show", "last~1")
+    assert code == 0 and out.startswith(f"session {oldest['id']}\n") and err == ""
+    code, out, err = sessions(env, a, "undo", "last~2")
+    assert code == 1 and "only 2 session(s) recorded in this project" in err
