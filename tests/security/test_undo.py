@@ -249,3 +249,14 @@ def test_keep_days_is_a_checkpoints_setting(tmp_path: Path) -> None:
     (project / ".wrapagent" / "hooks.toml").write_text("[checkpoints]\nkeep_days = -1\n")
     cfg = load_config(project, env=env, is_trusted=lambda path, data: True)
     assert [p.key for p in cfg.problems] == ["checkpoints.keep_days"]
+
+
+def test_a_refusal_naming_a_hostile_file_name_does_not_drive_the_terminal(tmp_path: Path, env) -> None:
+    repo = make_repo(tmp_path / "proj", env)
+    name = "notes\x1b]0;pwned\x07\x1b[2J.txt"
+    run_session(repo, env, lambda r: write(r / name, "agent\n"))
+    write(repo / name, "edited after the session\n")
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 1 and one_line(err)
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;pwned" in err
+    assert (repo / name).read_text() == "edited after the session\n"

@@ -130,7 +130,8 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         out.write(f"session {sid} changed no file: nothing to undo\n")
         return 0
     if ns.dry_run:
-        out.write(f"undo of session {sid} in {repo.top} would leave (dry run, nothing changed):\n")
+        out.write(f"dry run: undo of session {sid} in {visible_text(repo.top)} would do this "
+                  "(nothing was changed):\n")
     else:
         try:
             undo_mod.apply(plan)
@@ -139,7 +140,7 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
                                 f"{after} (git restore --source={after[:12]} -- PATH)") from None
         if plan.acted_on:
             _note_undone(record)
-        out.write(f"undid session {sid} in {repo.top}:\n")
+        out.write(f"undid session {sid} in {visible_text(repo.top)}:\n")
     for path, what in lines:
         out.write(f"  {visible_text(path)}: {what}\n")
     for note in notes:

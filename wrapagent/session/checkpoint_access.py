@@ -75,8 +75,15 @@ def diff_args(info: Mapping[str, object], stat: bool,
 
 
 def shown_paths(paths: Sequence[str], limit: int = 8) -> str:
-    """`a, b, c … and N more`: paths for a one-line message."""
-    head = ", ".join(paths[:limit])
+    """`a, b, c … and N more`: paths for a one-line message, control characters as `\\xNN`.
+
+    A cloned repository's file names may hold terminal escapes: a refusal
+    naming them must not drive the user's terminal.
+    """
+    def visible(path: str) -> str:
+        return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in path)
+
+    head = ", ".join(visible(p) for p in paths[:limit])
     return head + (f" … and {len(paths) - limit} more" if len(paths) > limit else "")
 
 

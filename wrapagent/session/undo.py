@@ -110,7 +110,8 @@ def _lstat(path: str) -> os.stat_result | None:
     except (FileNotFoundError, NotADirectoryError):
         return None  # a file where a folder was: the leading folders' check looks at that
     except OSError as exc:
-        raise UndoRefused(f"refusing to undo: cannot look at {path}: {exc.strerror} (nothing was changed)") from None
+        raise UndoRefused(f"refusing to undo: cannot look at {shown_paths([path])}: {exc.strerror} "
+                          "(nothing was changed)") from None
 
 
 def _leading(path: str) -> list[str]:
@@ -190,7 +191,7 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
             result.remove.append(path)
     for path, _ in result.not_restored:  # restoring a file where a nested repository now is
         if any(p == path for _, p in result.restore):
-            raise UndoRefused(f"refusing to undo: a nested git repository now stands at {path} "
+            raise UndoRefused(f"refusing to undo: a nested git repository now stands at {shown_paths([path])} "
                               "(nothing was changed)")
     acted = result.acted_on
     if not acted:
