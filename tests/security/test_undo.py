@@ -260,3 +260,25 @@ def test_a_refusal_naming_a_hostile_file_name_does_not_drive_the_terminal(tmp_pa
     assert code == 1 and one_line(err)
     assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;pwned" in err
     assert (repo / name).read_text() == "edited after the session\n"
+
+
+def test_a_session_still_running_in_the_repository_makes_undo_refuse(tmp_path: Path, env) -> None:
+    """A running session has no `after` yet: every file undo would touch may hold its work."""
+    repo = make_repo(tmp_path / "proj", env)
+    finished = run_session(repo, env, lambda r: write(r / "mine.txt", "m\n"))
+    running = start_session(repo, env)  # started before the undo, not ended
+    running.pop("_settings")
+    running["state"] = "running"
+    from checkpoint_world import save_record
+
+    save_record(running, env)
+    # it started after `finished` ended: no overlap with that window...
+    code, out, err = sessions(env, repo, "undo", finished["id"], "--dry-run")
+    assert code == 0, err
+    # ...but one that started during `finished` and is still running does overlap
+    running["started_at"] = finished["started_at"]
+    save_record(running, env)
+    state = user_state(repo, env)
+    code, out, err = sessions(env, repo, "undo", finished["id"])
+    assert code == 1 and running["id"] in err and "mine.txt" in err and one_line(err)
+    assert user_state(repo, env) == state
