@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from checkpoint_world import (finish_session, git, isolated_env, load_record, make_repo, run_session,
-                              sessions, start_session, user_state, write)
+                              save_record, sessions, start_session, user_state, write)
 
 
 @pytest.fixture()
@@ -269,8 +269,6 @@ def test_a_session_still_running_in_the_repository_makes_undo_refuse(tmp_path: P
     running = start_session(repo, env)  # started before the undo, not ended
     running.pop("_settings")
     running["state"] = "running"
-    from checkpoint_world import save_record
-
     save_record(running, env)
     # it started after `finished` ended: no overlap with that window...
     code, out, err = sessions(env, repo, "undo", finished["id"], "--dry-run")
