@@ -66,8 +66,15 @@ def _pointer_to_home(dot_git: Path) -> None:
     dot_git.write_text(f"gitdir: {Path(os.environ['HOME']) / '.git'}\n")
 
 
-@pytest.mark.parametrize("damage", [_garbage_head, _empty_folder, _pointer_to_home],
-                         ids=["garbage HEAD", "empty .git folder", ".git file naming ~/.git"])
+def _branch_naming_a_missing_commit(dot_git: Path) -> None:
+    """Looks valid on disk (HEAD → an existing branch file); git disagrees."""
+    head = (dot_git / "HEAD").read_text().split(": ", 1)[1].strip()
+    (dot_git / head).write_text("0123456789abcdef0123456789abcdef01234567\n")
+
+
+@pytest.mark.parametrize("damage", [_garbage_head, _empty_folder, _pointer_to_home, _branch_naming_a_missing_commit],
+                         ids=["garbage HEAD", "empty .git folder", ".git file naming ~/.git",
+                              "branch naming a missing commit"])
 def test_damaged_sessions_repository_inside_a_dotfiles_home(dotfiles_home: dict, damage) -> None:
     """Before: git walked up from the sessions root to ~/.git and committed the session there,
     with the user's staged `.bashrc`. After: ~/.git is untouched, the damaged `.git` is kept
@@ -197,3 +204,19 @@ def test_a_snapshot_killed_at_its_budget_removes_the_pack_it_was_writing(tmp_pat
     assert (tmp_path / "started").exists()  # it did run and open its pack
     assert not ours.exists()
     assert theirs.exists()
+
+
+def test_the_disk_check_agrees_with_git_on_a_healthy_repository(tmp_path: Path) -> None:
+    """`looks_valid` (no fork, after every session) says yes only where git does too,
+    packed refs included; anything else is left to git (`state`)."""
+    from wrapagent.session import sessions_repo
+
+    root = tmp_path / "sessions"
+    assert not sessions_repo.looks_valid(root) and sessions_repo.state(root) == "missing"
+    sessions_repo.ensure_repo(root)
+    assert sessions_repo.looks_valid(root) and sessions_repo.state(root) == "ok"
+    git(root, "pack-refs", "--all")
+    assert not list((root / ".git" / "refs" / "heads").iterdir())
+    assert sessions_repo.looks_valid(root) and sessions_repo.state(root) == "ok"
+    _garbage_head(root / ".git")
+    assert not sessions_repo.looks_valid(root) and sessions_repo.state(root) == "damaged"
