@@ -220,3 +220,37 @@ def test_the_disk_check_agrees_with_git_on_a_healthy_repository(tmp_path: Path) 
     assert sessions_repo.looks_valid(root) and sessions_repo.state(root) == "ok"
     _garbage_head(root / ".git")
     assert not sessions_repo.looks_valid(root) and sessions_repo.state(root) == "damaged"
+
+
+def test_a_real_snapshot_over_budget_leaves_no_temporary_pack(tmp_path: Path) -> None:
+    """The issue's case: a large untracked file (here 8 GB, sparse: no disk used) is streamed
+    by `git add` into objects/pack/tmp_pack_*; the snapshot runs out of its budget while git
+    writes it. Before: the file stayed (every attempt); after: it is removed with the kill."""
+    import threading
+
+    from wrapagent.session import checkpoints
+
+    repo = make_repo(tmp_path / "repo")
+    with open(repo / "dump.bin", "wb") as f:
+        f.truncate(8 << 30)
+    pack_dir = repo / ".git" / "objects" / "pack"
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:  # proves the kill did hit git while it wrote its pack
+        while not done.is_set():
+            if pack_dir.is_dir():
+                seen.extend(p.name for p in pack_dir.iterdir() if p.name.startswith("tmp_pack_"))
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    info: dict = {"status": None}
+    try:
+        checkpoints.take(repo, "01TESTBUDGET", "before", info, budget=3.0)  # git needs ~a minute
+    finally:
+        done.set()
+        watcher.join()
+    assert info["status"] == "skipped" and "budget" in info["note"], info
+    assert seen, "git never started its temporary pack within the budget"
+    assert not [p.name for p in pack_dir.iterdir() if p.name.startswith("tmp_")]
