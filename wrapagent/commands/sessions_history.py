@@ -37,6 +37,10 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
         repo, args = checkpoints.diff_args(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
+    from wrapagent.commands.colour import git_color_args
+
+    at = args.index("diff") + 1
+    args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
     out.flush()
     try:
         return gitcmd.run(repo.top, args, git_dir=repo.git_dir, work_tree=repo.top, interactive=True,
