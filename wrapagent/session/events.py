@@ -75,7 +75,9 @@ def _session_complete(live: Live, hook, exit_code: int | None):
         except (OSError, TimeoutError) as exc:
             record.warn(f"session_complete runs without the commit lock: {exc}")
         try:
-            note = sessions_repo.ensure_repo(root)  # under the lock: two first sessions race
+            # under the lock: two first sessions race. A configured hook gets a repository git
+            # accepts (`rev-parse`); the default one checks the disk and asks git if it fails.
+            note = sessions_repo.ensure_repo(root, trust_disk=default)
             if note:
                 record.warn(note)
         except Exception as exc:
@@ -83,7 +85,7 @@ def _session_complete(live: Live, hook, exit_code: int | None):
         if not default:
             return run_lifecycle(hook, live.ctx, base_env=live.env, log=record.log, exit_code=exit_code)
         # In-process: no shell, and every git call names the sessions repository (gitcmd).
-        result = sessions_repo.run_default_session_complete(hook, live.ctx, log=record.log)
+        result = sessions_repo.run_default_session_complete(hook, live.ctx, log=record.log, warn=record.warn)
         if not result.ok():
             record.uncommitted = True  # its marker stays: the next session's sweep commits it
             return result
