@@ -36,7 +36,15 @@ REASON_CHARS = 300  # a refusal's reason is cut to this many characters on its o
 
 # --------------------------------------------------------------------------- substitution
 
-from wrapagent.hooks.placeholders import substitute  # noqa: E402 - re-exported: hooks' one entry point
+def substitute(template: str, variables: Mapping[str, str]) -> str:
+    """`{placeholder}` substitution, each value quoted for where it sits (see hooks/placeholders.py).
+
+    Loaded on first use: guards never substitute, and this module is loaded
+    before the tool starts when guards are configured.
+    """
+    from wrapagent.hooks.placeholders import substitute as substitute_
+
+    return substitute_(template, variables)
 
 
 def hook_variables(ctx: GuardContext, exit_code: int | None = None,

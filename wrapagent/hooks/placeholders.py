@@ -31,16 +31,15 @@ and `let` (which evaluate a quoted word arithmetically).
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping
 
 _SAFE_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
-_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
-_SIMPLE_PARAM = re.compile(r"\$(?:\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!0-])\}|[A-Za-z_0-9@*#?$!-])")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]")
+_SIMPLE_PARAM = r"\$(?:\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!0-])\}|[A-Za-z_0-9@*#?$!-])"
+_PLACEHOLDER = r"\{([^{}\n]*)\}"
+# Patterns are compiled (and cached by `re`) on first use: most commands have no here-document,
+# and hook_runner is loaded before the tool starts when pre_run is configured.
 _EMPTY_EXPANSIONS = ("${0+}", "${1+}", "${_+}")
 """Expand to nothing in a here-document body, whatever is set; they break a would-be delimiter line."""
 
@@ -194,14 +193,15 @@ class _Scanner:
         j = i + 2
         if j < n and t[j] in "#!" and j + 1 < n and t[j + 1] != "}":
             j += 1  # ${#name}, ${!name}
-        match = _NAME.match(t, j)
-        j = match.end() if match else j
+        j = _name_end(t, j)
         self.out.append(t[i:j])
         if j < n and t[j] == "[":
             close = t.find("]", j)
             close = n - 1 if close == -1 else close
             # An index is arithmetic: integers only.
-            self.out.append(re.sub(r"\{[^{}]*\}", lambda m: self.arith_value(m.group(0)), t[j : close + 1]))
+            import re
+
+            self.out.append(re.sub(_PLACEHOLDER, lambda m: self.arith_value(m.group(0)), t[j : close + 1]))
             j = close + 1
         quoted = self.stack[-1] in (D, VD, VDA)
         offset = j + 1 < n and t[j] == ":" and t[j + 1] not in "-=?+"
@@ -236,7 +236,8 @@ class _Scanner:
         if name not in self.vars:
             return token
         value = str(self.vars[name])
-        return value if _INTEGER.match(value) else token
+        digits = value[1:] if value[:1] in "+-" else value
+        return value if digits.isascii() and digits.isdigit() else token
 
     def arithmetic(self) -> bool:
         """Whether text here is evaluated arithmetically (nearest command context wins)."""
@@ -279,10 +280,12 @@ class _Scanner:
 
     def _fill(self, line: str, render) -> tuple[str, bool]:
         """Placeholders of `line` replaced by render(value); (text, whether any was)."""
+        import re
+
         parts: list[str] = []
         found = False
         k = 0
-        for match in re.finditer(r"\{([^{}\n]*)\}", line):
+        for match in re.finditer(_PLACEHOLDER, line):
             if match.group(1) in self.vars and not (match.start() > 0 and line[match.start() - 1] in "$\\"):
                 parts.append(line[k : match.start()])
                 parts.append(render(str(self.vars[match.group(1)])))
@@ -318,6 +321,8 @@ class _Scanner:
 
 def _first_nested(line: str) -> int:
     """Index of the first `$(`, `${…}` with an operator, `$[` or backtick in a body line (len when none)."""
+    import re
+
     k = 0
     n = len(line)
     while k < n:
@@ -328,7 +333,7 @@ def _first_nested(line: str) -> int:
         if ch == "`":
             return k
         if ch == "$":
-            simple = _SIMPLE_PARAM.match(line, k)
+            simple = re.compile(_SIMPLE_PARAM).match(line, k)
             if simple:
                 k = simple.end()
                 continue
@@ -350,6 +355,20 @@ def _body_safe(template_line: str, text: str, delimiter: str, strip_tabs: bool) 
             if tabs > own:
                 return False
     return True
+
+
+def _name_end(t: str, j: int) -> int:
+    """Index after the parameter name at `j` (a name, digits, or one special character)."""
+    n = len(t)
+    if j < n and (t[j].isascii() and (t[j].isalpha() or t[j] == "_")):
+        while j < n and t[j].isascii() and (t[j].isalnum() or t[j] == "_"):
+            j += 1
+    elif j < n and t[j].isascii() and t[j].isdigit():
+        while j < n and t[j].isascii() and t[j].isdigit():
+            j += 1
+    elif j < n and t[j] in "@*#?$!-":
+        j += 1
+    return j
 
 
 def _heredoc_operator(template: str, i: int) -> tuple[int, str, bool, bool]:
