@@ -50,6 +50,12 @@ def _heredoc_left_alone(value: str, strip_tabs: bool = False, template_tab: bool
     lines = value.split("\n")
     if any((line.lstrip("\t") if strip_tabs else line) == "EOF" for line in lines):
         return True
+    # dash drops a non-ASCII byte that follows the delimiter's first characters at a line's start.
+    for line in lines:
+        bare = line.lstrip("\t") if strip_tabs else line
+        k = next((k for k in range(3, 0, -1) if bare.startswith("EOF"[:k])), 0)
+        if k and len(bare) > k and not bare[k].isascii():
+            return True
     return strip_tabs and (any(line.startswith("\t") for line in lines[1:]) or value.startswith("\t"))
 
 

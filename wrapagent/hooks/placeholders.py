@@ -21,7 +21,9 @@ as data and run nothing of it. The right quoting depends on the context, so
   backslash-escaped, with an empty expansion `${0+}` in front of every value
   line that could otherwise end the document or lose its tabs (`<<-`); with
   a quoted delimiter the value goes in verbatim when that is safe, else the
-  line's placeholders stay as they are. In an unquoted body, placeholders
+  line's placeholders stay as they are (a line that would end the document
+  or lose tabs, or that dash would misread: the delimiter's first characters
+  followed by a non-ASCII byte). In an unquoted body, placeholders
   after the first `$(`, `${…}` with an operator, `$((` or backtick are left
   as they are (no quoting is right both inside and outside those).
 
@@ -347,7 +349,8 @@ def _body_safe(template_line: str, text: str, delimiter: str, strip_tabs: bool) 
     """No line of `text` ends the document, and `<<-` strips no tab that came from a value."""
     lines = text.rstrip("\n").split("\n")
     for number, line in enumerate(lines):
-        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+        bare = line.lstrip("\t") if strip_tabs else line
+        if bare == delimiter or _dash_drops_a_byte(bare, delimiter):
             return False
         if strip_tabs:
             tabs = len(line) - len(line.lstrip("\t"))
@@ -369,6 +372,14 @@ def _name_end(t: str, j: int) -> int:
     elif j < n and t[j] in "@*#?$!-":
         j += 1
     return j
+
+
+def _dash_drops_a_byte(line: str, delimiter: str) -> bool:
+    """dash (0.5.12) loses the byte after a line's delimiter-prefix when it is not ASCII (`E\\xe9` → `\\xa9`)."""
+    k = 0
+    while k < min(len(line), len(delimiter)) and line[k] == delimiter[k]:
+        k += 1
+    return 0 < k < len(line) and not line[k].isascii()
 
 
 def _heredoc_operator(template: str, i: int) -> tuple[int, str, bool, bool]:
