@@ -229,6 +229,92 @@ def _kill_group(proc, pgid: int) -> None:
         pass
 
 
+# --------------------------------------------------------------------------- threads, signals, exit
+
+
+_RUNNING: dict[int, str] = {}
+"""Process groups of hooks being run (pgid → hook name): what `kill_running` ends at exit.
+
+A plain dict: single-key stores and pops are atomic under the GIL, and
+`kill_running` iterates a copy."""
+
+
+def unblock_signals() -> None:
+    """Empty this thread's signal mask.
+
+    A thread inherits the mask of the thread that creates it, and a process
+    the mask of the thread that starts it. The proxy's copy threads block
+    HUP, INT, QUIT, TERM, WINCH (and CHLD); a guard thread started from one
+    (after a conversation reset) would hand that mask to every hook, which
+    then cannot be stopped with TERM, nor can what it starts. Every thread
+    that runs hooks or guards calls this first.
+    """
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
+def start_hook_thread(target: Callable[[], None], name: str):
+    """A daemon thread for hooks and guards: an empty signal mask, nothing escapes it.
+
+    `target` handles its own errors; anything it still raises (e.g. while
+    wrapagent is exiting and the record is closed) is dropped rather than
+    printed over the user's terminal.
+    """
+    import threading  # ~2-3 ms: only sessions with guards or turn hooks get here
+
+    def run() -> None:
+        try:
+            unblock_signals()
+            target()
+        except BaseException:
+            pass
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+class _EmptySignalMask:
+    """The calling thread's mask emptied while a hook is spawned: the hook starts with none blocked,
+    whichever thread starts it."""
+
+    def __enter__(self) -> None:
+        import signal
+
+        self._old = signal.pthread_sigmask(signal.SIG_SETMASK, ()) if hasattr(signal, "pthread_sigmask") else None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
+
+
+def kill_running(grace: float = KILL_GRACE) -> list[str]:
+    """End the process groups of hooks still running (wrapagent is exiting); their names.
+
+    The thread that owned a hook's deadline does not outlive wrapagent's
+    `os._exit`: without this a hung guard or pre_session would run on,
+    orphaned, with no timeout. TERM first, KILL what is left after `grace`.
+    """
+    import signal
+
+    running = dict(_RUNNING)
+    if not running:
+        return []
+    for pgid in running:
+        _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_group_alive(pgid) for pgid in running):
+        time.sleep(0.02)
+    for pgid in running:
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+    return list(running.values())
+
+
 def _exit_code(returncode: int | None) -> int | None:
     """Popen's negative signal numbers → the shell's 128+N convention."""
     if returncode is None:
@@ -270,25 +356,28 @@ def run_command(
         _LineLog(name, log)._say(f"[{name}] working directory {workdir} does not exist; running in {fallback}")
         workdir = Path(fallback)
     try:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=str(workdir),
-            env=dict(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-        )
+        with _EmptySignalMask():
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=str(workdir),
+                env=dict(env),
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
     except OSError as exc:
         _LineLog(name, log)._say(f"[{name}] could not start: {exc}")
         return result(None, False, f"could not start: {exc}")
 
+    _RUNNING[proc.pid] = name
     try:
         out, timed_out, stuck, heads = _pump(proc, stdin, timeout, name, log, capture_stdout)
     except BaseException:
         # Even on KeyboardInterrupt, do not leave the hook's group running.
         _kill_group(proc, proc.pid)
+        _RUNNING.pop(proc.pid, None)
         raise
     if not (timed_out or stuck) and proc.poll() is None:
         # The pipes closed but the shell runs on: it still gets its full timeout.
@@ -298,6 +387,7 @@ def run_command(
             timed_out = True
     if timed_out or stuck:
         _kill_group(proc, proc.pid)
+    _RUNNING.pop(proc.pid, None)
     code = _exit_code(proc.returncode)
     if timed_out:
         error = f"timed out after {timeout:g}s"

@@ -141,6 +141,9 @@ def _stdin_feeder(live: Live, *, initial: bytes, read_stdin: bool = True, prompt
     from wrapagent.session.conversation import collect_blocks
 
     def feed(wfd: int) -> None:
+        from wrapagent.hooks.hook_runner import unblock_signals
+
+        unblock_signals()  # the feeder's thread runs the guards: they must be stoppable
         data = initial + (read_all(0) if read_stdin else b"")
         text = data.decode("utf-8", "replace") if prompt is None else prompt
         prefix = collect_blocks(live, live.ctx, text, "stdin")
