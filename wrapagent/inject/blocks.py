@@ -194,3 +194,50 @@ def build_prefix(pre_session: str, guards: Sequence[tuple[str, str]]) -> str:
     if not blocks:
         return ""
     return "\n".join(blocks) + "\n\n"
+
+
+_BLOCK = re.compile(r'<system-reminder>\n.*?\n</system-reminder>|<prompt-guard name="[^"]*">\n.*?\n</prompt-guard>',
+                    re.DOTALL)
+_MIN_CUT_BODY = 256  # bytes: a block cut shorter than this is dropped instead
+
+
+def cap_prefix(prefix: str, limit: int) -> tuple[str, list[str]]:
+    """`prefix` (from `build_prefix`) in at most `limit` bytes of UTF-8; (prefix, notes).
+
+    Blocks are kept in order while they fit; the first one that does not is
+    cut (its body ends with TRUNCATION_MARKER) when a useful part of it
+    fits, and every later block is dropped. Bodies are neutralised, so our
+    closing tags in `prefix` are real ones and the split is exact.
+    """
+    if len(prefix.encode("utf-8")) <= limit:
+        return prefix, []
+    blocks = _BLOCK.findall(prefix)
+    kept: list[str] = []
+    used = 1  # the blank line that ends a prefix ("\n" after the last block's own)
+    notes: list[str] = []
+    for number, block in enumerate(blocks):
+        size = len(block.encode("utf-8")) + 1
+        if used + size <= limit:
+            kept.append(block)
+            used += size
+            continue
+        head, _, rest = block.partition("\n")
+        body, _, tail = rest.rpartition("\n")
+        room = limit - used - len(f"{head}\n\n{tail}\n".encode("utf-8"))
+        if room >= _MIN_CUT_BODY:
+            kept.append(f"{head}\n{_cap_utf8(body, room)}\n{tail}")
+            notes.append(f"block {_label(head)} cut to fit")
+        else:
+            notes.append(f"block {_label(head)} dropped")
+        notes.extend(f"block {_label(later.partition(chr(10))[0])} dropped" for later in blocks[number + 1:])
+        break
+    if not kept:
+        return "", notes
+    return "\n".join(kept) + "\n\n", notes
+
+
+def _label(opening: str) -> str:
+    """`prompt-guard "name"` or `system-reminder`, from a block's opening tag line."""
+    if opening.startswith("<prompt-guard"):
+        return "prompt-guard " + opening[len('<prompt-guard name='):-1]
+    return "system-reminder"
