@@ -114,6 +114,7 @@ class Session:
             "native_sessions": [],
             "pid": os.getpid(),
             "pid_started_at": portable.process_start_time(os.getpid()),
+            "pid_start": portable.process_start_key(os.getpid()),  # what owner_alive compares
         }
         session = cls(root, session_id, record)
         if started_at is not None:  # the duration counts from the tool's start
@@ -221,10 +222,18 @@ def iter_records(roots: Sequence[Path]) -> list[dict[str, Any]]:
 
 
 def owner_alive(record: Mapping[str, Any]) -> bool:
-    """Whether the wrapagent that wrote `record` still runs: same pid, same start time."""
+    """Whether the wrapagent that wrote `record` still runs: same pid, same start.
+
+    The start is compared as boot-relative ticks (`portable.process_start_key`):
+    epoch times move with the wall clock, and a step would mark live sessions
+    abandoned. Records written before that key existed compare epoch times.
+    """
     pid = record.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
+    key = record.get("pid_start")
+    if isinstance(key, str):
+        return portable.process_start_key(pid) == key
     started = portable.process_start_time(pid)
     if started is None:
         return False
