@@ -20,12 +20,13 @@ ALLOWED = {
     # layer: layers (top-level names under wrapagent) it may import
     # `portable` is the one module of platform-specific calls (macOS vs Linux): every layer may use it.
     # `values` (frozen value classes, a leaf like `errors`) is shared by the adapters and the config.
+    # `visible` (text made safe to print, a leaf) is for whatever reaches the user's terminal.
     "proxy": {"proxy", "errors", "portable"},
     "inject": {"inject", "errors", "values"},
-    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values"},
+    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "visible"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values", "visible"},
     "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                 "__init__"},
+                 "visible", "__init__"},
 }
 
 

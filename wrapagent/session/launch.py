@@ -49,6 +49,38 @@ def _exec_direct(path: str, argv: "Sequence[str]", env: "Mapping[str, str]") -> 
     return 126  # not reached
 
 
+def _unusable_env(env: "dict[str, str]") -> None:
+    """One warning line per wrapagent variable it cannot use, which is then dropped; the tool runs.
+
+    Only `WRAPAGENT_DEPTH` is a number: anything `int` does not take, or a
+    negative value, counts as 0 (`resolve.nested_depth`), and is removed
+    from `env` so that nothing later (the record, the checkpoint rules,
+    hooks) meets it; the tool's own environment gets a clean depth.
+    """
+    value = env.get("WRAPAGENT_DEPTH")
+    if not value or (len(value) < 8 and value.isdigit()):
+        return  # the usual case, without int()
+    try:
+        if int(value) >= 0:
+            return
+    except ValueError:
+        pass
+    from wrapagent.visible import field
+
+    _say(f"WRAPAGENT_DEPTH={field(value)} is not a nesting depth (a whole number from 0); counted as 0")
+    del env["WRAPAGENT_DEPTH"]
+
+
+def _say(line: str) -> None:
+    import sys
+
+    try:
+        sys.stderr.write(f"wrapagent: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def run(opts: "RunOptions") -> int:
     """Resolve the tool, then exec it, proxy it bare, or run it as a session (`lifecycle`)."""
     from wrapagent.session import resolve
@@ -63,6 +95,7 @@ def run(opts: "RunOptions") -> int:
         argv = [executable, *opts.args]
     if env.get("WRAPAGENT_DISABLE") == "1":
         return _exec_direct(executable, argv, env)
+    _unusable_env(env)
     child_env = {**env, **resolve.child_env_additions(skip, env=env)}
     if resolve.check_depth(env):
         return _exec_direct(executable, argv, child_env)

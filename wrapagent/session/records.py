@@ -47,18 +47,189 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
     `durable` fsyncs first; the record written before the tool starts skips
     it (it is rewritten when the tool exits) to keep disk waits off start-up.
+    A failed write (a full disk) leaves no temp file behind: it would hold
+    the space the next write needs.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def overwrite_in_place(path: Path, data: bytes) -> None:
+    """Write `data` over the existing file's own blocks, when it fits; OSError otherwise.
+
+    The fallback of a full disk: the temp file of `atomic_write` needs new
+    blocks, rewriting a file no longer than it already is does not (tmpfs,
+    ext4, xfs; a copy-on-write filesystem may still refuse). Not atomic: a
+    crash in the middle leaves half a record, which is still better than
+    one that says `running` forever.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        if os.fstat(fd).st_size < len(data):
+            import errno
+
+            raise OSError(errno.ENOSPC, "the record grew and the disk is full")
+        view = memoryview(data)
+        offset = 0
+        while offset < len(data):
+            offset += os.pwrite(fd, view[offset:], offset)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- bytes in JSON
+
+ESCAPED_KEY = "escaped"
+"""A record's list of JSON pointers (RFC 6901) to the strings stored escaped.
+
+Paths and arguments are bytes on POSIX; Python reads the bytes that are not
+UTF-8 (a Latin-1 directory or prompt) as lone surrogates (`surrogateescape`),
+which UTF-8 cannot encode and strict JSON readers refuse. Such a string is
+stored as text in which each of those bytes is `\\xNN` and a backslash is
+`\\\\`, and its pointer is listed here, e.g. `"escaped": ["/cwd", "/argv/2"]`:
+the file stays UTF-8 that every JSON reader takes (jq shows the escapes),
+`loads` gives back the same str and `os.fsencode` the same bytes. A record
+with only UTF-8 strings has no such key and is stored exactly as before.
+Dictionary keys are escaped too but not listed (records have no keys that
+come from the user).
+"""
+
+
+def _needs_escape(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def escape_bytes(text: str) -> str:
+    """`text` with each undecodable byte as `\\xNN` (other lone surrogates `\\uNNNN`), `\\` doubled."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape_bytes(text: str) -> str:
+    """The inverse of `escape_bytes`; a malformed escape is kept as it is."""
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            width = {"\\": 0, "x": 2, "u": 4}.get(nxt)
+            digits = text[i + 2:i + 2 + width] if width else ""
+            if width == 0:
+                out.append("\\")
+                i += 2
+                continue
+            if width and len(digits) == width and all(c in "0123456789abcdefABCDEF" for c in digits):
+                code = int(digits, 16)
+                out.append(chr(0xDC00 + code) if nxt == "x" else chr(code))
+                i += 2 + width
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _pointer_part(key: object) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _escape_tree(value: Any, pointer: str, escaped: list[str]) -> Any:
+    if isinstance(value, str):
+        if _needs_escape(value):
+            escaped.append(pointer)
+            return escape_bytes(value)
+        return value
+    if isinstance(value, dict):
+        return {(escape_bytes(k) if isinstance(k, str) and _needs_escape(k) else k):
+                _escape_tree(v, f"{pointer}/{_pointer_part(k)}", escaped) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escape_tree(v, f"{pointer}/{i}", escaped) for i, v in enumerate(value)]
+    return value
+
+
+def dumps(record: Mapping[str, Any], *, indent: int | None = 2) -> str:
+    """`record` as JSON text that UTF-8 can always encode (see `ESCAPED_KEY`)."""
+    escaped: list[str] = []
+    clean = _escape_tree({k: v for k, v in record.items() if k != ESCAPED_KEY}, "", escaped)
+    if escaped:
+        clean[ESCAPED_KEY] = escaped
+    separators = None if indent is not None else (",", ":")
+    return json.dumps(clean, indent=indent, ensure_ascii=False, separators=separators)
+
+
+def loads(data: bytes | str) -> Any:
+    """A record from `dumps`' JSON: the escaped strings back to what they were."""
+    obj = json.loads(data)
+    if isinstance(obj, dict) and isinstance(obj.get(ESCAPED_KEY), list):
+        for pointer in obj.pop(ESCAPED_KEY):
+            if isinstance(pointer, str):
+                _unescape_at(obj, pointer)
+    return obj
+
+
+def _unescape_at(obj: Any, pointer: str) -> None:
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    if not parts:
+        return
+    parent = obj
+    for part in parts[:-1]:
+        parent = _child(parent, part)
+        if parent is None:
+            return
+    last = parts[-1]
+    if isinstance(parent, dict) and isinstance(parent.get(last), str):
+        parent[last] = unescape_bytes(parent[last])
+    elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent) \
+            and isinstance(parent[int(last)], str):
+        parent[int(last)] = unescape_bytes(parent[int(last)])
+
+
+def _child(obj: Any, part: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(part)
+    if isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+        return obj[int(part)]
+    return None
 
 
 class Session:
-    """One wrapped run of a tool: its directory, record and log."""
+    """One wrapped run of a tool: its directory, record and log.
+
+    Once the tool runs, nothing written here may end the session or change
+    its exit code: every write is best effort. A write that fails (a full
+    disk, a state folder gone read-only) is noted in `lost` and said once,
+    at the end (`loss_note`). A record whose folder cannot even be made
+    (`unavailable`) lives in memory only: the tool still runs, with its
+    hooks, and wrapagent says so once before it starts.
+    """
 
     def __init__(self, root: Path, session_id: str, record: dict[str, Any]) -> None:
         self.root = root
@@ -67,20 +238,39 @@ class Session:
         self.record = record
         self._log = None
         self._t0 = time.monotonic()
+        self.unavailable: str | None = None
+        """Why this session has no folder (then nothing is written), else None."""
+        self.lost: dict[str, str] = {}
+        """What could not be written ("the record", "log lines") → the last error."""
+        self._lost_lines = 0
+        self._saved = False  # the latest state of the record is on disk
 
     @classmethod
     def create(cls, *, tool: str, transport: str, argv: Sequence[str], executable: str,
                cwd: str | Path, project_root: str | Path, env: Mapping[str, str],
                mode: str, session_id: str | None = None,
-               started_at: float | None = None) -> "Session":
+               started_at: float | None = None, without_folder: bool = False) -> "Session":
         """Create the session's folder, first record and running marker.
 
         `session_id` and `started_at` (epoch seconds) are given when the
         tool was started first and the record is written while it starts.
+        A folder that cannot be made raises WrapagentError, or with
+        `without_folder` gives a session that writes nothing (`unavailable`
+        says why); a first record that cannot be written (a full disk) gives
+        that session in any case.
         """
+        from wrapagent.errors import WrapagentError
+        from wrapagent.session.resolve import nested_depth
+
         root = paths.sessions_root(project_root, env)
         session_id = session_id or new_session_id()
-        paths.make_session_dir(root, session_id)
+        unavailable = None
+        try:
+            paths.make_session_dir(root, session_id)
+        except WrapagentError as exc:
+            if not without_folder:
+                raise
+            unavailable = exc.message
         parent = env.get("WRAPAGENT_SESSION_ID") or None
         record: dict[str, Any] = {
             "id": session_id,
@@ -91,7 +281,7 @@ class Session:
             "cwd": str(cwd),
             "project_root": str(project_root),
             "parent_session": parent,
-            "depth": int(env.get("WRAPAGENT_DEPTH", "0") or 0),
+            "depth": nested_depth(env),  # garbage counts as 0 (`launch` warned about it)
             "mode": mode,
             "started_at": now_iso() if started_at is None else iso_from_epoch(started_at),
             "ended_at": None,
@@ -114,10 +304,18 @@ class Session:
             "pid_started_at": portable.process_start_time(os.getpid()),
         }
         session = cls(root, session_id, record)
+        session.unavailable = unavailable
         if started_at is not None:  # the duration counts from the tool's start
             session._t0 -= max(0.0, time.time() - started_at)
-        session.save(durable=False)
-        session._mark_running()
+        if unavailable is None:
+            session.save(durable=False)
+            if session._saved:
+                session._mark_running()
+            else:  # already full at start: say so before the tool, like a folder that cannot be made
+                what = session.lost.get("the record", "")
+                session.unavailable = f"cannot write the session record in {session.dir}: {what}"
+                with contextlib.suppress(OSError):
+                    os.rmdir(session.dir)  # empty: no folder left behind for nothing
         return session
 
     @property
@@ -141,17 +339,64 @@ class Session:
         return self.dir / LOG_NAME
 
     def save(self, *, durable: bool = True) -> None:
-        data = json.dumps(self.record, indent=2, ensure_ascii=False).encode() + b"\n"
-        atomic_write(self.record_path, data, durable=durable)
+        """Write the record (best effort: see the class); on a full disk, over the old one in place."""
+        if self.unavailable is not None:
+            return
+        data = dumps(self.record).encode() + b"\n"
+        try:
+            atomic_write(self.record_path, data, durable=durable)
+        except OSError as exc:
+            try:
+                overwrite_in_place(self.record_path, dumps(self.record, indent=None).encode())
+            except OSError:
+                self._saved = False
+                self.lost["the record"] = exc.strerror or str(exc)
+                return
+        self._saved = True
+        self.lost.pop("the record", None)
 
     def log(self, message: str) -> None:
-        """Append to the session log. Never to the terminal: the tool's screen is up."""
-        if self._log is None:
-            self._log = open(self.log_path, "a", encoding="utf-8", errors="replace")
+        """Append to the session log (best effort). Never to the terminal: the tool's screen is up."""
+        lines = message.rstrip("\n").split("\n")
+        if self.unavailable is not None:
+            return
         stamp = _dt.datetime.now().strftime("%H:%M:%S.%f")[:-3]
-        for line in message.rstrip("\n").split("\n"):
-            self._log.write(f"{stamp} {line}\n")
-        self._log.flush()
+        try:
+            if self._log is None:
+                self._log = open(self.log_path, "a", encoding="utf-8", errors="backslashreplace")
+            self._log.write("".join(f"{stamp} {line}\n" for line in lines))
+            self._log.flush()
+        except (OSError, ValueError) as exc:
+            self._lost_lines += len(lines)
+            self.lost["log lines"] = getattr(exc, "strerror", None) or str(exc)
+            self._drop_log()
+
+    def _drop_log(self) -> None:
+        """Close the log after a failed write: its buffer holds lines the disk did not take."""
+        log, self._log = self._log, None
+        if log is not None:
+            try:
+                log.close()
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.close(log.fileno())
+
+    def loss_note(self) -> str | None:
+        """One line for the end of the session: what of the record could not be written, and why."""
+        if self.unavailable is not None:
+            return None  # said before the tool started
+        parts = []
+        if "the record" in self.lost:
+            parts.append("the session record")
+        if self._lost_lines:
+            parts.append(f"{self._lost_lines} log line{'s' if self._lost_lines != 1 else ''}")
+        if not parts:
+            return None
+        why = self.lost.get("the record") or self.lost.get("log lines")
+        note = f"{' and '.join(parts)} could not be written to {self.dir} ({why})"
+        if "the record" in self.lost and self.running_marker.exists():
+            note += "; the next session there will close it as abandoned"
+        return note
 
     def warn(self, message: str) -> None:
         self.record["warnings"].append(message)
@@ -180,12 +425,24 @@ class Session:
         self.save()
 
     def close(self) -> None:
-        """The session is over (whatever its state): close the log and drop the running marker."""
+        """The session is over (whatever its state): close the log and drop the running marker.
+
+        A record whose last state could not be written keeps its marker: the
+        next session finds it and closes it as abandoned instead of leaving
+        it `running` forever.
+        """
         if self._log is not None:
-            self._log.close()
+            try:
+                self._log.close()
+            except OSError as exc:  # the last buffered lines did not fit
+                self.lost["log lines"] = exc.strerror or str(exc)
+                self._lost_lines += 1
+                with contextlib.suppress(OSError):
+                    os.close(self._log.fileno())
             self._log = None
-        with contextlib.suppress(OSError):
-            self.running_marker.unlink()
+        if self._saved or self.unavailable is not None:
+            with contextlib.suppress(OSError):
+                self.running_marker.unlink()
 
 
 def ensure_repo(root: Path) -> None:
@@ -264,9 +521,10 @@ def commit_lock(root: Path, timeout: float = 60.0) -> Iterator[None]:
 
 def load_record(session_dir: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((session_dir / RECORD_NAME).read_text())
+        record = loads((session_dir / RECORD_NAME).read_bytes())
     except (OSError, ValueError):
         return None
+    return record if isinstance(record, dict) else None
 
 
 def iter_records(roots: Sequence[Path]) -> list[dict[str, Any]]:
@@ -327,8 +585,7 @@ def mark_abandoned(session_dir: Path, record: dict[str, Any], *, by: str) -> Non
     record.setdefault("warnings", []).append(
         f"wrapagent (pid {record.get('pid')}) ended without closing this session (killed?); "
         f"marked abandoned by session {by}; ended_at is the last write of its files")
-    data = json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n"
-    atomic_write(session_dir / RECORD_NAME, data)
+    atomic_write(session_dir / RECORD_NAME, dumps(record).encode() + b"\n")
 
 
 def sweep_abandoned(root: Path, own_id: str, *, log: Callable[[str], None] = lambda m: None) -> list[str]:
