@@ -112,8 +112,9 @@ def cmd_config(args: Sequence[str], *, strict: bool) -> int:
     if ns.action == "check":
         cfg = config_mod.load_config(root)
         from wrapagent.hooks.config_check import describe
+        from wrapagent.visible import visible
 
-        print(describe(cfg))
+        print(visible(describe(cfg)))  # a project file's commands and names, printed inert
         return 1 if cfg.has_errors else 0
     from wrapagent.hooks.starter_config import write_starter
 

@@ -71,3 +71,46 @@ def visible(text: str, keep: str = "\n\t") -> str:
 def field(value: object) -> str:
     """One field of a one-line listing (`str(value)`): newlines and tabs escaped as well."""
     return visible(value if isinstance(value, str) else str(value), keep="")
+
+
+def data(value: object) -> object:
+    """`value` with every string in it (dicts, lists, tuples; not keys) made a visible one-line `field`.
+
+    For a report gathered as data and rendered as text (`doctor`): the
+    renderer's own words and colours stay as they are, every value that
+    came from outside is inert.
+    """
+    if isinstance(value, str):
+        return field(value)
+    if isinstance(value, dict):
+        return {k: data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(data(v) for v in value)
+    return value
+
+
+def json_text(text: str) -> str:
+    """JSON text (`json.dumps(..., ensure_ascii=False)`) with every hidden character as a `\\uXXXX` escape.
+
+    The same document for any JSON reader, but inert on a terminal:
+    `json` escapes C0 controls itself, not DEL, C1, bidi or zero-width
+    characters, and a lone surrogate (a byte that was not UTF-8) would make
+    the write fail. Outside strings JSON text holds only ASCII, and its raw
+    newlines are the indentation's: they are kept.
+    """
+    if text.isascii() and "\x7f" not in text:
+        return text
+    try:
+        from unicodedata import category
+    except ImportError:
+        category = None  # type: ignore[assignment]
+    out = []
+    for ch in text:
+        if ch == "\n" or not _hidden(ch, category):
+            out.append(ch)
+        elif ord(ch) > 0xFFFF:  # JSON spells these as a surrogate pair
+            code = ord(ch) - 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}")
+    return "".join(out)
