@@ -375,11 +375,8 @@ class Session:
         """Close the log after a failed write: its buffer holds lines the disk did not take."""
         log, self._log = self._log, None
         if log is not None:
-            try:
-                log.close()
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.close(log.fileno())
+            with contextlib.suppress(OSError, ValueError):
+                log.close()  # closes the file even when its last flush fails
 
     def loss_note(self) -> str | None:
         """One line for the end of the session: what of the record could not be written, and why."""
@@ -433,12 +430,10 @@ class Session:
         """
         if self._log is not None:
             try:
-                self._log.close()
-            except OSError as exc:  # the last buffered lines did not fit
-                self.lost["log lines"] = exc.strerror or str(exc)
+                self._log.close()  # closes the file even when its last flush fails
+            except (OSError, ValueError) as exc:
+                self.lost["log lines"] = getattr(exc, "strerror", None) or str(exc)
                 self._lost_lines += 1
-                with contextlib.suppress(OSError):
-                    os.close(self._log.fileno())
             self._log = None
         if self._saved or self.unavailable is not None:
             with contextlib.suppress(OSError):
