@@ -23,10 +23,11 @@ ALLOWED = {
     # `visible` (text made safe to print, a leaf) is for whatever reaches the user's terminal.
     "proxy": {"proxy", "errors", "portable"},
     "inject": {"inject", "errors", "values"},
-    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "visible"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values", "visible"},
+    # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`.
+    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd", "visible"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values", "gitcmd", "visible"},
     "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                 "visible", "__init__"},
+                 "gitcmd", "visible", "__init__"},
 }
 
 

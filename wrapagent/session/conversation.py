@@ -1,0 +1,210 @@
+"""The conversation phase of an interactive session: what happens per message and per turn.
+
+The interceptor watches the user's keys and the tool's screen; this module
+gives it the blocks for the first message of each conversation (the guards
+run in a thread while the tool starts or the user types), runs the guards
+again after a reset command, follows the turns and fires waiting_for_input,
+and writes what happened into the record when the tool has exited.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from wrapagent.session.live import Live
+
+
+class _Prefix:
+    """The injected prefix, computed in a background thread while the tool starts.
+
+    A reset starts a new generation: a guard thread of an older one that
+    finishes late is ignored. The lock keeps a late `set` from writing to a
+    wake fd number that `close` already gave back (it could be reused).
+    """
+
+    def __init__(self) -> None:
+        import threading  # ~2-3 ms: only full mode with injection needs it
+
+        self.wake_r = -1
+        self.wake_w = -1
+        self.value: str | None = None
+        self.done = threading.Event()
+        self.generation = 0
+        self._lock = threading.Lock()
+
+    def open_wake(self) -> None:
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+
+    def set(self, value: str, generation: int = 0) -> None:
+        with self._lock:
+            if generation != self.generation:
+                return
+            self.value = value
+            self.done.set()
+            if self.wake_w >= 0:
+                try:
+                    os.write(self.wake_w, b"x")
+                except OSError:
+                    pass
+
+    def get_nowait(self) -> str | None:
+        return self.value if self.done.is_set() else None
+
+    def reset(self) -> int:
+        """A new conversation: no prefix until its guards have run again; returns its generation."""
+        with self._lock:
+            self.generation += 1
+            self.done.clear()
+            self.value = None
+            return self.generation
+
+    def close(self) -> None:
+        with self._lock:
+            fds, self.wake_r, self.wake_w = (self.wake_r, self.wake_w), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def collect_blocks(live: Live, ctx, prompt: str | None, source: str) -> str:
+    """Run the guards and pre_session once; their runs go into the record, their failures to the user."""
+    from wrapagent.hooks.guards import collect
+
+    collected = collect(live.cfg, ctx, base_env=live.env, prompt=prompt, prompt_source=source,
+                        log=live.record.log)
+    for run in collected.runs:
+        if run.result is not None:
+            live.record.add_hook(run.result.to_record())
+        if run.error:
+            live.failures.append(f"{run.kind} {run.name}: {run.error}")
+    return collected.prefix
+
+
+class Conversation:
+    """The interceptor of a terminal session and everything it drives, until `report`."""
+
+    def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook) -> None:
+        from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
+        from wrapagent.proxy.terminal import get_winsize
+
+        self.live = live
+        self.plan = plan
+        self.wait_hook = wait_hook
+        self.prefix = _Prefix()
+        self.prefix.open_wake()
+        if first:
+            self._run_guards(live.ctx, 0)
+        self.firer = self._hook_firer(wait_hook)
+        self.turns = self._turn_tracker(wait_hook)
+        size = get_winsize(0) or (24, 80, 0, 0)
+        self.interceptor = FirstMessageInjector(
+            live.launch.adapter, rows=size[0], cols=size[1],
+            get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
+            log=live.record.log, inject=first, turns=self.turns,
+            on_reset=self._new_conversation if resets else None)
+
+    @classmethod
+    def start(cls, live: Live, plan) -> Conversation | None:
+        """The conversation of a terminal session, or None when nothing needs the keys.
+
+        First-message blocks when the plan is interactive; resets re-arm
+        injection whenever blocks are configured (even after an argv
+        prompt); turns are followed whenever either is on, or
+        waiting_for_input is configured.
+        """
+        first = plan is not None and plan.kind == "interactive"
+        resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
+                  and bool(live.launch.adapter.reset_commands))
+        wait_hook = live.cfg.hook_for("waiting_for_input")
+        if not (first or resets or wait_hook is not None):
+            return None
+        return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook)
+
+    # -- per conversation ----------------------------------------------------------
+
+    def _run_guards(self, ctx, generation: int) -> None:
+        """Guards + pre_session in a thread: they run while the tool starts (or the user types)."""
+        import threading
+
+        live, box = self.live, self.prefix
+
+        def work() -> None:
+            try:
+                box.set(collect_blocks(live, ctx, None, "none"), generation)
+            except Exception as exc:  # a bug in a guard must not hang the first key
+                live.record.warn(f"guards failed: {exc!r}")
+                box.set("", generation)
+
+        threading.Thread(target=work, name="wrapagent-guards", daemon=True).start()
+
+    def _new_conversation(self) -> None:
+        """A reset command was submitted: the guards and pre_session run again (git may have moved)."""
+        from wrapagent.values import replace  # GuardContext is a values.Frozen
+
+        self.live.record.log("conversation reset: running the guards again for the next message")
+        generation = self.prefix.reset()
+        self._run_guards(replace(self.live.ctx, is_resume=False), generation)
+
+    # -- per turn ------------------------------------------------------------------
+
+    def _hook_firer(self, wait_hook):
+        if wait_hook is None:
+            return None
+        from wrapagent.hooks.hook_runner import run_lifecycle
+        from wrapagent.session.turns import HookFirer
+
+        live = self.live
+
+        def run(turn: int):
+            return run_lifecycle(wait_hook, live.ctx, base_env=live.env, log=live.record.log, turn=turn)
+
+        return HookFirer(run, log=live.record.log)
+
+    def _turn_tracker(self, wait_hook):
+        from wrapagent.session.turns import TurnTracker
+
+        quiet = wait_hook.quiet_secs if wait_hook is not None and wait_hook.quiet_secs else None
+        return TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
+                           self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+
+    # -- after the tool ------------------------------------------------------------
+
+    def report(self) -> None:
+        """Deliveries, turns and waiting_for_input runs into the record; failures for the user."""
+        from dataclasses import asdict
+
+        live, interceptor = self.live, self.interceptor
+        record = live.record.record
+        first = asdict(interceptor.finalize())
+        inj = record["injection"]
+        if interceptor.inject:
+            notes = inj.get("notes", []) + first.pop("notes")
+            inj.update(first)
+            inj["notes"] = notes
+            if first["status"] == "lost":
+                live.failures.append("injection not delivered")
+        if self.plan is not None:
+            later = [asdict(r) for r in interceptor.reports[1:]]
+            record["injections"] = [dict(inj, conversation=1), *later]
+            if any(r["status"] == "lost" for r in later):
+                live.failures.append("injection after a reset not delivered")
+        self.turns.record_into(record)
+        self._close_waiting_hook()
+        self.prefix.close()
+
+    def _close_waiting_hook(self) -> None:
+        if self.firer is None:
+            return
+        self.firer.close(timeout=self.wait_hook.timeout_secs + 3.0)
+        entry = self.firer.record_entry()
+        if entry is None:
+            return
+        self.live.record.add_hook(entry)
+        if entry["failed"]:
+            self.live.failures.append(f"waiting_for_input: {entry['failed']} of {entry['runs']} runs failed")

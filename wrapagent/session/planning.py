@@ -1,0 +1,150 @@
+"""Phase 1 of a session, before anything runs: the tool, its adapter, the config, the prompt plan.
+
+Nothing here writes a file or starts a process; what it decides (which
+order the session runs in, where the first message's blocks go) is read by
+the later phases (`starting`, `conversation`, `finishing`) from the values
+it returns. Imports stay lazy: this runs before the tool starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from wrapagent.errors import WrapagentError
+from wrapagent.proxy.terminal import is_tty
+
+
+def stderr_line(line: str) -> None:
+    """One line for the user on stderr (never while the tool's screen is up)."""
+    try:
+        sys.stderr.write(line.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class Launch:
+    """What wrapagent knows before the session starts (`opts`: a launch.RunOptions).
+
+    `child_env` is the tool's environment as the launcher built it; the
+    session id and the adapter's additions are added by the start phase,
+    which hands the final one on in `Live.child_env`.
+    """
+
+    __slots__ = ("opts", "env", "child_env", "executable", "argv", "interactive", "name", "adapter",
+                 "cwd_str", "root_str")
+
+    def __init__(self, opts, env: dict[str, str], child_env: dict[str, str],
+                 executable: str, argv: list[str], interactive: bool) -> None:
+        from wrapagent.inject.adapters import adapter_for
+
+        self.opts = opts
+        self.env = env
+        self.child_env = child_env
+        self.executable = executable
+        self.argv = argv
+        self.interactive = interactive
+        self.name = opts.display_name or os.path.basename(opts.tool)
+        self.adapter = adapter_for(self.name)
+        self.cwd_str = os.getcwd()
+        self.root_str = self.cwd_str  # the project root once `load_config` found it
+
+    # Paths for hooks, checkpoints and transcripts; plain strings before the
+    # tool starts (pathlib costs ~20 ms to import).
+
+    @property
+    def cwd(self):
+        from pathlib import Path
+
+        return Path(self.cwd_str)
+
+    @property
+    def project_root(self):
+        from pathlib import Path
+
+        return Path(self.root_str)
+
+
+def load_config(launch: Launch):
+    """The effective config of the project (and `launch.root_str` set to its root); problems on stderr."""
+    from wrapagent.hooks import config_loader as config_mod
+    from wrapagent.paths import project_root_of
+
+    launch.root_str = project_root_of(launch.cwd_str)
+    if launch.opts.config_factory is not None:
+        cfg = launch.opts.config_factory(launch.project_root, launch.env)
+    else:
+        cfg = config_mod.load_config(launch.root_str, env=launch.env)
+    for problem in cfg.problems:
+        level = "error" if problem.severity == "error" else "warning"
+        suffix = " (this file's hooks are not used)" if problem.severity == "error" else ""
+        stderr_line(f"wrapagent: config {level}: {problem}{suffix}")
+    for layer in cfg.layers:
+        if layer.exists and layer.trusted is False:
+            from pathlib import Path
+
+            from wrapagent.hooks.trust import TrustStore, untrusted_notice
+
+            path = Path(layer.path)
+            try:
+                changed = TrustStore(env=launch.env).check(path, path.read_bytes()) == "changed"
+            except OSError:
+                changed = False
+            stderr_line(untrusted_notice(path, changed=changed))
+    if launch.opts.strict and cfg.has_errors:
+        raise WrapagentError("invalid configuration (--strict): fix the errors above", 2)
+    return cfg
+
+
+def wants_injection(launch: Launch, cfg) -> bool:
+    """Blocks are configured for this tool: guards, or an enabled pre_session that applies to it."""
+    pre = cfg.pre_session
+    return bool(cfg.guards) or bool(pre is not None and pre.enabled and pre.command
+                                    and pre.applies_to(launch.adapter.name))
+
+
+def prompt_plan(launch: Launch):
+    """Where the first message's blocks go (argv, stdin, the interactive composer, nowhere)."""
+    from wrapagent.inject.adapters.base import PromptPlan
+
+    adapter = launch.adapter
+    stdin_piped = not is_tty(0)
+    plan = adapter.plan_prompt(launch.opts.args, stdin_piped=stdin_piped)
+    # Plans index the tool's argv as if argv[0] were the tool; the demo
+    # agent runs as `python -m wrapagent.commands.demo_agent`, so shift.
+    shift = len(launch.argv) - len(launch.opts.args) - 1
+    if shift:
+        from wrapagent.values import replace  # PromptPlan is a values.Frozen
+
+        plan = replace(plan, index=None if plan.index is None else plan.index + shift,
+                       args=tuple(a + shift for a in plan.args))
+    if stdin_piped and plan.kind == "interactive" and adapter.piped_stdin_is_prompt:
+        plan = PromptPlan("stdin", oneshot=True)
+    if plan.kind == "interactive" and not launch.interactive:
+        plan = PromptPlan("none", reason="no terminal and no prompt argument")
+    if plan.kind == "none" and launch.interactive and not plan.oneshot \
+            and not plan.reason.startswith("subcommand"):
+        plan = PromptPlan("interactive", reason=f"argv left alone ({plan.reason})")
+    return plan
+
+
+def tool_goes_first(launch: Launch, cfg) -> bool:
+    """Nothing of this session has to happen before the tool starts.
+
+    Before the tool come: pre_run (it may refuse the launch), the `before`
+    checkpoint of a git project, and an interceptor (injection, resets,
+    waiting_for_input: it must see the tool's first output). Without any of
+    them (the default configuration outside a git project) the tool starts
+    first and the record is written while it starts: the user does not wait
+    for wrapagent's own imports and files.
+    """
+    if not launch.interactive or cfg.hook_for("pre_run") is not None \
+            or cfg.hook_for("waiting_for_input") is not None or wants_injection(launch, cfg):
+        return False
+    from wrapagent.session import checkpoints
+
+    env = launch.env
+    return checkpoints.before_skip_reason(
+        cfg.checkpoints, depth=int(env.get("WRAPAGENT_DEPTH", "0") or 0),
+        parent=env.get("WRAPAGENT_SESSION_ID") or None, project_root=launch.root_str) is not None
