@@ -142,8 +142,9 @@ def _plain_name(name: str) -> str:
 def make_session_dir(root: str | Path, session_id: str) -> str:
     """Create `<root>/<session_id>`; a WrapagentError that says what to fix if it cannot be.
 
-    Before the tool starts: an unwritable state folder must stop the launch
-    with one line, not a traceback after the tool's screen is up.
+    Checked before the tool starts: an unwritable state folder is one line
+    then (the tool runs without a record), not a traceback after the
+    tool's screen is up.
     """
     path = os.path.join(os.fspath(root), session_id)
     try:
@@ -152,9 +153,8 @@ def make_session_dir(root: str | Path, session_id: str) -> str:
         from wrapagent.errors import WrapagentError
 
         raise WrapagentError(
-            f"cannot create the session record folder {path}: {exc.strerror or exc}. Set "
-            "WRAPAGENT_SESSIONS_ROOT (or XDG_STATE_HOME) to a writable folder, or run with "
-            "--no-hooks (no record)") from None
+            f"cannot create the session record folder {path}: {exc.strerror or exc} (set "
+            "WRAPAGENT_SESSIONS_ROOT or XDG_STATE_HOME to a writable folder)") from None
     return path
 
 

@@ -143,8 +143,9 @@ def tool_goes_first(launch: Launch, cfg) -> bool:
             or cfg.hook_for("waiting_for_input") is not None or wants_injection(launch, cfg):
         return False
     from wrapagent.session import checkpoints
+    from wrapagent.session.resolve import nested_depth
 
     env = launch.env
     return checkpoints.before_skip_reason(
-        cfg.checkpoints, depth=int(env.get("WRAPAGENT_DEPTH", "0") or 0),
+        cfg.checkpoints, depth=nested_depth(env),  # garbage counts as 0 (`launch` warned)
         parent=env.get("WRAPAGENT_SESSION_ID") or None, project_root=launch.root_str) is not None

@@ -220,6 +220,12 @@ def _child(obj: Any, part: str) -> Any:
     return None
 
 
+_ESSENTIAL = ("id", "tool", "transport", "argv", "executable", "cwd", "project_root", "parent_session",
+              "depth", "mode", "started_at", "ended_at", "duration_s", "exit_code", "signal", "state",
+              "blocked_reason", "pid", "pid_started_at")
+"""What a record keeps when a full disk leaves room only for less than the first record's size."""
+
+
 class Session:
     """One wrapped run of a tool: its directory, record and log.
 
@@ -346,14 +352,27 @@ class Session:
         try:
             atomic_write(self.record_path, data, durable=durable)
         except OSError as exc:
+            why = exc.strerror or str(exc)
             try:
                 overwrite_in_place(self.record_path, dumps(self.record, indent=None).encode())
             except OSError:
-                self._saved = False
-                self.lost["the record"] = exc.strerror or str(exc)
+                # Smaller still: how the session ended, without its details.
+                # The first record (indented) always holds these fields.
+                essential = {k: self.record[k] for k in _ESSENTIAL if k in self.record}
+                essential["warnings"] = [f"the disk was full ({why}): this record keeps only how "
+                                         "the session ended; its details were lost"]
+                try:
+                    overwrite_in_place(self.record_path, dumps(essential, indent=None).encode())
+                except OSError:
+                    self._saved = False
+                    self.lost["the record"] = why
+                    return
+                self.lost["the record's details"] = why
+                self._saved = True
                 return
         self._saved = True
         self.lost.pop("the record", None)
+        self.lost.pop("the record's details", None)
 
     def log(self, message: str) -> None:
         """Append to the session log (best effort). Never to the terminal: the tool's screen is up."""
@@ -385,11 +404,13 @@ class Session:
         parts = []
         if "the record" in self.lost:
             parts.append("the session record")
+        elif "the record's details" in self.lost:
+            parts.append("the session record's details")
         if self._lost_lines:
             parts.append(f"{self._lost_lines} log line{'s' if self._lost_lines != 1 else ''}")
         if not parts:
             return None
-        why = self.lost.get("the record") or self.lost.get("log lines")
+        why = self.lost.get("the record") or self.lost.get("the record's details") or self.lost.get("log lines")
         note = f"{' and '.join(parts)} could not be written to {self.dir} ({why})"
         if "the record" in self.lost and self.running_marker.exists():
             note += "; the next session there will close it as abandoned"
