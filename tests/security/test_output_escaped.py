@@ -106,3 +106,64 @@ def test_trust_listing_inert(hostile_project: Path) -> None:
     proc = run(["trust", "--list"], hostile_project)
     assert b"evil" in proc.stdout and b"hooks.toml" in proc.stdout
     assert_inert(proc.stdout)
+
+
+# --------------------------------------------------------------------------- sessions list / show
+
+
+@pytest.fixture
+def hostile_session(hostile_project: Path) -> Path:
+    """One finished session of a tool with a hostile name, in the hostile folder, whose pre_run logs hostile output."""
+    write_global_hooks('[pre_run]\ncommand = "printf \'out \\\\033]0;log\\\\007 \\\\342\\\\200\\\\256x\\\\n\'"\n')
+    tool = hostile_project / f"tool{HOSTILE}"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    proc = run([str(tool), "arg\x1b[2J"], hostile_project)
+    assert proc.returncode == 0, proc.stderr
+    return hostile_project
+
+
+def test_sessions_list_inert(hostile_session: Path) -> None:
+    proc = run(["sessions", "list"], hostile_session)
+    assert b"evil" in proc.stdout and b"tool" in proc.stdout
+    assert_inert(proc.stdout)
+    assert len(proc.stdout.decode().splitlines()) == 2  # header + one row: a name cannot add rows
+
+
+def test_sessions_list_json_inert(hostile_session: Path) -> None:
+    proc = run(["sessions", "list", "--json"], hostile_session)
+    assert_inert(proc.stdout)
+    [entry] = json.loads(proc.stdout)
+    assert entry["project_root"] == str(hostile_session) and entry["tool"] == f"tool{HOSTILE}"
+
+
+def test_sessions_show_inert_log_lines_included(hostile_session: Path) -> None:
+    proc = run(["sessions", "show", "last"], hostile_session)
+    text = proc.stdout.decode()
+    # The hook's output in the log lines: its bidi override escaped (the hook runner already drops ESC).
+    assert "Log (" in text and "\\u202ex" in text
+    assert_inert(proc.stdout)
+
+
+def test_sessions_show_json_inert_and_the_same_record(hostile_session: Path) -> None:
+    from wrapagent.session import records
+
+    proc = run(["sessions", "show", "--json", "last"], hostile_session)
+    assert_inert(proc.stdout)
+    shown = records.loads(proc.stdout)
+    assert shown["project_root"] == str(hostile_session) and shown["argv"][-1] == "arg\x1b[2J"
+
+
+def test_sessions_of_a_non_utf8_folder_list_and_show(tmp_path: Path) -> None:
+    """A Latin-1 folder: shown as \\xe9, never a traceback; the JSON gives the bytes back."""
+    from wrapagent.session import records
+
+    work = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.mkdir(work)
+    subprocess.run([*wrapagent_argv(), "true"], cwd=work, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+    listed = run(["sessions", "list"], Path(os.fsdecode(work)))
+    assert listed.returncode == 0 and b"caf\\xe9" in listed.stdout, listed.stderr
+    listed.stdout.decode("utf-8")  # strict: the raw byte never reaches the terminal
+    shown = run(["sessions", "show", "--json", "last"], Path(os.fsdecode(work)))
+    assert shown.returncode == 0, shown.stderr
+    assert os.fsencode(records.loads(shown.stdout)["cwd"]) == work
