@@ -124,3 +124,15 @@ def test_garbage_depth_is_one_warning_and_the_tool_runs(tmp_path: Path, value: s
     assert b"\x1b" not in proc.stderr  # the value is shown escaped
     assert out.read_text() == "1"  # the tool's own environment gets a clean depth
     assert only_record()["depth"] == 0
+
+
+@pytest.mark.parametrize("value", ["../../etc", "x" * 500, "id\x1b]0;x\x07", os.fsdecode(b"caf\xe9")])
+def test_garbage_parent_session_id_is_one_warning_and_the_tool_runs(tmp_path: Path, value: str) -> None:
+    env = dict(os.environ, WRAPAGENT_SESSION_ID=value)
+    proc = run_piped(["sh", "-c", "exit 7"], cwd=tmp_path, env=env)
+    stderr = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 7 and "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("wrapagent:")]
+    assert len(lines) == 1 and "WRAPAGENT_SESSION_ID" in lines[0] and len(lines[0]) < 200, stderr
+    assert b"\x1b" not in proc.stderr
+    assert only_record()["parent_session"] is None
