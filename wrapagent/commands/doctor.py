@@ -61,8 +61,10 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
         status = "not found"
     elif layer.trusted is False:
         status = "not used: changed since trusted" if trust_state == "changed" else "not used: untrusted"
-    elif errors:
+    elif errors and not layer.used:
         status = f"not used: {len(errors)} error(s)"
+    elif errors:  # only invalid [[prompt_guard]] entries: those are skipped
+        status = f"used; invalid prompt guard entries skipped ({len(errors)} error(s))"
     else:
         status = "used"
     return {
@@ -320,10 +322,16 @@ def _wrapped(tool: Mapping[str, Any]) -> str:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    from wrapagent.session.records import git_env
+    """git on the sessions repository, named explicitly (session/sessions_repo.py: never the enclosing one)."""
+    from wrapagent import gitcmd
+    from wrapagent.session import sessions_repo
 
-    return subprocess.run(["git", "-C", str(root), *args], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, env=git_env(), timeout=30)
+    try:
+        res = sessions_repo.git(root, args, timeout=30)
+    except gitcmd.GitError as exc:
+        raise OSError(str(exc)) from None
+    return subprocess.CompletedProcess(res.argv, res.code, res.stdout.decode("utf-8", "replace"),
+                                       res.stderr.decode("utf-8", "replace"))
 
 
 def _sessions_facts(project_root: Path, env: Mapping[str, str]) -> dict[str, Any]:
@@ -457,12 +465,17 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
         if ns.json:
             out.write(visible.json_text(json.dumps(result, indent=2, ensure_ascii=False)) + "\n")
         else:
-            out.write(render_probe(result))  # escapes the screen itself; `sent` is a repr
+            from wrapagent.commands.colour import enabled
+
+            # Escapes the screen itself; `sent` is a repr.
+            out.write(render_probe(result, colour=enabled(out)))
         return 0 if result["ready"] else 1
     report = collect()
     # Paths, tool versions, hook commands: whatever came from outside is printed inert.
     if ns.json:
         out.write(visible.json_text(json.dumps(report, indent=2, ensure_ascii=False, default=str)) + "\n")
     else:
-        out.write(render(visible.data(report)))
+        from wrapagent.commands.colour import enabled
+
+        out.write(render(visible.data(report), colour=enabled(out)))
     return 1 if any(f["level"] == ERROR for f in report["findings"]) else 0

@@ -50,7 +50,9 @@ def _describe_guard(index: int, guard: Any) -> list[str]:
         lines.extend(_block(f"prompt guard {name!r}: sh -c", str(guard["command"])))
     if "builtin" in guard:
         args = guard.get("args")
-        suffix = f" with args {visible(repr(args))}" if args else ""
+        from wrapagent.hooks.tomlvalue import toml_value  # TOML, pasteable back into the file
+
+        suffix = f" with args = {visible(toml_value(args))}" if args else ""
         lines.append(f"  prompt guard {name!r}: built-in {visible(str(guard['builtin']))}{suffix}")
     return lines or [f"  prompt guard {name!r}: no command"]
 

@@ -70,10 +70,12 @@ class _FileCheck:
         self.path = path
         self.text = text
         self.problems: list[Problem] = []
+        self.entry_errors: list[Problem] = []  # errors of one [[prompt_guard]] entry: only it is skipped
 
     @property
     def has_errors(self) -> bool:
-        return any(p.severity == "error" for p in self.problems)
+        """Errors that make the whole file unusable (an invalid guard entry is not one)."""
+        return any(p.severity == "error" and not any(p is e for e in self.entry_errors) for p in self.problems)
 
     def error(self, key: str | None, message: str, parts: tuple = (), line: int | None = None) -> None:
         self._add("error", key, message, parts, line)
@@ -366,7 +368,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
     if builtin is not None:
         known = _builtin_names()
         if known is not None and builtin not in known:
-            hint = _did_you_mean(builtin, known)
+            hint = _did_you_mean(builtin, known) or f" (known: {', '.join(known)})"
             check.error(f"{prefix}builtin", f"unknown built-in guard {builtin!r}{hint}", (*parts, "builtin"))
         else:
             try:
@@ -390,7 +392,14 @@ def _parse_guards(check: _FileCheck, value: Any) -> tuple[GuardSpec, ...]:
     if not isinstance(value, list):
         check.error("prompt_guard", f"expected an array of tables ([[prompt_guard]]), got {_type_name(value)}", ("prompt_guard",))
         return ()
-    guards = [g for g in (_parse_guard(check, i, item) for i, item in enumerate(value)) if g is not None]
+    guards = []
+    for i, item in enumerate(value):
+        before = len(check.problems)
+        guard = _parse_guard(check, i, item)
+        if guard is not None:
+            guards.append(guard)
+        else:  # that entry is skipped, with its errors; the rest of the file stays in use
+            check.entry_errors.extend(p for p in check.problems[before:] if p.severity == "error")
     seen: set[str] = set()
     for index, guard in enumerate(guards):
         if guard.name in seen:
@@ -538,7 +547,8 @@ def _load_layer(kind: str, path: str, parse: Callable[[_FileCheck, dict], Any], 
     parsed_data = _parse(check, data)
     value = parse(check, parsed_data) if parsed_data is not None else None
     used = not check.has_errors and trusted is not False
-    return Layer(kind, str(path), True, used, trusted, tuple(check.problems)), (value if used else None)
+    in_line_order = sorted(check.problems, key=lambda p: p.line or 0)  # stable: unlined ones keep their place
+    return Layer(kind, str(path), True, used, trusted, tuple(in_line_order)), (value if used else None)
 
 
 def load_config(

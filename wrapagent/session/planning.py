@@ -76,9 +76,11 @@ def load_config(launch: Launch):
         cfg = launch.opts.config_factory(launch.project_root, launch.env)
     else:
         cfg = config_mod.load_config(launch.root_str, env=launch.env)
+    unused = {layer.path for layer in cfg.layers if not layer.used}
     for problem in cfg.problems:
         level = "error" if problem.severity == "error" else "warning"
-        suffix = " (this file's hooks are not used)" if problem.severity == "error" else ""
+        suffix = ("" if problem.severity != "error" else " (this file's hooks are not used)"
+                  if problem.path in unused else " (that prompt guard is skipped)")
         stderr_line(f"wrapagent: config {level}: {problem}{suffix}")
     for layer in cfg.layers:
         if layer.exists and layer.trusted is False:
