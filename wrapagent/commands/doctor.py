@@ -55,7 +55,7 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
 
     trust_state = None
     if layer.kind == LAYER_PROJECT_HOOKS and layer.exists:
-        trust_state = _trust_state(Path(layer.path), env, layer.trusted)
+        trust_state = layer.trust  # decided on the bytes the loader read (bounded); not read again
     errors = [p for p in layer.problems if p.severity == "error"]
     if not layer.exists:
         status = "not found"
@@ -81,16 +81,6 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
             for p in layer.problems
         ],
     }
-
-
-def _trust_state(path: Path, env: Mapping[str, str], trusted: bool | None) -> str | None:
-    """trusted / untrusted / changed (trusted once, edited since), from the trust store."""
-    try:
-        from wrapagent.hooks.trust import TrustStore
-
-        return TrustStore(env=env, warn=lambda m: None).check(path, path.read_bytes())
-    except Exception:
-        return None if trusted is None else ("trusted" if trusted else "untrusted")
 
 
 def _guard_facts(guard: Any) -> dict[str, Any]:

@@ -39,8 +39,8 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
         raise _SessionsError(str(exc)) from None
     from wrapagent.commands.colour import git_color_args
 
-    at = argv.index("diff") + 1
-    argv[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
+    at = args.index("diff") + 1
+    args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
     out.flush()
     try:
         return gitcmd.run(repo.top, args, git_dir=repo.git_dir, work_tree=repo.top, interactive=True,

@@ -111,11 +111,15 @@ class Layer(Frozen):
     """One file wrapagent looked at, and what came of it.
 
     `used` is True when the file exists, has no errors, and is not untrusted.
-    `trusted` is None for global files (always trusted) and when trust could
-    not be determined.
+    `trusted` is None for global files (always trusted) and for a project
+    file that was not read (missing, a link, not a regular file, too big).
+    `trust` says why a project file is untrusted ("untrusted", or "changed"
+    since it was trusted), decided on the bytes the loader read: nobody
+    needs to read the file again to say so.
     """
 
-    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems")
+    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust")
+    _defaults = {"trust": None}
 
     kind: str  # "global-hooks" | "global-config" | "project-hooks"
     path: str
@@ -123,6 +127,7 @@ class Layer(Frozen):
     used: bool
     trusted: bool | None
     problems: tuple[Problem, ...]
+    trust: str | None  # "trusted" | "untrusted" | "changed" | None (not checked)
 
 
 class CheckpointSettings(Frozen):

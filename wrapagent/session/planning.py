@@ -86,14 +86,10 @@ def load_config(launch: Launch):
         if layer.exists and layer.trusted is False:
             from pathlib import Path
 
-            from wrapagent.hooks.trust import TrustStore, untrusted_notice
+            from wrapagent.hooks.trust import untrusted_notice
 
-            path = Path(layer.path)
-            try:
-                changed = TrustStore(env=launch.env).check(path, path.read_bytes()) == "changed"
-            except OSError:
-                changed = False
-            stderr_line(untrusted_notice(path, changed=changed))
+            # Decided on the bytes the loader read: the file is not read again.
+            stderr_line(untrusted_notice(Path(layer.path), changed=layer.trust == "changed"))
     if launch.opts.strict and cfg.has_errors:
         raise WrapagentError("invalid configuration (--strict): fix the errors above", 2)
     return cfg
