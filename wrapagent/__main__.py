@@ -75,7 +75,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
 
         if not isinstance(exc, WrapagentError):
             raise
-        sys.stderr.write(f"wrapagent: {exc.message}\n")
+        from wrapagent.visible import visible  # a tool name or path in the message is printed inert
+
+        sys.stderr.write(f"wrapagent: {visible(exc.message)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("wrapagent: interrupted\n")

@@ -167,3 +167,23 @@ def test_sessions_of_a_non_utf8_folder_list_and_show(tmp_path: Path) -> None:
     shown = run(["sessions", "show", "--json", "last"], Path(os.fsdecode(work)))
     assert shown.returncode == 0, shown.stderr
     assert os.fsencode(records.loads(shown.stdout)["cwd"]) == work
+
+
+# --------------------------------------------------------------------------- wrapagent's own lines on stderr
+
+
+def test_error_line_naming_a_hostile_tool_inert(tmp_path: Path) -> None:
+    proc = run([f"no-such-tool{HOSTILE}"], tmp_path)
+    assert proc.returncode == 127 and b"command not found" in proc.stderr
+    assert_inert(proc.stderr)
+
+
+def test_session_lines_naming_a_hostile_tool_inert(tmp_path: Path) -> None:
+    """pre_run refuses: the refusal line names the tool (a script whose name the repository chose)."""
+    write_global_hooks('[pre_run]\ncommand = "echo no >&2; exit 2"\n')
+    tool = tmp_path / f"tool{HOSTILE}"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    proc = run([str(tool)], tmp_path)
+    assert proc.returncode == 2 and b"refused to start" in proc.stderr
+    assert_inert(proc.stderr)

@@ -16,9 +16,15 @@ from wrapagent.proxy.terminal import is_tty
 
 
 def stderr_line(line: str) -> None:
-    """One line for the user on stderr (never while the tool's screen is up)."""
+    """One line for the user on stderr (never while the tool's screen is up), printed inert.
+
+    It names the tool, paths and what hooks said: `visible` escapes what
+    could act on the terminal (issue 20 §5).
+    """
+    from wrapagent.visible import field
+
     try:
-        sys.stderr.write(line.rstrip("\n") + "\n")
+        sys.stderr.write(field(line.rstrip("\n")) + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
