@@ -146,3 +146,33 @@ def test_on_a_terminal_the_tool_fills_the_disk_and_keeps_its_exit_code(state_tmp
     # Tool first, the record is written while the tool starts: it may find the disk full already.
     assert text.count("wrapagent:") == 1, text
     assert "could not be written" in text or "without a session record" in text, text
+
+
+def test_no_write_fits_any_more_and_the_next_session_closes_the_record(tmp_path: Path) -> None:
+    """No root needed: the tool sets wrapagent's file-size limit to 0 (RLIMIT_FSIZE, Linux prlimit).
+
+    Then not even the record's in-place rewrite fits: the exit code is still
+    the tool's, one line says the record was not written, and the running
+    marker stays, so the next session closes the record as `abandoned`.
+    """
+    resource = pytest.importorskip("resource")
+    if not hasattr(resource, "prlimit"):
+        pytest.skip("prlimit(2) is Linux only")
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("import os, resource, sys\n"
+            "soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)\n"
+            "resource.prlimit(os.getppid(), resource.RLIMIT_FSIZE, (0, hard))\n"
+            "sys.exit(7)\n")
+    proc = run_piped([sys.executable, "-c", code], work)
+    stderr = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 7, stderr
+    assert "Traceback" not in stderr, stderr
+    lines = wrapagent_lines(proc.stderr)
+    assert len(lines) == 1 and "the session record" in lines[0] and "abandoned" in lines[0], stderr
+    state = Path(os.environ["XDG_STATE_HOME"])
+    [first] = records.iter_records(list((state / "wrapagent" / "projects").glob("*")))
+    assert first["state"] == "running"  # what the disk holds: the first record
+    assert run_piped(["true"], work).returncode == 0
+    closed = {r["id"]: r for r in records.iter_records(list((state / "wrapagent" / "projects").glob("*")))}
+    assert closed[first["id"]]["state"] == "abandoned"
