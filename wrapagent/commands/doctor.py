@@ -36,6 +36,7 @@ from wrapagent.commands.doctor_findings import ERROR, findings
 from wrapagent.commands.doctor_probe import PROBE_COLS, PROBE_ROWS, PROBE_TIMEOUT_SECS, probe
 from wrapagent.commands.doctor_report import render, render_probe
 from wrapagent import visible
+from wrapagent.session.records import dumps  # bytes that are not UTF-8: as in a record (`escaped`)
 
 VERSION_TIMEOUT_SECS = 10.0
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
@@ -453,7 +454,7 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
             sys.stderr.flush()
         result = probe(ns.probe, extra, timeout=timeout)
         if ns.json:
-            out.write(visible.json_text(json.dumps(result, indent=2, ensure_ascii=False)) + "\n")
+            out.write(visible.json_text(dumps(result)) + "\n")
         else:
             from wrapagent.commands.colour import enabled
 
@@ -463,7 +464,7 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
     report = collect()
     # Paths, tool versions, hook commands: whatever came from outside is printed inert.
     if ns.json:
-        out.write(visible.json_text(json.dumps(report, indent=2, ensure_ascii=False, default=str)) + "\n")
+        out.write(visible.json_text(dumps(report, default=str)) + "\n")
     else:
         from wrapagent.commands.colour import enabled
 

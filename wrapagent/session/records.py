@@ -174,8 +174,14 @@ def _escape_tree(value: Any, pointer: str, escaped: list[str]) -> Any:
     return value
 
 
-def dumps(record: Mapping[str, Any], *, indent: int | None = 2) -> str:
-    """`record` as JSON text that UTF-8 can always encode (see `ESCAPED_KEY`)."""
+def dumps(record: Mapping[str, Any], *, indent: int | None = 2, default: Callable[[Any], Any] | None = None) -> str:
+    """`record` as JSON text that UTF-8 can always encode (see `ESCAPED_KEY`).
+
+    Also for the other documents wrapagent prints (`doctor --json`), so a
+    byte that is not UTF-8 is written one way everywhere; `default` as for `json.dumps`.
+    """
+    if default is not None:  # objects json cannot write become what `default` makes of them first
+        record = json.loads(json.dumps(record, default=default))
     escaped: list[str] = []
     clean = _escape_tree({k: v for k, v in record.items() if k != ESCAPED_KEY}, "", escaped)
     if escaped:
