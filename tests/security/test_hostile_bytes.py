@@ -136,3 +136,20 @@ def test_garbage_parent_session_id_is_one_warning_and_the_tool_runs(tmp_path: Pa
     assert len(lines) == 1 and "WRAPAGENT_SESSION_ID" in lines[0] and len(lines[0]) < 200, stderr
     assert b"\x1b" not in proc.stderr
     assert only_record()["parent_session"] is None
+
+
+@pytest.mark.parametrize("args", [["doctor", "--json"], ["sessions", "list", "--json"],
+                                  ["sessions", "show", "--json", "last"]], ids=lambda a: " ".join(a))
+def test_json_outputs_of_a_non_utf8_folder_are_utf8_and_give_the_bytes_back(tmp_path: Path, args: list[str]) -> None:
+    work = os.path.join(os.fsencode(tmp_path), LATIN1_DIR)
+    os.mkdir(work)
+    assert run_piped(["true"], cwd=work).returncode == 0
+    proc = run_piped(args, cwd=work)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr.decode(errors="replace")
+    proc.stdout.decode("utf-8")  # strict: no raw Latin-1 byte, no lone surrogate
+    doc = records.loads(proc.stdout)
+    entry = doc[0] if isinstance(doc, list) else doc
+    if isinstance(doc, list):  # each entry carries its own marker
+        entry = records.loads(json.dumps(entry))
+    key = "cwd" if "cwd" in entry else "project_root"
+    assert os.fsencode(entry[key]) == work
