@@ -153,3 +153,20 @@ def test_json_outputs_of_a_non_utf8_folder_are_utf8_and_give_the_bytes_back(tmp_
         entry = records.loads(json.dumps(entry))
     key = "cwd" if "cwd" in entry else "project_root"
     assert os.fsencode(entry[key]) == work
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_TEXTS = st.one_of(st.binary(max_size=40).map(os.fsdecode), st.text(max_size=40),
+                   st.lists(st.sampled_from(["\\", "x", "e9", "\\x", "\\\\", "u", "\udce9", "\ud800", "é"]),
+                            max_size=12).map("".join))
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.dictionaries(st.sampled_from(["cwd", "a/b", "~x", "argv"]),
+                       st.one_of(_TEXTS, st.lists(_TEXTS, max_size=4)), max_size=4))
+def test_any_bytes_round_trip_through_a_record(record: dict) -> None:
+    """Whatever bytes a path or argument holds: UTF-8 on disk, the same strings back."""
+    text = records.dumps(record)
+    text.encode("utf-8")
+    assert records.loads(text.encode("utf-8")) == record
