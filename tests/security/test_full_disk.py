@@ -83,7 +83,7 @@ def test_the_tool_fills_the_disk_and_keeps_its_exit_code(state_tmpfs: Path, tmp_
         assert proc.returncode == code, stderr
         assert "Traceback" not in stderr, stderr
         lines = wrapagent_lines(proc.stderr)
-        assert len(lines) == 1, stderr
+        assert len(lines) == 1 and stderr.strip() == lines[0], stderr  # nothing else (no git noise)
         assert "No space left on device" in lines[0] or "could not be written" in lines[0], stderr
         free(state_tmpfs)
     # With room again, no record says `running`: finished in place, or closed by the next session.
