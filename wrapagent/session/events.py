@@ -18,6 +18,8 @@ def run_event(live: Live, event: str, exit_code: int | None):
     hook = live.cfg.hook_for(event)
     if hook is None:
         return None
+    if event == "session_complete" and hook.source == "<default>" and live.record.unavailable is not None:
+        return None  # the default commits the record: there is none (said at the start)
     from wrapagent.hooks.hook_runner import run_lifecycle  # not before the tool when pre_run is unset
 
     if event == "session_complete":
@@ -98,12 +100,16 @@ def _session_complete(live: Live, hook, exit_code: int | None):
 
 
 def say_failures(live: Live) -> None:
-    """At most one line after the tool's screen is gone: what failed, and where the log is."""
+    """At most one line after the tool's screen is gone: what failed, what was not saved, where the log is."""
     from wrapagent.session.planning import stderr_line
 
-    if live.failures:
-        shown = "; ".join(live.failures[:3]) + (" …" if len(live.failures) > 3 else "")
-        stderr_line(f"wrapagent: {shown} — see {live.record.log_path}")
+    record = live.record
+    lost = record.loss_note()  # a full disk: what of the record and log is missing
+    said = live.failures + ([lost] if lost else [])
+    if said:
+        shown = "; ".join(said[:3]) + (" …" if len(said) > 3 else "")
+        log_whole = record.unavailable is None and "log lines" not in record.lost
+        stderr_line(f"wrapagent: {shown}" + (f" — see {record.log_path}" if live.failures and log_whole else ""))
 
 
 class HangupIgnored:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def spawn_first(launch: Launch, session_id: str):
     """The tool, started before the record exists (`planning.tool_goes_first`); (child, start time) or None.
 
-    None when the tool cannot start: the usual order then reports it, with a record.
+    None when the tool cannot start, or its record folder cannot be made:
+    the usual order then reports it (the tool runs without a record).
     """
     import time
 
@@ -30,7 +31,10 @@ def spawn_first(launch: Launch, session_id: str):
     from wrapagent.paths import make_session_dir, sessions_root_str
 
     # The one thing of the record that can fail for the user to fix: before the tool.
-    make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id)
+    try:
+        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id)
+    except WrapagentError:
+        return None
 
     from wrapagent.proxy import spawn
 
