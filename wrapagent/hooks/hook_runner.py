@@ -67,9 +67,23 @@ def hook_variables(ctx: GuardContext, exit_code: int | None = None,
     }
 
 
+_HOOKS_KEEP = frozenset(("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+                         "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+                         "GIT_REFLOG_ACTION"))
+"""Git variables that are the user's preferences, not another repository's location."""
+
+
 def hook_env(base: Mapping[str, str], ctx: GuardContext, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`base` plus the WRAPAGENT_* variables every hook and guard receives."""
-    env = dict(base)
+    """`base` without git's repository variables, plus the WRAPAGENT_* variables.
+
+    wrapagent may itself run under a git hook (`GIT_DIR`, `GIT_INDEX_FILE`
+    exported): a hook's `git` must find its repository from its own working
+    directory (`cd {sessions_root} && git commit` must not commit into the
+    user's repository). The user's identity and editor variables stay.
+    """
+    from wrapagent.gitcmd import is_location_var
+
+    env = {k: v for k, v in base.items() if k in _HOOKS_KEEP or not is_location_var(k)}
     env["WRAPAGENT_SESSION_ID"] = ctx.session_id
     env["WRAPAGENT_TOOL"] = ctx.tool
     env["WRAPAGENT_PROJECT_ROOT"] = str(ctx.project_root)
