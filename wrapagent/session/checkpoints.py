@@ -374,25 +374,23 @@ def note_record(session_dir: str | Path, **fields: object) -> bool:
     """Add `fields` to the `checkpoints` object of the record in `session_dir`; False when there is none.
 
     How undo and prune leave their mark ("undone on …", "pruned on …") for
-    the next `sessions` command. The file is rewritten atomically.
+    the next `sessions` command. The file is rewritten atomically, as the
+    record module writes it.
     """
-    import json
+    from pathlib import Path
 
-    from wrapagent.session.records import RECORD_NAME, atomic_write
+    from wrapagent.session.records import RECORD_NAME, atomic_write, dumps, load_record
 
-    path = os.path.join(str(session_dir), RECORD_NAME)
-    try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return False
-    info = record.get("checkpoints") if isinstance(record, dict) else None
+    folder = Path(session_dir)
+    record = load_record(folder)
+    info = record.get("checkpoints") if record is not None else None
     if not isinstance(info, dict):
         return False
     info.update(fields)
-    from pathlib import Path
-
-    atomic_write(Path(path), json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n")
+    try:
+        atomic_write(folder / RECORD_NAME, dumps(record).encode() + b"\n")
+    except OSError:
+        return False
     return True
 
 
