@@ -573,3 +573,18 @@ def test_an_empty_paste_then_enter_is_not_the_first_message() -> None:
                              Read(b"\x1b[200~\x1b[201~\r0\r")],
                   user=b"\x1b[200~\x1b[201~\r0\r", keys=list(zip([0, 12, 13, 14], keys)), ready_offset=0)
     check_invariant(sc, Loop("gemini").run(sc))
+
+
+@pytest.mark.parametrize("user,keys", [
+    (b"\x1b[200~\r\x1b[201~\r0\r", [(0, Paste(b"\r")), (13, Key("enter", b"\r", "")),
+                                    (14, _text_key("0")), (15, Key("enter", b"\r", ""))]),
+    (b" \r0\r", [(0, _text_key(" ")), (1, Key("enter", b"\r", "")), (2, _text_key("0")),
+                 (3, Key("enter", b"\r", ""))]),
+])
+def test_a_blank_paste_or_spaces_then_enter_is_not_the_first_message(user, keys) -> None:
+    """Found by the property (gemini, shrunk): a paste of one newline (or a typed space), Enter,
+    then `0` Enter. The blank input triggered the delivery, its Enter submitted the blocks alone,
+    and `0`, the first real message, went without them. Blank input is no message."""
+    sc = Scenario("gemini", [Output(READY_SCREENS["gemini"]), Advance(0.0), GuardsDone(), Read(user)],
+                  user=user, keys=keys, ready_offset=0)
+    check_invariant(sc, Loop("gemini").run(sc))

@@ -50,9 +50,9 @@ from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.composer import Composer, Submission
 from wrapagent.inject.delivery import delivered_text, delivery_chunks, now_iso
 from wrapagent.inject.held import HeldKeys
-from wrapagent.inject.report import InjectionReport
+from wrapagent.inject.report import InjectionReport, close_unsubmitted
 from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, PASTE_END, PASTE_START, TEXT,
-                                   Token, tokenize)
+                                   Token, blank_paste, tokenize)
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -340,9 +340,7 @@ class FirstMessageInjector:
         offset = 0
         tokens = tokenize(data)
         for i, tok in enumerate(tokens):
-            if (self.state == ARMED and self._triggers(tok)
-                    and not (tok.kind == PASTE_START and i + 1 < len(tokens)
-                             and tokens[i + 1].kind == PASTE_END)):  # an empty paste types nothing
+            if self.state == ARMED and self._triggers(tok) and not blank_paste(tokens, i):
                 self._trigger(now, data[offset:])
                 return data[:offset]
             before, early = self.state, self._begun_early
@@ -355,9 +353,15 @@ class FirstMessageInjector:
         return data
 
     def _triggers(self, tok: Token) -> bool:
+        """The first key of a message: a paste's start, or typed text that is not blank or a command.
+
+        Blank text (spaces) is no message: blocks put in front of it would be
+        submitted alone by the Enter after it, and the real message go bare.
+        """
         if self._in_paste:
             return False
-        return tok.kind == PASTE_START or (tok.kind == TEXT and not self._is_command(tok.data))
+        return tok.kind == PASTE_START or (tok.kind == TEXT and bool(tok.data.strip())
+                                           and not self._is_command(tok.data.lstrip()))
 
     def _state_token(self, tok: Token, sub: Submission | None) -> None:
         state = self.state
@@ -401,7 +405,8 @@ class FirstMessageInjector:
         if not self.inject or sub.empty:
             return
         if before == ARMED:
-            self._bare.append("a message was submitted with no typed text (history recall?)")
+            if sub.unknown:  # (blank text or a blank paste is no message)
+                self._bare.append("a message was submitted with no typed text (history recall?)")
         elif before == COMMAND and early:
             self._bare.append("a message begun before the composer was ready was submitted")
         elif before == WAIT_READY and not sub.is_command_like(self.adapter.command_prefixes):
@@ -598,23 +603,10 @@ class FirstMessageInjector:
         if self._prefix == "":
             report.status = "none"
             return self.reports[0]
-        if self.state == STARTING:
-            report.notes.append("the tool never showed its ready screen")
-        elif self.state == HOLDING:
-            report.notes.append("the tool exited while the first key waited for the guards")
-        elif report.conversation > 1 and not self._bare:
-            report.status = "none"
-            report.notes.append("no message after the reset")
-            return self.reports[0]
-        if self._bare:
-            # Said once on stderr after the session ("injection not delivered — see <log>"):
-            # the log holds why.
-            report.status = "lost"
-            report.notes.extend(dict.fromkeys(self._bare))
-            self.log(f"injection: a message reached {self.adapter.name} without the blocks: "
-                     + "; ".join(report.notes))
-        else:
-            # Nothing to say to the user: no message needed the blocks.
-            report.status = "unused"
-            report.notes.append("no message was submitted")
+        unfinished = {STARTING: "the tool never showed its ready screen",
+                      HOLDING: "the tool exited while the first key waited for the guards"}.get(self.state)
+        why = close_unsubmitted(report, unfinished=unfinished, bare=self._bare)
+        if why:  # said once on stderr after the session, pointing to this log
+            self.log(f"injection: a message reached {self.adapter.name} without the blocks: {why}")
         return self.reports[0]
+

@@ -150,3 +150,22 @@ def _escape(data: bytes, i: int, out: list[Token]) -> int:
         return i + 2
     out.append(Token(KEY, data[i:i + 2]))  # Alt+key
     return i + 2
+
+
+_BLANK = (ENTER, NEWLINE)
+
+
+def blank_paste(tokens: list[Token], i: int) -> bool:
+    """`tokens[i]` starts a paste that holds nothing but blanks and newlines, ending in this read.
+
+    It types no message (see the injector's `_triggers`); a paste cut across reads is taken as one.
+    """
+    if tokens[i].kind != PASTE_START:
+        return False
+    for tok in tokens[i + 1:]:
+        if tok.kind == PASTE_END:
+            return True
+        if tok.kind in _BLANK or (tok.kind == TEXT and not tok.data.strip()):
+            continue
+        return False
+    return False

@@ -21,3 +21,26 @@ class InjectionReport:
     notes: list[str] = field(default_factory=list)
     conversation: int = 1
     """1 for the session's first conversation, +1 after each reset command."""
+
+
+def close_unsubmitted(report: InjectionReport, *, unfinished: str | None, bare: list[str]) -> str:
+    """The tool exited before this conversation's blocks were submitted: settle the report.
+
+    `lost` only when a message reached the tool without them (`bare`: why,
+    one note each); the reason is returned for the log the user is pointed
+    to. Else `unused` (no message needed them: quit at once, commands only,
+    not an agent), or `none` after a reset with no message: nothing to say.
+    """
+    if unfinished:
+        report.notes.append(unfinished)
+    elif report.conversation > 1 and not bare:
+        report.status = "none"
+        report.notes.append("no message after the reset")
+        return ""
+    if bare:
+        report.status = "lost"
+        report.notes.extend(dict.fromkeys(bare))
+        return "; ".join(report.notes)
+    report.status = "unused"
+    report.notes.append("no message was submitted")
+    return ""
