@@ -55,7 +55,7 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
 )
 
 _EVENT_KEYS = ("enabled", "command", "timeout_secs")
-_GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs")
+_GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
 _CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes")
 
@@ -277,12 +277,13 @@ class _HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
         self.guards = guards  # None: the file does not define prompt_guard
         self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
+        self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
@@ -350,6 +351,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
     command = _check_str(check, table, "command", prefix, parts, required=False)
     builtin = _check_str(check, table, "builtin", prefix, parts, required=False)
     timeout = _check_timeout(check, table, "timeout_secs", DEFAULT_GUARD_TIMEOUT, prefix, parts)
+    every_message = _check_bool(check, table, "every_message", False, prefix, parts)
     has_command, has_builtin = "command" in table, "builtin" in table
     if has_command == has_builtin:
         what = "both" if has_command else "neither"
@@ -383,6 +385,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
         args=tuple(args.items()),
         timeout_secs=timeout,
         source=str(check.path),
+        every_message=every_message,
     )
 
 
@@ -403,6 +406,7 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] | None = None
     checkpoints: dict[str, Any] = {}
+    stop_check: Any = None
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -413,6 +417,10 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
             guards = _parse_guards(check, value)
         elif key == "checkpoints":
             checkpoints = _parse_checkpoints(check, value)
+        elif key == "stop_check":
+            from wrapagent.hooks.stop_check import parse_stop_check
+
+            stop_check = parse_stop_check(check, value)
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -423,10 +431,11 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = _did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints"))
+            hint = _did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = _HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
+    parsed.stop_check = stop_check
     return parsed
 
 
@@ -568,6 +577,7 @@ def load_config(
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] = ()
     checkpoints: dict[str, Any] = {}
+    stop_check: Any = None
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
@@ -575,10 +585,13 @@ def load_config(
         if hooks_file.guards is not None:
             guards = hooks_file.guards
         checkpoints.update(hooks_file.checkpoints)
+        if hooks_file.stop_check is not None:
+            stop_check = hooks_file.stop_check  # a project's [stop_check] replaces the global one
     return Config(
         lifecycle=_frozen_map(lifecycle),
         guards=guards,
         pre_session=pre_session,
         layers=(global_layer, config_layer, project_layer),
         checkpoints=CheckpointSettings(**checkpoints),
+        stop_check=stop_check or None,
     )
