@@ -22,10 +22,11 @@ ALLOWED = {
     # `values` (frozen value classes, a leaf like `errors`) is shared by the adapters and the config.
     "proxy": {"proxy", "errors", "portable"},
     "inject": {"inject", "errors", "values"},
-    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values"},
+    # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`.
+    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values", "gitcmd"},
     "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                 "__init__"},
+                 "gitcmd", "__init__"},
 }
 
 

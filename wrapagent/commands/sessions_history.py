@@ -1,0 +1,112 @@
+"""`sessions diff`, `undo`, `prune` and `resume`: act on a session's history.
+
+diff, undo and prune work on the checkpoints of `session/checkpoints.py`;
+resume on the native ids of `session/transcripts.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import IO, Any, Mapping, Sequence
+
+from wrapagent.commands.sessions_find import SessionsError as _SessionsError
+from wrapagent.commands.sessions_find import _resolve_project, find_record
+from wrapagent.commands.sessions_show import visible_text
+
+
+# --------------------------------------------------------------------------- diff, undo, prune, resume
+
+
+def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    record = find_record(ns.id, env)
+    info = record.get("checkpoints")
+    if not isinstance(info, dict):
+        raise _SessionsError(f"session {record.get('id')} has no checkpoints (recorded before they existed)")
+    return record, info
+
+
+def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
+    import subprocess
+
+    from wrapagent.session import checkpoints
+
+    _, info = _checkpoints_of(ns, env)
+    try:
+        argv = checkpoints.diff_argv(info, ns.stat, env)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    out.flush()
+    return subprocess.run(argv, env=dict(env)).returncode
+
+
+def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    from wrapagent.session import checkpoints
+
+    record, info = _checkpoints_of(ns, env)
+    try:
+        restored = checkpoints.undo(info, env)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    if not restored:
+        out.write(f"session {record.get('id')} changed no file: nothing to undo\n")
+        return 0
+    verbs = {"A": "removed (created by the session)", "D": "restored (deleted by the session)"}
+    out.write(f"undid session {record.get('id')} in {info.get('repo')}:\n")
+    for status, path in restored:
+        out.write(f"  {visible_text(path)}: {verbs.get(status, 'restored')}\n")
+    return 0
+
+
+def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    from wrapagent.session import checkpoints
+
+    if ns.older_than < 0:
+        raise _SessionsError("--older-than must be 0 or more days")
+    root = _resolve_project(ns.project)
+    try:
+        dropped = checkpoints.prune(root, ns.older_than, env)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    out.write(f"dropped the checkpoints of {len(dropped)} session(s) older than {ns.older_than:g} day(s)"
+              f" in {root}\n")
+    for session_id in dropped:
+        out.write(f"  {session_id}\n")
+    return 0
+
+
+def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, list[str], str]:
+    """(tool, the tool's arguments, the directory to run in) that continue a recorded session."""
+    from wrapagent.session.transcripts import resume_args
+
+    native = record.get("native_session_id")
+    tool = str(record.get("transport") or record.get("tool") or "")
+    if not native:
+        raise _SessionsError(f"session {record.get('id')} has no native session id of {tool or 'its tool'} "
+                             "to resume (see `wrapagent sessions show`)")
+    try:
+        args = resume_args(tool, str(native), extra)
+    except KeyError:
+        raise _SessionsError(f"wrapagent does not know how {tool!r} resumes a session") from None
+    return str(record.get("tool") or tool), args, str(record.get("cwd") or ".")
+
+
+def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    """Start the same tool, wrapped, in the session's directory, continuing its conversation."""
+    record = find_record(ns.id, env)
+    tool, args, cwd = resume_argv(record, ns.tool_args)
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        raise _SessionsError(f"cannot enter the session's directory {cwd}: {exc.strerror}") from None
+    out.flush()
+    # A fresh wrapagent, as if the user typed `wrapagent TOOL ARGS` there: its
+    # own session record, hooks and signal dispositions.
+    argv = [sys.executable, "-m", "wrapagent", "--", tool, *args]
+    try:
+        os.execve(sys.executable, argv, dict(env))
+    except OSError as exc:
+        raise _SessionsError(f"cannot start wrapagent again: {exc.strerror}") from None
+    return 126  # not reached

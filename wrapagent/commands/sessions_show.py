@@ -1,0 +1,383 @@
+"""`sessions list` and `sessions show`: render the records wrapagent wrote, never writing.
+
+A session still running shows as `running`. `show` includes the checkpoints'
+diff stat (`history_lines`), read from the project's repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import IO, Any, Mapping, Sequence
+
+from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, project_records
+from wrapagent.session.records import LOG_NAME
+
+INJECTED_STATUSES = ("delivered", "submitted")
+DEFAULT_LIMIT = 20
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def injected(record: Mapping[str, Any]) -> bool:
+    """True when the blocks reached the tool (delivered, or delivered and submitted)."""
+    inj = record.get("injection") or {}
+    return inj.get("status") in INJECTED_STATUSES
+
+
+def format_time(iso: str | None) -> str:
+    """An ISO timestamp as local `YYYY-MM-DD HH:MM:SS`; `-` when missing, as is when unparsable."""
+    if not iso:
+        return "-"
+    import datetime as dt
+
+    try:
+        stamp = dt.datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return str(iso)
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone()
+    return stamp.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_duration(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def format_exit(record: Mapping[str, Any]) -> str:
+    code = record.get("exit_code")
+    if code is None:
+        # running, blocked (pre_run refused the launch), abandoned (wrapagent was killed)
+        state = record.get("state")
+        return state if state in ("running", "blocked", "abandoned") else "-"
+    sig = record.get("signal")
+    if sig:
+        import signal as _signal
+
+        try:
+            name = _signal.Signals(sig).name
+        except (ValueError, TypeError):
+            name = f"signal {sig}"
+        return f"{code} ({name})"
+    return str(code)
+
+
+def format_injected(record: Mapping[str, Any]) -> str:
+    status = (record.get("injection") or {}).get("status")
+    if status in INJECTED_STATUSES:
+        return "yes"
+    if status in ("lost", "pending"):
+        return f"no ({status})"
+    return "no"
+
+def _project_name(record: Mapping[str, Any]) -> str:
+    root = record.get("project_root")
+    return os.path.basename(root.rstrip("/")) or root if root else "-"
+
+def visible_text(text: str) -> str:
+    """Text as is, except control characters (not newline or tab) shown as `\\xNN`.
+
+    Injected blocks are sanitised when built; this keeps an old or hand-edited
+    record from driving the user's terminal.
+    """
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\n\t" or not (code < 0x20 or 0x7F <= code < 0xA0):
+            out.append(ch)
+        else:
+            out.append(f"\\x{code:02x}")
+    return "".join(out)
+
+def _summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    inj = record.get("injection") or {}
+    return {
+        "id": record.get("id"),
+        "tool": record.get("tool"),
+        "project_root": record.get("project_root"),
+        "started_at": record.get("started_at"),
+        "ended_at": record.get("ended_at"),
+        "duration_s": record.get("duration_s"),
+        "exit_code": record.get("exit_code"),
+        "signal": record.get("signal"),
+        "mode": record.get("mode"),
+        "state": record.get("state"),
+        "injected": injected(record),
+        "injection_status": inj.get("status"),
+        "dir": record.get("_dir"),
+    }
+
+def read_log(record: Mapping[str, Any]) -> str | None:
+    folder = record.get("_dir")
+    if not folder:
+        return None
+    try:
+        return (Path(folder) / LOG_NAME).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+# --------------------------------------------------------------------------- list
+
+
+def render_list(records: Sequence[Mapping[str, Any]], total: int) -> str:
+    if not records:
+        return "no sessions recorded\n"
+    header = ("ID", "TOOL", "PROJECT", "STARTED", "DURATION", "EXIT", "INJECTED")
+    rows = [header] + [
+        (
+            str(r.get("id", "?")),
+            str(r.get("tool", "?")),
+            _project_name(r),
+            format_time(r.get("started_at")),
+            format_duration(r.get("duration_s")),
+            format_exit(r),
+            format_injected(r),
+        )
+        for r in records
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    if total > len(records):
+        lines.append(f"({total - len(records)} older session(s) not shown; --limit 0 shows all)")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_list(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    if ns.project is not None:
+        records = project_records(_resolve_project(ns.project), env)
+    else:
+        records = all_records(env)
+    if ns.tool:
+        records = [r for r in records if ns.tool in (r.get("tool"), r.get("transport"))]
+    total = len(records)
+    if ns.limit and ns.limit > 0:
+        records = records[: ns.limit]
+    if ns.json:
+        json.dump([_summary(r) for r in records], out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        out.write(render_list(records, total))
+    return 0
+
+# --------------------------------------------------------------------------- show
+
+
+def hook_rows(hooks: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[str]:
+    """The hook outcomes as an aligned table (name, kind, exit, duration, timed out)."""
+    if not hooks:
+        return [f"{indent}(none ran)"]
+    header = ("NAME", "KIND", "EXIT", "DURATION", "TIMED OUT")
+    rows = [header]
+    for h in hooks:
+        code = h.get("exit_code")
+        runs = h.get("runs")
+        rows.append((
+            str(h.get("name", "?")) + (f" x{runs}" if isinstance(runs, int) and runs > 1 else ""),
+            str(h.get("kind", "?")),
+            "-" if code is None else str(code),
+            format_duration(h.get("duration_s")),
+            "yes" if h.get("timed_out") else "no",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [indent + "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows]
+    for h in hooks:
+        if h.get("error"):
+            lines.append(f"{indent}{h.get('name')}: error: {visible_text(str(h['error']))}")
+    return lines
+
+
+def _bytes(n: Any) -> str:
+    if not isinstance(n, int) or isinstance(n, bool):
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None) -> list[str]:
+    """One line per conversation started by a reset; its text only when it differs from the first."""
+    out: list[str] = []
+    for inj in injections[1:]:
+        details = [str(inj.get("status") or "none")]
+        if inj.get("at"):
+            details.append(f"at {format_time(inj['at'])}")
+        if inj.get("first_key_delay_ms") is not None:
+            details.append(f"first key held {inj['first_key_delay_ms']} ms")
+        out.append(f"Injection after reset, conversation {inj.get('conversation', '?')}: {', '.join(details)}")
+        out.extend(f"  note: {visible_text(str(n))}" for n in inj.get("notes") or [])
+        text = inj.get("text")
+        if text and text != first_text:
+            shown = visible_text(text)
+            out.append(f"--- injected text ({len(text)} chars), verbatim ---")
+            out.append(shown[:-1] if shown.endswith("\n") else shown + "\n(no newline at end)")
+            out.append("--- end of injected text ---")
+        elif text:
+            out.append("  (same text as the first conversation)")
+    return out
+
+
+TURNS_SHOWN = 20
+
+
+def _seconds_between(start: str | None, end: str | None) -> str:
+    import datetime as dt
+
+    try:
+        delta = dt.datetime.fromisoformat(str(end)) - dt.datetime.fromisoformat(str(start))
+    except (TypeError, ValueError):
+        return "?"
+    return f"{delta.total_seconds():.1f}s"
+
+
+def _turn_rows(record: Mapping[str, Any]) -> list[str]:
+    """`Turns: N` and one compact line per turn: submitted, and when the agent went quiet."""
+    turns = record.get("turns") or []
+    if not turns:
+        return []
+    total = record.get("turns_total") or len(turns)
+    out = ["", f"Turns: {total}"]
+    for turn in turns[:TURNS_SHOWN]:
+        quiet = turn.get("quiet_at")
+        waits = f", {turn['waits']} waits" if turn.get("waits") else ""
+        out.append(f"  #{turn.get('n')}  submitted {format_time(turn.get('at'))}"
+                   + (f", waiting after {_seconds_between(turn.get('at'), quiet)}{waits}" if quiet
+                      else ", not seen waiting"))
+    if total > TURNS_SHOWN:
+        out.append(f"  ... {total - TURNS_SHOWN} more")
+    return out
+
+
+def render_show(record: Mapping[str, Any], log: str | None) -> str:
+    import shlex
+
+    inj = record.get("injection") or {}
+    argv = record.get("argv") or []
+    out = [f"session {record.get('id')}"]
+
+    def field(label: str, value: Any) -> None:
+        out.append(f"  {label:<11} {visible_text(str(value))}")
+
+    field("tool", f"{record.get('tool')} (transport {record.get('transport')}, mode {record.get('mode')})")
+    field("argv", " ".join(shlex.quote(str(a)) for a in argv) if argv else "-")
+    field("executable", record.get("executable") or "-")
+    field("project", record.get("project_root") or "-")
+    field("cwd", record.get("cwd") or "-")
+    field("started", format_time(record.get("started_at")))
+    field("ended", format_time(record.get("ended_at")))
+    field("duration", format_duration(record.get("duration_s")))
+    field("exit", format_exit(record))
+    field("resources", f"cpu {format_duration(record.get('cpu_seconds'))}, "
+                       f"peak rss {_bytes(record.get('peak_rss_bytes'))}")
+    depth = record.get("depth") or 0
+    parent = record.get("parent_session")
+    if parent or depth:
+        field("parent", f"{parent or '-'} (depth {depth})")
+    if record.get("is_resume"):
+        field("resume", "yes")
+    field("directory", record.get("_dir") or "-")
+    out.extend(history_lines(record))
+
+    out.append("")
+    status = inj.get("status") or "none"
+    details = [f"path {inj.get('path') or '-'}", f"attempts {inj.get('attempts', 0)}"]
+    if inj.get("ready_after_s") is not None:
+        details.append(f"ready after {inj['ready_after_s']:.2f}s")
+    if inj.get("first_key_delay_ms") is not None:
+        details.append(f"first key held {inj['first_key_delay_ms']} ms")
+    out.append(f"Injection: {status} ({', '.join(details)})")
+    if inj.get("at"):
+        out.append(f"  at {format_time(inj['at'])}")
+    for note in inj.get("notes") or []:
+        out.append(f"  note: {visible_text(str(note))}")
+    text = inj.get("text")
+    if text:
+        out.append(f"--- injected text ({len(text)} chars), verbatim ---")
+        shown = visible_text(text)
+        # Verbatim, trailing blank line included; the end marker starts its own line.
+        out.append(shown[:-1] if shown.endswith("\n") else shown + "\n(no newline at end)")
+        out.append("--- end of injected text ---")
+    else:
+        out.append("  (no injected text)")
+    out.extend(_later_injections(record.get("injections") or [], text))
+    out.extend(_turn_rows(record))
+
+    out.append("")
+    out.append("Hooks:")
+    out.extend(hook_rows(record.get("hooks") or []))
+
+    warnings = record.get("warnings") or []
+    if warnings:
+        out.append("")
+        out.append("Warnings:")
+        out.extend(f"  {visible_text(str(w))}" for w in warnings)
+
+    out.append("")
+    folder = record.get("_dir")
+    log_path = Path(folder) / LOG_NAME if folder else None
+    if log is None:
+        out.append("Log: (none: nothing was logged)")
+    else:
+        out.append(f"Log ({log_path}):")
+        out.extend(f"  {visible_text(line)}" for line in log.rstrip("\n").split("\n"))
+    return "\n".join(out) + "\n"
+
+
+def history_lines(record: Mapping[str, Any]) -> list[str]:
+    """The native session, transcripts and checkpoints of a record, for `show`."""
+    out = ["", "History:"]
+    native = record.get("native_session_id")
+    sessions = record.get("native_sessions") or []
+    out.append(f"  native id   {visible_text(str(native)) if native else '-'}")
+    folder = record.get("_dir")
+    for entry in sessions:
+        where = entry.get("transcript")
+        shown = str(Path(folder) / where) if folder and where else "(not copied)"
+        note = f" ({entry['note']})" if entry.get("note") else ""
+        out.append(f"  transcript  {visible_text(str(entry.get('id')))}: {visible_text(shown)}{visible_text(note)}")
+    info = record.get("checkpoints")
+    if not isinstance(info, dict):
+        out.append("  checkpoints -")
+        return out
+    if info.get("status") != "taken" or not info.get("after"):
+        out.append(f"  checkpoints {info.get('status') or 'none'}: {visible_text(str(info.get('note') or '-'))}")
+        return out
+    out.append(f"  checkpoints {info.get('before', '')[:12]} → {info.get('after', '')[:12]} "
+               f"({info.get('ref')}/…, in {info.get('repo')})")
+    from wrapagent.session import checkpoints
+
+    try:
+        stat = checkpoints.diff_stat(info)
+    except checkpoints.CheckpointError as exc:
+        out.append(f"  ({visible_text(str(exc))})")
+        return out
+    if not stat.strip():
+        out.append("  (the session changed no file)")
+    out.extend(f"  {visible_text(line)}" for line in stat.rstrip("\n").split("\n") if line)
+    return out
+
+
+def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    record = find_record(ns.id, env)
+    log = read_log(record)
+    if ns.json:
+        data = {k: v for k, v in record.items() if k != "_dir"}
+        data["dir"] = record.get("_dir")
+        data["log"] = log
+        json.dump(data, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        out.write(render_show(record, log))
+    return 0
