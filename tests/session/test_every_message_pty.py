@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import time
 
+from wrapagent.commands.sessions_show import render_show
+
 from test_turns_pty import World, command, quit_demo, ready, say, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
@@ -52,6 +54,7 @@ def test_later_messages_get_only_the_every_message_blocks_fresh(world: World) ->
     deliveries = [(i["conversation"], i["message"], i["status"]) for i in rec["injections"]]
     assert deliveries == [(1, 1, "submitted"), (1, 2, "submitted"), (1, 3, "submitted")]
     assert rec["injections"][2]["text"] == f"{clock(3, 3, 3, 1, cwd, sid)}\n\n"
+    assert "Injection for message 3 of conversation 1: submitted" in render_show(rec, None)
     assert all(i["first_key_delay_ms"] is not None for i in rec["injections"])
     # static ran once, clock once per message
     assert [h["name"] for h in rec["hooks"] if h["kind"] == "guard"] == ["static", "clock", "clock", "clock"]

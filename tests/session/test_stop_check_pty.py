@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+from wrapagent.commands.sessions_show import render_show
+
 from test_turns_pty import World, quit_demo, ready, say, type_text, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
@@ -54,6 +56,11 @@ def test_a_check_failing_once_sends_one_continuation_then_waits(world: World) ->
     assert [r["exit_code"] for r in rec["stop_check"]["runs"]] == [2, 0]
     assert "still_failing" not in rec["stop_check"]
     assert [t.get("by") for t in rec["turns"]] == [None, "stop_check", None]  # /quit is turn 3
+    shown = render_show(rec, None)                # `wrapagent sessions show` lists it
+    assert "Stop check: 2 run(s), 1 continuation(s) (max 3 in a row)" in shown
+    assert "  continuation as turn 2 (after turn 1) at " in shown
+    assert "    tests fail: fix them\n" in shown
+    assert "  #2  submitted by stop_check " in shown
 
 
 def test_an_always_failing_check_continues_max_times_then_waits(world: World) -> None:

@@ -208,7 +208,8 @@ def _bytes(n: Any) -> str:
 
 
 def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None) -> list[str]:
-    """One line per conversation started by a reset; its text only when it differs from the first."""
+    """One line per later delivery (a reset's conversation, an every_message guard's later message);
+    its text only when it differs from the first."""
     out: list[str] = []
     for inj in injections[1:]:
         details = [str(inj.get("status") or "none")]
@@ -216,7 +217,10 @@ def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str |
             details.append(f"at {format_time(inj['at'])}")
         if inj.get("first_key_delay_ms") is not None:
             details.append(f"first key held {inj['first_key_delay_ms']} ms")
-        out.append(f"Injection after reset, conversation {inj.get('conversation', '?')}: {', '.join(details)}")
+        message = inj.get("message") or 1
+        what = (f"Injection after reset, conversation {inj.get('conversation', '?')}" if message == 1 else
+                f"Injection for message {message} of conversation {inj.get('conversation', '?')}")
+        out.append(f"{what}: {', '.join(details)}")
         out.extend(f"  note: {visible_text(str(n))}" for n in inj.get("notes") or [])
         text = inj.get("text")
         if text and text != first_text:
@@ -252,11 +256,34 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
     for turn in turns[:TURNS_SHOWN]:
         quiet = turn.get("quiet_at")
         waits = f", {turn['waits']} waits" if turn.get("waits") else ""
-        out.append(f"  #{turn.get('n')}  submitted {format_time(turn.get('at'))}"
+        by = f" by {visible_text(str(turn['by']))}" if turn.get("by") else ""
+        out.append(f"  #{turn.get('n')}  submitted{by} {format_time(turn.get('at'))}"
                    + (f", waiting after {_seconds_between(turn.get('at'), quiet)}{waits}" if quiet
                       else ", not seen waiting"))
     if total > TURNS_SHOWN:
         out.append(f"  ... {total - TURNS_SHOWN} more")
+    return out
+
+
+def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
+    """`[stop_check]`: its runs, each continuation wrapagent submitted (verbatim), what was not sent."""
+    entry = record.get("stop_check")
+    if not entry:
+        return []
+    runs = entry.get("runs") or []
+    conts = entry.get("continuations") or []
+    out = ["", f"Stop check: {len(runs)} run(s), {len(conts)} continuation(s) "
+               f"(max {entry.get('max_continues', '?')} in a row)"]
+    for cont in conts:
+        out.append(f"  continuation as turn {cont.get('turn')} (after turn {cont.get('after_turn')}) "
+                   f"at {format_time(cont.get('at'))}:")
+        out.extend(f"    {visible_text(line)}" for line in str(cont.get("text") or "").split("\n"))
+    for item in entry.get("not_sent") or []:
+        out.append(f"  after turn {item.get('after_turn')}: not sent ({visible_text(str(item.get('reason')))})")
+    failing = entry.get("still_failing")
+    if failing:
+        out.append(f"  still failing at turn {failing.get('turn')} after "
+                   f"{failing.get('after_continues')} continuation(s) in a row: the agent was let stop")
     return out
 
 
@@ -313,6 +340,7 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
         out.append("  (no injected text)")
     out.extend(_later_injections(record.get("injections") or [], text))
     out.extend(_turn_rows(record))
+    out.extend(_stop_check_rows(record))
 
     out.append("")
     out.append("Hooks:")
