@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 
     from wrapagent.inject.adapters.base import Adapter
 
+IDLE_COMPOSER = {
+    # opencode's `Ask anything…` placeholder is gone after the first turn; the composer then
+    # shows the agent and model line (`Build · Mock Model Mock LLM`).
+    "opencode": (r"Ask anything|Build · |Plan · ",),
+}
+"""Screen markers of an empty composer after a turn, where they differ from the ready markers."""
+
 ENTER_GAP_SECS = 0.15
 """codex takes an Enter within 120 ms of fast input for a newline; gemini within 40 ms of a paste."""
 
@@ -66,7 +73,7 @@ class Outgoing:
         self._wake = wake
         self._lock = threading.Lock()
         self._queue: deque[Request] = deque()
-        self._patterns = [re.compile(p) for p in adapter.ready_patterns]
+        self._patterns = [re.compile(p) for p in IDLE_COMPOSER.get(adapter.name, adapter.ready_patterns)]
         self._size = (rows, cols)
         self.screen = None
         if self._patterns:
