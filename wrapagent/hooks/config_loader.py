@@ -55,6 +55,7 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
 )
 
 _EVENT_KEYS = ("enabled", "command", "timeout_secs")
+_STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
 _CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes")
@@ -418,9 +419,7 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
         elif key == "checkpoints":
             checkpoints = _parse_checkpoints(check, value)
         elif key == "stop_check":
-            from wrapagent.hooks.stop_check import parse_stop_check
-
-            stop_check = parse_stop_check(check, value)
+            stop_check = _parse_stop_check(check, value)
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -437,6 +436,31 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
     parsed.checkpoints = checkpoints
     parsed.stop_check = stop_check
     return parsed
+
+
+def _parse_stop_check(check: _FileCheck, value: Any):
+    """The file's `[stop_check]`: a StopCheckSpec, False when `enabled = false`, None when invalid."""
+    from wrapagent.hooks.config_model import DEFAULT_MAX_CONTINUES, DEFAULT_STOP_CHECK_TIMEOUT, StopCheckSpec
+
+    parts, prefix = ("stop_check",), "stop_check."
+    table = _check_table(check, value, "stop_check", parts)
+    if table is None:
+        return None
+    check.unknown_keys(table, _STOP_CHECK_KEYS, prefix, parts)
+    enabled = _check_bool(check, table, "enabled", True, prefix, parts)
+    command = _check_str(check, table, "command", prefix, parts, required=enabled)
+    timeout = _check_timeout(check, table, "timeout_secs", DEFAULT_STOP_CHECK_TIMEOUT, prefix, parts)
+    quiet = _check_timeout(check, table, "quiet_secs", 1.0, prefix, parts) if "quiet_secs" in table else None
+    limit = table.get("max_continues", DEFAULT_MAX_CONTINUES)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        check.error(f"{prefix}max_continues", f"expected a whole number >= 0, got {limit!r}",
+                    (*parts, "max_continues"))
+        limit = DEFAULT_MAX_CONTINUES
+    if not enabled:
+        return False
+    if command is None:
+        return None
+    return StopCheckSpec(command, True, timeout, limit, quiet, str(check.path))
 
 
 def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:

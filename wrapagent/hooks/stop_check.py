@@ -4,7 +4,7 @@ Exit 0: it may. Exit 2 with non-empty stdout: it must go on, and the
 stdout, sanitised like a guard's body, becomes the next message:
 `<prompt-guard name="stop_check">\\n…\\n</prompt-guard>`. Anything else (another
 exit, a timeout, exit 2 without output) is a warning and the agent may stop.
-Parsing lives here too, so the loader only names the table.
+The table is parsed by the config loader (`_parse_stop_check`).
 """
 
 from __future__ import annotations
@@ -17,33 +17,6 @@ if TYPE_CHECKING:
     from wrapagent.hooks.context import GuardContext
 
 CONTINUE_EXIT = 2
-KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
-
-
-def parse_stop_check(check, value: Any):
-    """The file's `[stop_check]`: a StopCheckSpec, False when `enabled = false`, None when invalid."""
-    from wrapagent.hooks import config_loader as cl
-    from wrapagent.hooks.config_model import DEFAULT_MAX_CONTINUES, DEFAULT_STOP_CHECK_TIMEOUT, StopCheckSpec
-
-    parts, prefix = ("stop_check",), "stop_check."
-    table = cl._check_table(check, value, "stop_check", parts)
-    if table is None:
-        return None
-    check.unknown_keys(table, KEYS, prefix, parts)
-    enabled = cl._check_bool(check, table, "enabled", True, prefix, parts)
-    command = cl._check_str(check, table, "command", prefix, parts, required=enabled)
-    timeout = cl._check_timeout(check, table, "timeout_secs", DEFAULT_STOP_CHECK_TIMEOUT, prefix, parts)
-    quiet = cl._check_timeout(check, table, "quiet_secs", 1.0, prefix, parts) if "quiet_secs" in table else None
-    limit = table.get("max_continues", DEFAULT_MAX_CONTINUES)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        check.error(f"{prefix}max_continues", f"expected a whole number >= 0, got {limit!r}",
-                    (*parts, "max_continues"))
-        limit = DEFAULT_MAX_CONTINUES
-    if not enabled:
-        return False
-    if command is None:
-        return None
-    return StopCheckSpec(command, True, timeout, limit, quiet, str(check.path))
 
 
 class StopVerdict:
