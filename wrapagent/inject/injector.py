@@ -489,11 +489,11 @@ class FirstMessageInjector:
         if not outgoing.busy and (self.state not in (CHATTING, ARMED) or not outgoing.pending()):
             return b""
         out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text)
-        if not submitted:
-            return out
-        if self.turns is not None:
+        if submitted and self.turns is not None:
             self.turns.submitted(now)
-        return out + self._feed(outgoing.take_held(), now)
+        if not outgoing.busy and outgoing.held:
+            out += self._feed(outgoing.take_held(), now)  # the user's keys held meanwhile, in order
+        return out
 
     def _wait_ready_again(self, now: float) -> None:
         """After a reset the tool may show a dialog first (codex asks where the new chat runs).

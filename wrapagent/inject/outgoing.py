@@ -15,7 +15,8 @@ configured it. The rules, measured on the four CLIs (../shared/clis/README.md):
   `settle_max_secs`), Enter follows as its own write, at least
   ENTER_GAP_SECS after the last text byte.
 - The user's keys during the delivery are held and follow the Enter, in
-  order: the message cannot be cut in half.
+  order, RELEASE_GAP_SECS later (never in the Enter's write): the message
+  cannot be cut in half.
 
 Requests come from any thread (`post`); everything else runs on the
 proxy's thread under its lock, called by the injector.
@@ -44,10 +45,14 @@ IDLE_COMPOSER = {
 ENTER_GAP_SECS = 0.15
 """codex takes an Enter within 120 ms of fast input for a newline; gemini within 40 ms of a paste."""
 
+RELEASE_GAP_SECS = 0.05
+"""The user's keys held during a delivery go this long after the Enter: never in its write."""
+
 IDLE = "idle"
 DELIVERING = "delivering"
 SETTLING = "settling"
 ENTER_DUE = "enter-due"
+RELEASING = "releasing"
 
 
 class Request:
@@ -129,10 +134,19 @@ class Outgoing:
             return self._delivered_at + self.adapter.settle_max_secs
         if self.state == ENTER_DUE:
             return self._enter_at
+        if self.state == RELEASING:
+            return self._enter_at + RELEASE_GAP_SECS
         return None
 
     def poll(self, now: float, last_output: float, composer_has_text: bool) -> tuple[bytes, bool]:
-        """(bytes for the child, True when a message was just submitted)."""
+        """(bytes for the child, True when a message was just submitted).
+
+        Held keys are taken (`take_held`) once this is no longer `busy`.
+        """
+        if self.state == RELEASING:
+            if now >= self._enter_at + RELEASE_GAP_SECS:
+                self.state = IDLE
+            return b"", False
         if self.state == IDLE:
             return self._start(now, composer_has_text), False
         if self.state == DELIVERING:
@@ -150,7 +164,8 @@ class Outgoing:
         if self.state == ENTER_DUE and now >= self._enter_at:
             request = self.current
             assert request is not None
-            self.state = IDLE
+            self.state = RELEASING if self.held else IDLE
+            self._enter_at = now
             self.current = None
             request.done("delivered", "", now_iso())
             return b"\r", True
