@@ -190,7 +190,7 @@ def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str,
 class Config(Frozen):
     """The effective configuration for one project."""
 
-    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check")
+    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send")
     _defaults = {
         "lifecycle": Factory(_frozen_map),
         "guards": (),
@@ -198,6 +198,7 @@ class Config(Frozen):
         "layers": (),
         "checkpoints": Factory(CheckpointSettings),
         "stop_check": None,
+        "send": False,
     }
 
     lifecycle: Mapping[str, LifecycleHook]
@@ -207,6 +208,8 @@ class Config(Frozen):
     checkpoints: CheckpointSettings
     stop_check: StopCheckSpec | None
     """None when not configured or `enabled = false`."""
+    send: bool
+    """`[send] enabled = true`: the session takes messages from `wrapagent send`."""
 
     @property
     def problems(self) -> tuple[Problem, ...]:

@@ -121,7 +121,8 @@ def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=Non
 class Conversation:
     """The interceptor of a terminal session and everything it drives, until `report`."""
 
-    def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check) -> None:
+    def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
+                 sends: bool = False) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
         from wrapagent.proxy.terminal import get_winsize
 
@@ -139,14 +140,22 @@ class Conversation:
         adapter = live.launch.adapter
         self.outgoing = None
         self.gate = None
-        if stop_check is not None:
+        self.server = None
+        if stop_check is not None or sends:
             from wrapagent.inject.outgoing import Outgoing
             from wrapagent.session.stop_gate import StopGate
 
             self.outgoing = Outgoing(adapter, size[0], size[1], wake=self.prefix.poke, log=live.record.log)
             self.gate = StopGate(live, stop_check, self.turns, self.outgoing,
-                                 self.firer.fire if self.firer is not None else None)
+                                 self.firer.fire if self.firer is not None else None, sends=sends)
             self.turns.fire = self.gate.stopped
+        if sends:
+            from wrapagent.session.send_channel import SendServer
+
+            try:
+                self.server = SendServer(live, self.gate)
+            except OSError as exc:
+                live.record.warn(f"send: cannot take messages: {exc}")
         every = (first or resets) and any(g.every_message for g in live.cfg.guards)
         self.interceptor = FirstMessageInjector(
             adapter, rows=size[0], cols=size[1],
@@ -169,15 +178,17 @@ class Conversation:
                   and bool(live.launch.adapter.reset_commands))
         wait_hook = live.cfg.hook_for("waiting_for_input")
         stop_check = live.cfg.stop_check
-        if stop_check is not None:
+        sends = live.cfg.send
+        if stop_check is not None or sends:
             from wrapagent.session.planning import prompt_plan
 
             if (plan or prompt_plan(live.launch)).oneshot:
-                live.record.log("stop_check: not used: a one-shot run has no composer to continue in")
-                stop_check = None
-        if not (first or resets or wait_hook is not None or stop_check is not None):
+                live.record.log("stop_check and send: not used: a one-shot run has no composer")
+                stop_check, sends = None, False
+        if not (first or resets or wait_hook is not None or stop_check is not None or sends):
             return None
-        return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check)
+        return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
+                   sends=sends)
 
     # -- per conversation ----------------------------------------------------------
 
@@ -272,6 +283,8 @@ class Conversation:
             if any(r["status"] == "lost" for r in later):
                 live.failures.append("injection after a reset not delivered")
         self.turns.record_into(record)
+        if self.server is not None:
+            self.server.close()
         if self.gate is not None:
             self.gate.record_into(record)
         self._close_waiting_hook()
