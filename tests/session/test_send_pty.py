@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+from wrapagent.commands.sessions_show import render_show
+
 from test_turns_pty import World, quit_demo, ready, say, type_text, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
@@ -73,6 +75,9 @@ def test_sends_wait_for_the_reply_and_go_in_order_one_per_stop(world: World) -> 
         ("CI is green", "delivered", 2),
         ('<prompt-guard name="ci">\nand deployed\n</prompt-guard>', "delivered", 3)]
     assert [t.get("by") for t in rec["turns"]][:3] == [None, "send", "send"]
+    shown = render_show(rec, None)                    # `wrapagent sessions show` lists them
+    assert "Sent (wrapagent send): 2" in shown
+    assert "  #1  came " in shown and ", delivered " in shown and "as turn 2:\n    CI is green\n" in shown
 
 
 def test_a_send_while_the_agent_waits_goes_at_once_and_wait_says_delivered(world: World) -> None:

@@ -286,6 +286,22 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _sent_rows(record: Mapping[str, Any]) -> list[str]:
+    """Messages from `wrapagent send`: when each came, its text, when it went in (or why not)."""
+    sent = record.get("sent")
+    if not sent:
+        return []
+    out = ["", f"Sent (wrapagent send): {len(sent)}"]
+    for item in sent:
+        if item.get("status") == "delivered":
+            how = f"delivered {format_time(item.get('delivered_at'))} as turn {item.get('turn')}"
+        else:
+            how = f"{visible_text(str(item.get('status')))}: {visible_text(str(item.get('reason') or '-'))}"
+        out.append(f"  #{item.get('n')}  came {format_time(item.get('at'))}, {how}:")
+        out.extend(f"    {visible_text(line)}" for line in str(item.get("text") or "").split("\n"))
+    return out
+
+
 def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
     """`[stop_check]`: its runs, each continuation wrapagent submitted (verbatim), what was not sent."""
     entry = record.get("stop_check")
@@ -365,6 +381,7 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     out.extend(_later_injections(record.get("injections") or [], text))
     out.extend(_turn_rows(record))
     out.extend(_stop_check_rows(record))
+    out.extend(_sent_rows(record))
 
     out.append("")
     out.append("Hooks:")
