@@ -94,10 +94,11 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
         return 0
     if args and args[0] == "--":
         args = args[1:]
+    from wrapagent.commands.own_process import module_argv  # never the current folder's code
     from wrapagent.session.launch import RunOptions, run
 
     return run(RunOptions(tool="demo", display_name="demo", args=args, strict=strict,
-                          argv_override=[sys.executable, "-m", "wrapagent.commands.demo_agent"],
+                          argv_override=module_argv("wrapagent.commands.demo_agent"),
                           config_factory=_demo_config))
 
 
@@ -168,9 +169,11 @@ def cmd_config(args: Sequence[str], *, strict: bool) -> int:
         if ns.json:
             import json
 
-            print(json.dumps(as_json(cfg), indent=2))
+            print(json.dumps(as_json(cfg), indent=2))  # ASCII: every hidden character a \u escape
         else:
-            print(describe(cfg))
+            from wrapagent.visible import visible
+
+            print(visible(describe(cfg)))  # a project file's commands and names, printed inert
         return 1 if cfg.has_errors else 0
     from wrapagent.hooks.starter_config import write_starter
 

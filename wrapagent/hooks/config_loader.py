@@ -60,7 +60,7 @@ _EVENT_KEYS = ("enabled", "command", "timeout_secs")
 _STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
-_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes")
+_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days")
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -410,6 +410,13 @@ def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:
             out[key] = _check_bool(check, table, key, getattr(defaults, key), prefix, parts)
     if "budget_secs" in table:
         out["budget_secs"] = _check_timeout(check, table, "budget_secs", defaults.budget_secs, prefix, parts)
+    if "keep_days" in table:
+        days = table["keep_days"]
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
+            check.error(f"{prefix}keep_days", f"expected a number of days >= 0 (0 = keep all), got {days!r}",
+                        (*parts, "keep_days"))
+        else:
+            out["keep_days"] = float(days)
     if "max_transcript_bytes" in table:
         size = table["max_transcript_bytes"]
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:

@@ -161,12 +161,13 @@ class CheckpointSettings(Frozen):
     A project file's keys override the global file's, key by key.
     """
 
-    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "source")
+    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "source")
     _defaults = {
         "enabled": True,
         "budget_secs": 2.0,
         "transcripts": True,
         "max_transcript_bytes": 16 * 1024 * 1024,
+        "keep_days": 30.0,
         "source": DEFAULT_SOURCE,
     }
 
@@ -178,6 +179,8 @@ class CheckpointSettings(Frozen):
     """Copy the tool's own transcripts into the session folder."""
     max_transcript_bytes: int
     """Size cap for all of one session's transcripts together."""
+    keep_days: float
+    """Checkpoint refs of sessions older than this are dropped at a later session's end (0 = never)."""
     source: str
 
 

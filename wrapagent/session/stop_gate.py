@@ -48,17 +48,6 @@ class Send:
         self.reply = reply
 
 
-def unmask_signals() -> None:
-    """A helper thread started from a copy thread inherits its blocked signals, and so would
-    the commands it starts (TERM would not stop them): clear the mask first."""
-    import signal
-
-    try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-    except (AttributeError, OSError, ValueError):
-        pass
-
-
 class StopGate:
     """Runs the stop check at each stop and decides: go on (a continuation) or waiting_for_input."""
 
@@ -99,14 +88,14 @@ class StopGate:
                 self.live.record.log("stop_check: still running from the previous stop; this stop is skipped")
                 return
             self._running = True
-        thread = threading.Thread(target=self._check, args=(turn, since, self.streak),
-                                  name="wrapagent-stop-check", daemon=True)
-        thread.start()
+        from wrapagent.hooks.hook_runner import start_hook_thread  # an empty signal mask
+
+        streak = self.streak
+        start_hook_thread(lambda: self._check(turn, since, streak), "wrapagent-stop-check")
 
     # -- the check's thread ------------------------------------------------------------
 
     def _check(self, turn: int, since: float, continues: int) -> None:
-        unmask_signals()
         from wrapagent.hooks.stop_check import run_stop_check
         from wrapagent.session.records import now_iso
 
