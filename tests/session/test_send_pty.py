@@ -151,3 +151,20 @@ def test_wait_timeout_and_the_session_ending_while_queued(world: World) -> None:
     assert waiting.returncode == 1 and "the session ended" in err, (out, err)
     rec = world.record()
     assert [s["status"] for s in rec["sent"]] == ["not delivered", "not delivered"]
+
+
+def test_a_session_that_is_not_interactive_is_refused(world: World) -> None:
+    world.hooks(SEND)
+    proc = subprocess.Popen([sys.executable, "-m", "wrapagent", "sleep", "60"], cwd=str(world.project),
+                            env=env_of(world), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 30
+        while not list(world.state.glob("wrapagent/projects/*/*/session.json")):
+            assert time.monotonic() < end, "no record"
+            time.sleep(0.05)
+        refused = send(world, "hello")
+        assert refused.returncode == 1 and "not interactive" in refused.stderr, refused.stderr
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
