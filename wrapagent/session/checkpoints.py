@@ -188,7 +188,14 @@ class Repo:
                      deadline=deadline, input=b"\0".join(add) + b"\0")
 
     def _ignored(self, paths: Sequence[bytes], deadline: float | None) -> list[bytes]:
-        """Those of `paths` git's ignore rules match now (tracked or not)."""
+        """Those of `paths` git's ignore rules match now (tracked or not).
+
+        A path below something that is no longer a folder (a tracked
+        `vendor/lib.py` after `vendor` became a symlink) is not in the work
+        tree, so not ignored: asked about it, `check-ignore` dies ("beyond a
+        symbolic link") and every snapshot of the repository failed with it.
+        """
+        paths = [p for p in paths if self._under_folders(p)]
         if not paths:
             return []
         proc = self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline, check=False,
@@ -197,6 +204,22 @@ class Repo:
             msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
         return [p for p in proc.stdout.split(b"\0") if p]
+
+    def _under_folders(self, path: bytes) -> bool:
+        """Whether every leading part of `path` is a real folder (not a link, a file), or absent."""
+        import stat
+
+        folder = os.fsencode(self.top)
+        for part in path.split(b"/")[:-1]:
+            folder = os.path.join(folder, part)
+            try:
+                if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                    return False
+            except FileNotFoundError:
+                return True  # a folder that is gone: check-ignore takes the path as it is
+            except OSError:
+                return False
+        return True
 
     def _is_file(self, path: bytes) -> bool:
         import stat
