@@ -135,6 +135,8 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     else:
         try:
             undo_mod.apply(plan)
+        except checkpoint_access.UndoRefused as exc:  # the work tree changed since the checks
+            raise SessionsError(str(exc)) from None
         except (OSError, checkpoints.CheckpointError) as exc:
             raise SessionsError(f"undo stopped part-way: {exc}; the session's files are all in "
                                 f"{after} (git restore --source={after[:12]} -- PATH)") from None

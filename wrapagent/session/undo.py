@@ -209,26 +209,54 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
 
 def apply(plan: UndoPlan) -> None:
     """Do what `plan` decided. Created paths go first: a file the session turned into a folder
-    (or back) must be out of the way before the old one is written again."""
+    (or back) must be out of the way before the old one is written again.
+
+    The work tree is the user's and may have changed since `plan` (another
+    session, a sync tool): the paths are looked at once more before the
+    first change (`UndoRefused`, nothing changed), and removals never
+    follow a link (`_remove_created`).
+    """
+    _check_in_the_way(plan)
     for path in plan.remove:
         _remove_created(plan.repo.top, path)
     plan.repo.checkout_paths(plan.before, [p for _, p in plan.restore])
 
 
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+
+
 def _remove_created(top: str, path: str) -> None:
-    """Remove a file the session created, then the folders it left empty."""
-    full = os.path.join(top, path)
+    """Remove a file the session created, then the folders it left empty; never through a link.
+
+    Each leading folder is opened from the one above it with `O_NOFOLLOW`:
+    one that became a link since the checks (to a folder outside the
+    repository holding a file of that name) stops undo there with an
+    OSError, instead of removing that outside file.
+    """
+    parts = path.split("/")
+    fds = [os.open(top, _FOLDER_FLAGS)]
     try:
-        os.unlink(full)
-    except FileNotFoundError:
-        pass
-    folder = os.path.dirname(full)
-    while folder != top and folder.startswith(top + os.sep):
+        for i, name in enumerate(parts[:-1]):
+            try:
+                fds.append(os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                return  # gone already, and the file with it
+            except OSError as exc:
+                lead = "/".join(parts[: i + 1])
+                raise OSError(exc.errno, f"{shown_paths([lead])} is no longer a folder (a link or a file "
+                                         "appeared there during undo): not followed") from None
         try:
-            os.rmdir(folder)
-        except OSError:
-            return
-        folder = os.path.dirname(folder)
+            os.unlink(parts[-1], dir_fd=fds[-1])
+        except FileNotFoundError:
+            pass
+        for i in range(len(parts) - 1, 0, -1):  # the folders it leaves empty, deepest first
+            try:
+                os.rmdir(parts[i - 1], dir_fd=fds[i - 1])
+            except OSError:
+                return
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,
