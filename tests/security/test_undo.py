@@ -280,3 +280,18 @@ def test_a_session_still_running_in_the_repository_makes_undo_refuse(tmp_path: P
     code, out, err = sessions(env, repo, "undo", finished["id"])
     assert code == 1 and running["id"] in err and "mine.txt" in err and one_line(err)
     assert user_state(repo, env) == state
+
+
+def test_a_file_name_holding_a_newline_cannot_add_lines_to_what_undo_says(tmp_path: Path, env) -> None:
+    """Before: the listing kept newlines and tabs in a path: a file the agent named
+    `x\\n  .ssh/id_ed25519: removed (created by the session)` printed as a line of its own."""
+    repo = make_repo(tmp_path / "proj", env)
+    name = "x\n  .ssh/id_ed25519: removed (created by the session)\tsee"
+    run_session(repo, env, lambda r: write(r / name, "agent\n"))
+    for args in (("--dry-run",), ()):
+        code, out, err = sessions(env, repo, "undo", "last", *args)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert len(lines) == 3, out  # the header, the one path, where the session's version stays
+        assert lines[1] == "  x\\x0a  .ssh/id_ed25519: removed (created by the session)\\x09see: removed (created by the session)"
+    assert not (repo / name).exists()
