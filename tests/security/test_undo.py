@@ -295,3 +295,26 @@ def test_a_file_name_holding_a_newline_cannot_add_lines_to_what_undo_says(tmp_pa
         assert len(lines) == 3, out  # the header, the one path, where the session's version stays
         assert lines[1] == "  x\\x0a  .ssh/id_ed25519: removed (created by the session)\\x09see: removed (created by the session)"
     assert not (repo / name).exists()
+
+
+def test_undo_keeps_a_read_only_file_read_only(tmp_path: Path, env) -> None:
+    """Before: the content came back through git, which writes with the umask's bits: the
+    user's 0444 file was left 0644 (writable) by an undo of a session that had kept it 0444."""
+    repo = make_repo(tmp_path / "proj", env, {"README.md": "r\n", "locked.cfg": "the user's settings\n",
+                                              "run.sh": "#!/bin/sh\necho hi\n"})
+    os.chmod(repo / "locked.cfg", 0o444)
+    os.chmod(repo / "run.sh", 0o555)
+    expected = user_state(repo, env)
+
+    def agent(r: Path) -> None:
+        for name in ("locked.cfg", "run.sh"):
+            mode = os.stat(r / name).st_mode
+            os.chmod(r / name, 0o644)
+            (r / name).write_text("the agent's\n")
+            os.chmod(r / name, mode)
+
+    run_session(repo, env, agent)
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert (repo / "locked.cfg").read_text() == "the user's settings\n"
+    assert user_state(repo, env) == expected  # files with their modes, status, index

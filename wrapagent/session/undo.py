@@ -219,7 +219,47 @@ def apply(plan: UndoPlan) -> None:
     _check_in_the_way(plan)
     for path in plan.remove:
         _remove_created(plan.repo.top, path)
-    plan.repo.checkout_paths(plan.before, [p for _, p in plan.restore])
+    restored = [p for _, p in plan.restore]
+    modes = _read_write_bits(plan.repo.top, restored)
+    plan.repo.checkout_paths(plan.before, restored)
+    _put_back_read_write_bits(plan.repo.top, modes)
+
+
+def _read_write_bits(top: str, paths: Sequence[str]) -> dict[str, int]:
+    """The read/write permission bits of those `paths` that are plain files now.
+
+    git keeps only the executable bit, and writes a file it checks out with
+    the umask's: restoring the content of the user's read-only (0444) file
+    would otherwise leave it writable. The bits a file has when undo starts
+    are the best knowledge there is of what they were before the session.
+    """
+    modes = {}
+    for path in paths:
+        try:
+            st = os.lstat(os.path.join(top, path))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            modes[path] = st.st_mode & 0o666
+    return modes
+
+
+def _put_back_read_write_bits(top: str, modes: Mapping[str, int]) -> None:
+    """After the checkout: each file's read/write bits as they were, its executable bits as git wrote them."""
+    for path, bits in modes.items():
+        try:
+            fd = os.open(os.path.join(top, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                         | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue  # a link or nothing there now: nothing of ours to adjust
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISREG(mode) and mode & 0o666 != bits:
+                os.fchmod(fd, (stat.S_IMODE(mode) & ~0o666) | bits)
+        except OSError:
+            pass  # the content is back; its permissions are a nicety
+        finally:
+            os.close(fd)
 
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
