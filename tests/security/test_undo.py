@@ -318,3 +318,28 @@ def test_undo_keeps_a_read_only_file_read_only(tmp_path: Path, env) -> None:
     assert code == 0, err
     assert (repo / "locked.cfg").read_text() == "the user's settings\n"
     assert user_state(repo, env) == expected  # files with their modes, status, index
+
+
+def test_a_file_saved_between_the_checks_and_the_changes_is_not_overwritten(tmp_path: Path, env) -> None:
+    """Undo racing the user's editor, made deterministic: its checks pass, then the user saves a
+    file undo restores (its time stamps differ, as any save's do). Before: undo wrote the
+    session's `before` version over that edit."""
+    from wrapagent.session import checkpoint_access
+    from wrapagent.session import undo as undo_mod
+
+    repo = make_repo(tmp_path / "proj", env, {"README.md": "r\n", "app.py": "v1\n"})
+    record = run_session(repo, env, lambda r: ((r / "app.py").write_text("v2 by the agent\n"),
+                                               write(r / "new.py", "the agent's\n")))
+    info = load_record(record)["checkpoints"]
+    repo_obj = checkpoint_access.open_repo(info, env)
+    plan = undo_mod.plan(repo_obj, *checkpoint_access.session_commits(info, repo_obj))
+    assert plan.acted_on == ["new.py", "app.py"]
+
+    (repo / "app.py").write_text("v3 typed by the user\n")
+    stamp = os.stat(repo / "app.py").st_mtime_ns + 5_000_000_000
+    os.utime(repo / "app.py", ns=(stamp, stamp))
+    state = user_state(repo, env)
+    with pytest.raises(undo_mod.UndoRefused) as refused:
+        undo_mod.apply(plan)
+    assert "app.py" in str(refused.value) and "\n" not in str(refused.value)
+    assert user_state(repo, env) == state

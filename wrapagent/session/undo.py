@@ -44,6 +44,7 @@ class UndoPlan:
         self.restore: list[tuple[str, str]] = []  # (status, path): written back from `before`
         self.kept: list[tuple[str, str]] = []  # (path, why): left as they are
         self.not_restored: list[tuple[str, str]] = []  # (path, why): nested repositories
+        self.seen: dict[str, tuple[int, ...] | None] = {}  # path: what `lstat` said just before the check
 
     @property
     def acted_on(self) -> list[str]:
@@ -112,6 +113,21 @@ def _lstat(path: str) -> os.stat_result | None:
     except OSError as exc:
         raise UndoRefused(f"refusing to undo: cannot look at {shown_paths([path])}: {exc.strerror} "
                           "(nothing was changed)") from None
+
+
+def _fingerprint(top: str, path: str) -> tuple[int, ...] | None:
+    """What `lstat` says of a path (type, size, times, inode), None when nothing is there.
+
+    Taken in `plan` before the snapshot that proves the file is as the
+    session left it, and again in `apply`: a file saved in between (an
+    editor's autosave while undo was reading the records) differs, and undo
+    refuses instead of overwriting that edit.
+    """
+    try:
+        st = os.lstat(os.path.join(top, path))
+    except OSError:
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
 def _leading(path: str) -> list[str]:
@@ -196,6 +212,7 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
     acted = result.acted_on
     if not acted:
         return result
+    result.seen = {p: _fingerprint(repo.top, p) for p in acted}  # before git reads them: see `apply`
     now = repo.write_tree()
     moved = [p for _, p in repo.changes(after, now, acted)]
     if moved:
@@ -212,11 +229,14 @@ def apply(plan: UndoPlan) -> None:
     (or back) must be out of the way before the old one is written again.
 
     The work tree is the user's and may have changed since `plan` (another
-    session, a sync tool): the paths are looked at once more before the
-    first change (`UndoRefused`, nothing changed), and removals never
-    follow a link (`_remove_created`).
+    session, a sync tool, an editor saving): the paths and the files are
+    looked at once more before the first change (`UndoRefused`, nothing
+    changed), and removals never follow a link (`_remove_created`).
     """
     _check_in_the_way(plan)
+    edited = [p for p in plan.acted_on if p in plan.seen and _fingerprint(plan.repo.top, p) != plan.seen[p]]
+    if edited:
+        raise UndoConflict(edited)
     for path in plan.remove:
         _remove_created(plan.repo.top, path)
     restored = [p for _, p in plan.restore]
