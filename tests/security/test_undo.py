@@ -343,3 +343,29 @@ def test_a_file_saved_between_the_checks_and_the_changes_is_not_overwritten(tmp_
         undo_mod.apply(plan)
     assert "app.py" in str(refused.value) and "\n" not in str(refused.value)
     assert user_state(repo, env) == state
+
+
+def test_undo_of_a_session_that_created_more_files_than_a_command_line_holds(tmp_path: Path, env) -> None:
+    """An agent vendoring a large library: more paths than fit on one command line.
+
+    Before: undo (and its dry run) gave every path to `git diff-tree` as an argument and
+    failed with "Argument list too long": such a session could not be undone at all."""
+    repo = make_repo(tmp_path / "proj", env)
+    limit = os.sysconf("SC_ARG_MAX") if hasattr(os, "sysconf") else 1 << 20
+    name = "n" * 180
+    per_folder = 100
+    folders = limit // (per_folder * (len(name) + 30)) + 2
+
+    def agent(r: Path) -> None:
+        for i in range(folders):
+            folder = r / "vendor" / f"pkg{i:04d}"
+            folder.mkdir(parents=True)
+            for j in range(per_folder):
+                (folder / f"{name}{j:03d}.py").write_bytes(b"")
+
+    expected = user_state(repo, env)
+    run_session(repo, env, agent)
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert len(out.splitlines()) == folders * per_folder + 2
+    assert user_state(repo, env) == expected

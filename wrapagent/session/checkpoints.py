@@ -76,7 +76,7 @@ def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None 
         removed = f" (removed the {len(exc.removed)} temporary file(s) it left)" if exc.removed else ""
         raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget{removed}") from None
     except gitcmd.GitError as exc:
-        raise CheckpointError(str(exc) if exc.code is not None else f"cannot run git: {exc}") from None
+        raise CheckpointError(str(exc)) from None  # gitcmd's own words ("cannot run git: …" when it could not start)
 
 
 class Repo:
@@ -289,15 +289,23 @@ class Repo:
     # -- comparing and restoring ------------------------------------------------
 
     def changes(self, before: str, after: str, paths: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """(status letter, path) for every file that differs between two trees or commits."""
-        args = ["diff-tree", "-r", "-z", "--no-renames", "--name-status", "--no-ext-diff",
-                before, after]
-        if paths is not None:
-            if not paths:
-                return []
-            args += ["--", *(f":(literal){p}" for p in paths)]
+        """(status letter, path) for every file that differs between two trees or commits.
+
+        With `paths`, only those paths and what lies below them. They are
+        matched here, not given to git as pathspecs: a session that created
+        40,000 files (a vendored library) would make the command line longer
+        than the system allows (E2BIG), and undo impossible. git compares
+        only the subtrees that differ, so the full list costs what changed.
+        """
+        if paths is not None and not paths:
+            return []
+        args = ["diff-tree", "-r", "-z", "--no-renames", "--name-status", "--no-ext-diff", before, after]
         out = self.run(args).stdout.decode("utf-8", "surrogateescape").split("\0")
-        return [(out[i][:1], out[i + 1]) for i in range(0, len(out) - 1, 2) if out[i]]
+        found = [(out[i][:1], out[i + 1]) for i in range(0, len(out) - 1, 2) if out[i]]
+        if paths is None:
+            return found
+        wanted = set(paths)
+        return [(status, path) for status, path in found if _at_or_below(path, wanted)]
 
     def checkout_paths(self, tree: str, paths: Sequence[str]) -> None:
         """Write `paths` as they are in `tree` into the work tree, leaving the user's index alone.
@@ -322,6 +330,18 @@ class Repo:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def _at_or_below(path: str, wanted: set[str]) -> bool:
+    """Whether `path` is one of `wanted` or lies below one (as git's `:(literal)` pathspec matches)."""
+    if path in wanted:
+        return True
+    cut = path.find("/")
+    while cut != -1:
+        if path[:cut] in wanted:
+            return True
+        cut = path.find("/", cut + 1)
+    return False
 
 
 # --------------------------------------------------------------------------- session wiring

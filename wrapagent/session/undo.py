@@ -150,11 +150,24 @@ def _check_in_the_way(plan: UndoPlan) -> None:
     removing = set(plan.remove)
     blocked: list[str] = []
     why = ""
+    kinds: dict[str, str] = {}  # a leading folder is shared by many paths: looked at once
+
+    def kind(lead: str) -> str:
+        if lead not in kinds:
+            st = _lstat(os.path.join(top, lead))
+            if st is None:
+                kinds[lead] = "absent"
+            elif not stat.S_ISDIR(st.st_mode):
+                kinds[lead] = "other"
+            else:
+                kinds[lead] = "repo" if os.path.exists(os.path.join(top, lead, ".git")) else "folder"
+        return kinds[lead]
+
     for path in plan.acted_on:
         for lead in _leading(path):
-            st = _lstat(os.path.join(top, lead))
-            if st is None or stat.S_ISDIR(st.st_mode):
-                if st is not None and os.path.exists(os.path.join(top, lead, ".git")):
+            found = kind(lead)
+            if found != "other":
+                if found == "repo":
                     blocked.append(lead)
                     why = why or "a nested git repository now stands at"
                 continue
@@ -182,7 +195,8 @@ def _check_in_the_way(plan: UndoPlan) -> None:
     if blocked:
         unique = sorted(set(blocked))
         raise UndoRefused(f"refusing to undo: {why} {shown_paths(unique)} (nothing was changed)")
-    locked = sorted({f for f in (_writable_folder(top, p) for p in plan.acted_on) if f})
+    folders = {os.path.dirname(p) for p in plan.acted_on}
+    locked = sorted({f for f in (_writable_folder(top, os.path.join(d, "-")) for d in folders) if f})
     if locked:
         raise UndoRefused(f"refusing to undo: no permission to write in {shown_paths(locked)} (nothing was changed)")
 
