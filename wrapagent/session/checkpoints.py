@@ -198,12 +198,8 @@ class Repo:
         paths = [p for p in paths if self._under_folders(p)]
         if not paths:
             return []
-        proc = self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline, check=False,
-                        input=b"\0".join(paths) + b"\0")
-        if proc.returncode not in (0, 1):
-            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
-        return [p for p in proc.stdout.split(b"\0") if p]
+        return check_ignore(self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline,
+                                     check=False, input=ignore_query(paths)))
 
     def _under_folders(self, path: bytes) -> bool:
         """Whether every leading part of `path` is a real folder (not a link, a file), or absent."""
@@ -330,6 +326,25 @@ class Repo:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def ignore_query(paths: Sequence[bytes]) -> bytes:
+    """`check-ignore --stdin` input naming exactly these paths: each as `./path`.
+
+    check-ignore reads its paths as pathspecs and supports no `literal`
+    magic: a file named `:!README.md` or `:(x)y` (an agent's, anybody's)
+    made it die, and with it undo and every snapshot of the repository.
+    Magic is only read at a pathspec's start; `./` keeps it from being one.
+    """
+    return b"".join(b"./" + p + b"\0" for p in paths)
+
+
+def check_ignore(proc: gitcmd.Result) -> list[bytes]:
+    """The ignored paths of a `check-ignore -z --stdin` run on `ignore_query` input."""
+    if proc.returncode not in (0, 1):
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
+    return [p[2:] if p.startswith(b"./") else p for p in proc.stdout.split(b"\0") if p]
 
 
 def _at_or_below(path: str, wanted: set[str]) -> bool:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from wrapagent.session.checkpoints import Repo
 
 from wrapagent.session.checkpoint_access import UndoConflict, UndoRefused, shown_paths
-from wrapagent.session.checkpoints import CheckpointError, git
+from wrapagent.session.checkpoints import check_ignore, git, ignore_query
 
 GITLINK = "160000"
 
@@ -94,13 +94,10 @@ def ignored_before(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
             repo.run(["read-tree", before], index=index)
             data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in ignores) + b"\0"
             repo.run(["checkout-index", "-z", "--stdin", f"--prefix={tree}/"], index=index, input=data)
-        data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0"
+        data = ignore_query([p.encode("utf-8", "surrogateescape") for p in paths])
         proc = git(tree, ["check-ignore", "--no-index", "-z", "--stdin"], env=repo.env,
                    git_dir=repo.git_dir, input=data, check=False)  # the work tree: `before`'s ignore files
-        if proc.returncode not in (0, 1):
-            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
-        return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+        return {p.decode("utf-8", "surrogateescape") for p in check_ignore(proc)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
