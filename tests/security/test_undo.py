@@ -369,3 +369,34 @@ def test_undo_of_a_session_that_created_more_files_than_a_command_line_holds(tmp
     assert code == 0, err
     assert len(out.splitlines()) == folders * per_folder + 2
     assert user_state(repo, env) == expected
+
+
+def test_a_file_ignored_only_by_info_exclude_or_the_global_excludes_is_never_deleted(tmp_path: Path, env) -> None:
+    """The snapshots hold the `.gitignore` files, not `.git/info/exclude` nor the global excludes
+    file. Before: an agent that emptied those made the user's `.env` and key (never touched)
+    show up in `after`, and undo deleted them as "created by the session"."""
+    import time
+
+    repo = make_repo(tmp_path / "proj", env, ignore="*.log\n")
+    exclude = repo / ".git" / "info" / "exclude"
+    write(exclude, ".env\n")
+    global_ignore = Path(env["XDG_CONFIG_HOME"]) / "git" / "ignore"
+    write(global_ignore, "*.key\n")
+    write(repo / ".env", "SECRET=the user's\n")
+    write(repo / "id.key", "the user's private key\n")
+    made = max(os.lstat(repo / name).st_ctime for name in (".env", "id.key"))
+    while time.time() < int(made) + 1:  # the session starts in a later second than the files were made
+        time.sleep(0.05)
+
+    def agent(r: Path) -> None:
+        exclude.write_text("")
+        global_ignore.write_text("")
+        write(r / "notes.txt", "the agent's\n")
+
+    run_session(repo, env, agent)
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert (repo / ".env").read_text() == "SECRET=the user's\n"
+    assert (repo / "id.key").read_text() == "the user's private key\n"
+    assert "notes.txt: removed" in out and not (repo / "notes.txt").exists()
+    assert ".env: kept" in out and "id.key: kept" in out

@@ -102,6 +102,33 @@ def ignored_before(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _unchanged_since(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
+    """Those of `paths` whose inode has not changed since the `before` snapshot was taken.
+
+    The `.gitignore` files of `before` are not all that made git ignore a
+    file: `.git/info/exclude` and the global excludes file are not in the
+    snapshots, and an agent that emptied them made the user's `.env` or
+    key appear in `after` as the session's new file. A file's ctime is set
+    by the system on every change and cannot be set back: one older than
+    the `before` commit (whole seconds, floored) was there, untouched.
+    """
+    if not paths:
+        return set()
+    stamp = repo.run(["show", "-s", "--format=%ct", before]).stdout.decode().strip()
+    try:
+        since = int(stamp)
+    except ValueError:
+        return set()
+    older = set()
+    for path in paths:
+        try:
+            if os.lstat(os.path.join(repo.top, path)).st_ctime < since:
+                older.add(path)
+        except OSError:
+            continue
+    return older
+
+
 def _lstat(path: str) -> os.stat_result | None:
     try:
         return os.lstat(path)
@@ -211,9 +238,12 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
         else:
             result.restore.append((status, path))
     hidden = ignored_before(repo, before, created)
+    older = _unchanged_since(repo, before, [p for p in created if p not in hidden])
     for path in created:
         if path in hidden:
             result.kept.append((path, "git ignored it before the session: it may have existed then"))
+        elif path in older:
+            result.kept.append((path, "unchanged since before the session: it was there then"))
         else:
             result.remove.append(path)
     for path, _ in result.not_restored:  # restoring a file where a nested repository now is
