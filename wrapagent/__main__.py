@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "help")
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "send", "help")
 
 
 def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":

@@ -39,6 +39,8 @@ subcommands:
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
   trust [PATH] [--revoke] [--list]
+  send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
+                    the next user message of a running session (TEXT or stdin)
 
 environment: WRAPAGENT_DISABLE=1 runs the real tool directly.
 """
@@ -164,6 +166,12 @@ def cmd_sessions(args: Sequence[str], *, strict: bool) -> int:
     return sessions_main(list(args))
 
 
+def cmd_send(args: Sequence[str], *, strict: bool) -> int:
+    from wrapagent.commands.send import main as send_main
+
+    return send_main(list(args))
+
+
 def cmd_doctor(args: Sequence[str], *, strict: bool) -> int:
     from wrapagent.commands.doctor import main as doctor_main
 
@@ -183,6 +191,7 @@ COMMANDS = {
     "trust": cmd_trust,
     "sessions": cmd_sessions,
     "doctor": cmd_doctor,
+    "send": cmd_send,
     "help": cmd_help,
 }
 

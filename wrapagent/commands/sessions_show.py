@@ -287,6 +287,24 @@ def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _sent_rows(record: Mapping[str, Any]) -> list[str]:
+    """`wrapagent send`: each message (verbatim), when it arrived and whether it was delivered."""
+    sent = record.get("sent") or []
+    if not sent:
+        return []
+    delivered = sum(1 for item in sent if item.get("delivered_at"))
+    out = ["", f"Sent (wrapagent send): {len(sent)} message(s), {delivered} delivered"]
+    for item in sent:
+        if item.get("delivered_at"):
+            how = f"delivered as turn {item.get('turn')} at {format_time(item.get('delivered_at'))}"
+        else:
+            how = f"not delivered: {visible_text(str(item.get('not_delivered') or 'the session ended'))}"
+        deferred = f", deferred {item['deferred']}x" if item.get("deferred") else ""
+        out.append(f"  {how} (sent {format_time(item.get('at'))}{deferred}):")
+        out.extend(f"    {visible_text(line)}" for line in str(item.get("text") or "").split("\n"))
+    return out
+
+
 def render_show(record: Mapping[str, Any], log: str | None) -> str:
     import shlex
 
@@ -341,6 +359,7 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     out.extend(_later_injections(record.get("injections") or [], text))
     out.extend(_turn_rows(record))
     out.extend(_stop_check_rows(record))
+    out.extend(_sent_rows(record))
 
     out.append("")
     out.append("Hooks:")

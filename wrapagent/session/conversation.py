@@ -121,7 +121,8 @@ def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=Non
 class Conversation:
     """The interceptor of a terminal session and everything it drives, until `report`."""
 
-    def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check) -> None:
+    def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
+                 sending: bool = False) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
         from wrapagent.proxy.terminal import get_winsize
 
@@ -139,13 +140,22 @@ class Conversation:
         adapter = live.launch.adapter
         self.outgoing = None
         self.gate = None
-        if stop_check is not None:
+        self.sender = None
+        if stop_check is not None or sending:
             from wrapagent.inject.outgoing import Outgoing
-            from wrapagent.session.stop_gate import StopGate
 
             self.outgoing = Outgoing(adapter, size[0], size[1], wake=self.prefix.poke, log=live.record.log)
-            self.gate = StopGate(live, stop_check, self.turns, self.outgoing,
-                                 self.firer.fire if self.firer is not None else None)
+        fire_waiting = self.firer.fire if self.firer is not None else None
+        if sending:  # `wrapagent send` (send_channel): its messages go where waiting_for_input fires
+            from wrapagent.session.send_channel import SendChannel
+
+            self.sender = SendChannel(live, self.outgoing, self.turns)
+            self.sender.start()
+            fire_waiting = self.turns.fire = self.sender.wrap_stop(fire_waiting)
+        if stop_check is not None:
+            from wrapagent.session.stop_gate import StopGate
+
+            self.gate = StopGate(live, stop_check, self.turns, self.outgoing, fire_waiting)
             self.turns.fire = self.gate.stopped
         every = (first or resets) and any(g.every_message for g in live.cfg.guards)
         self.interceptor = FirstMessageInjector(
@@ -169,15 +179,17 @@ class Conversation:
                   and bool(live.launch.adapter.reset_commands))
         wait_hook = live.cfg.hook_for("waiting_for_input")
         stop_check = live.cfg.stop_check
-        if stop_check is not None:
-            from wrapagent.session.planning import prompt_plan
+        from wrapagent.session.planning import prompt_plan
 
-            if (plan or prompt_plan(live.launch)).oneshot:
-                live.record.log("stop_check: not used: a one-shot run has no composer to continue in")
-                stop_check = None
-        if not (first or resets or wait_hook is not None or stop_check is not None):
+        oneshot = (plan or prompt_plan(live.launch)).oneshot
+        if stop_check is not None and oneshot:
+            live.record.log("stop_check: not used: a one-shot run has no composer to continue in")
+            stop_check = None
+        sending = live.launch.interactive and not oneshot  # `wrapagent send` (send_channel)
+        if not (first or resets or wait_hook is not None or stop_check is not None or sending):
             return None
-        return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check)
+        return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
+                   sending=sending)
 
     # -- per conversation ----------------------------------------------------------
 
@@ -274,6 +286,9 @@ class Conversation:
         self.turns.record_into(record)
         if self.gate is not None:
             self.gate.record_into(record)
+        if self.sender is not None:
+            self.sender.close()
+            self.sender.record_into(record)
         self._close_waiting_hook()
         self.prefix.close()
 
