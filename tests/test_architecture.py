@@ -130,3 +130,49 @@ def test_every_subpackage_says_its_concern():
     for layer in ALLOWED:
         doc = ast.get_docstring(ast.parse((PACKAGE_DIR / layer / "__init__.py").read_text()))
         assert doc and "import" in doc, f"wrapagent/{layer}/__init__.py must say its concern and what it may import"
+
+
+# --------------------------------------------------------------------------- git goes through gitcmd
+
+_SPAWNERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput",
+             "system", "popen", "posix_spawn", "posix_spawnp", "execv", "execvp", "execvpe", "execve",
+             "execl", "execlp", "spawnv", "spawnvp", "run_bounded", "run_command"}
+
+
+def _names_git(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+        node.value == "git" or node.value.endswith("/git") or node.value.startswith("git "))
+
+
+def _git_spawns(source: str, filename: str = "<src>") -> list[str]:
+    """Places in `source` that start git themselves: an argv literal `["git", …]`, or a
+    process-starting call given "git" (`subprocess.run("git status", shell=True)`)."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts and _names_git(node.elts[0]):
+            found.append(f"{filename}:{node.lineno}")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _SPAWNERS and any(_names_git(a) for a in (*node.args, *(k.value for k in node.keywords))):
+                found.append(f"{filename}:{node.lineno}")
+    return sorted(set(found), key=lambda where: int(where.rsplit(":", 1)[1]))
+
+
+def test_only_gitcmd_starts_git():
+    """Every git call names its repository and drops GIT_DIR & co.: only wrapagent/gitcmd.py may start git."""
+    found = []
+    for name, path in sorted(_modules().items()):
+        if name != "wrapagent.gitcmd":
+            found += _git_spawns(path.read_text(), str(path.relative_to(PACKAGE_DIR.parent)))
+    assert found == []
+
+
+def test_git_spawn_finder_finds_them():
+    src = ('import subprocess, os\n'
+           'subprocess.run(["git", "-C", root, "status"])\n'
+           'argv = ("git", "commit")\n'
+           'os.system("git add .")\n'
+           'subprocess.Popen(args=["/usr/bin/git"])\n'
+           'x = {"git_status": "git"}\n')
+    assert _git_spawns(src) == ["<src>:2", "<src>:3", "<src>:4", "<src>:5"]

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "send", "help")
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "uninstall", "completion",
+               "send", "_complete", "help")
 
 
 def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":
@@ -38,7 +39,9 @@ def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":
             opts["shim_dir"] = arg.split("=", 1)[1]
         elif arg in ("-h", "--help"):
             opts["help"] = True
-        elif arg == "--version":
+        elif arg.startswith("--color=") or arg.startswith("--colour="):
+            opts["color"] = arg.split("=", 1)[1]
+        elif arg in ("-V", "--version"):
             opts["version"] = True
         elif arg.startswith("-"):
             raise _Usage(f"unknown option {arg} (options go before TOOL; see wrapagent --help)")
@@ -95,7 +98,7 @@ def _main(argv: "list[str]") -> int:
     if not opts["force_tool"] and tool in SUBCOMMANDS:
         from wrapagent.cli import run_subcommand
 
-        return run_subcommand(tool, rest, strict=opts["strict"])
+        return run_subcommand(tool, rest, strict=opts["strict"], color=opts.get("color"))
     from wrapagent.session.launch import RunOptions, run
 
     return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],

@@ -88,7 +88,16 @@ class GitError(Exception):
 
 
 class GitTimeout(GitError, TimeoutError):
-    """git did not finish in time; its process group was killed."""
+    """git did not finish in time; its process group was killed.
+
+    `started` is False when no time was left to start it at all; `removed`
+    lists the temporary files the killed git left and that were removed.
+    """
+
+    def __init__(self, message: str, *, started: bool = True, removed: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.started = started
+        self.removed = list(removed)
 
 
 class Result:
@@ -190,12 +199,13 @@ def run(repo: str | os.PathLike, args: Sequence[str], *, git_dir: str | os.PathL
         left = deadline - time.monotonic()
         timeout = left if timeout is None else min(timeout, left)
     if timeout is not None and timeout <= 0:
-        raise GitTimeout(f"`git {_name(args)}`: no time left")
+        raise GitTimeout(f"`git {_name(args)}`: no time left", started=False)
     cmd = argv(repo, args, git_dir=git_dir, work_tree=work_tree, config=config)
     environ = env(base_env, index=index, identity=identity, interactive=interactive)
+    label = f"git {_name(args)}"
     if interactive:
-        return _run_interactive(cmd, environ, timeout)
-    result = _run_captured(cmd, environ, timeout, input, limit)
+        return _run_interactive(cmd, environ, timeout, label)
+    result = _run_captured(cmd, environ, timeout, input, limit, label)
     if check and result.code != 0:
         raise GitError(f"`git {_name(args)}` failed: {result.last_error_line()}", code=result.code,
                        stderr=result.stderr)
@@ -215,6 +225,9 @@ def _name(args: Sequence[str]) -> str:
     return " ".join(args[:1])
 
 
+TEMP_PREFIXES = ("tmp_pack_", "tmp_idx_", "tmp_rev_", "tmp_obj_")
+
+
 def _kill_group(proc) -> None:
     import signal
 
@@ -222,6 +235,42 @@ def _kill_group(proc) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
+
+
+def _kill_and_clean(proc) -> list[str]:
+    """Kill git's group at its time limit and remove the temporary files it was writing.
+
+    git removes its `tmp_pack_*` (a large untracked file is streamed into
+    one: tens of MB per attempt) and `*.lock` files when it exits, but not
+    when SIGKILLed. The group is stopped first, the files it holds open are
+    listed (exactly its own: never a name or a time guess, which could hit
+    a concurrent `git fetch` of the user's), then it is killed and they are
+    removed. The paths removed.
+    """
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGSTOP)
+    except OSError:
+        pass
+    doomed: list[str] = []
+    try:
+        from wrapagent import portable
+
+        for path in portable.group_open_files(proc.pid):
+            name = os.path.basename(path)
+            if name.startswith(TEMP_PREFIXES) or name.endswith(".lock"):
+                doomed.append(path)
+    except Exception:  # best effort: the kill below matters more
+        doomed = []
+    _kill_group(proc)
+    proc.communicate()
+    for path in doomed:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return doomed
 
 
 def _start(cmd: list[str], environ: dict[str, str], *, stdin, stdout, stderr, new_session: bool):
@@ -235,7 +284,7 @@ def _start(cmd: list[str], environ: dict[str, str], *, stdin, stdout, stderr, ne
 
 
 def _run_captured(cmd: list[str], environ: dict[str, str], timeout: float | None,
-                  input: bytes | None, limit: int | None) -> Result:
+                  input: bytes | None, limit: int | None, label: str) -> Result:
     import subprocess
 
     proc = _start(cmd, environ, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -246,9 +295,10 @@ def _run_captured(cmd: list[str], environ: dict[str, str], timeout: float | None
         out, err = proc.communicate(input, timeout=timeout)
         return Result(cmd, proc.returncode, out, err, False)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)  # git, and whatever it started that still holds the pipes
-        proc.communicate()
-        raise GitTimeout(f"`{' '.join(cmd[3:])}` took longer than {timeout:.1f} s") from None
+        removed = _kill_and_clean(proc)  # git, and whatever it started that still holds the pipes
+        raise GitTimeout(f"`{label}` took longer than {timeout:.1f} s"
+                         + (f"; removed {len(removed)} temporary file(s) it left" if removed else ""),
+                         removed=removed) from None
     except BaseException:
         _kill_group(proc)
         proc.communicate()
@@ -303,7 +353,7 @@ def _read_limited(proc, cmd: list[str], timeout: float | None, limit: int) -> Re
     return Result(cmd, code, out, err, False)
 
 
-def _run_interactive(cmd: list[str], environ: dict[str, str], timeout: float | None) -> Result:
+def _run_interactive(cmd: list[str], environ: dict[str, str], timeout: float | None, label: str) -> Result:
     import subprocess
 
     proc = _start(cmd, environ, stdin=subprocess.DEVNULL, stdout=None, stderr=None, new_session=False)
@@ -312,7 +362,7 @@ def _run_interactive(cmd: list[str], environ: dict[str, str], timeout: float | N
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        raise GitTimeout(f"`{' '.join(cmd[3:])}` took longer than {timeout:.1f} s") from None
+        raise GitTimeout(f"`{label}` took longer than {timeout:.1f} s") from None
     except BaseException:
         proc.kill()
         proc.wait()

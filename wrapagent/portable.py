@@ -231,3 +231,83 @@ def _psutil_start_time(pid: int) -> "float | None":
         return psutil.Process(pid).create_time()
     except psutil.Error:  # NoSuchProcess, ZombieProcess, AccessDenied
         return None
+
+
+def group_open_files(pgid: int) -> "list[str]":
+    """Paths of the regular files that live processes of group `pgid` hold open.
+
+    For a git process killed at its time limit: the temporary files it was
+    writing (`objects/pack/tmp_pack_*`, lock files) are known exactly, by
+    what it had open, never guessed from names and times (a concurrent
+    `git fetch` of the user's writes the same names). Linux reads
+    `/proc/<pid>/fd`, macOS asks psutil. Best effort: unreadable means none.
+    """
+    found: list[str] = []
+    if DARWIN:
+        import psutil
+
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == pgid:
+                    found += [f.path for f in proc.open_files()]
+            except (OSError, psutil.Error):
+                continue
+        return found
+    for pid in _all_pids():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+            fields = stat[stat.rfind(b")") + 2:].split()
+            if len(fields) < 3 or fields[2] != str(pgid).encode():
+                continue
+            fd_dir = f"/proc/{pid}/fd"
+            for fd in os.listdir(fd_dir):
+                try:
+                    target = os.readlink(f"{fd_dir}/{fd}")
+                except OSError:
+                    continue
+                if target.startswith("/"):
+                    found.append(target)
+        except OSError:
+            continue
+    return found
+
+
+def processes_naming(path: str) -> "list[int]":
+    """Live processes (not this one) working in `path` (or below it) or whose arguments mention it.
+
+    The sessions repository's `index.lock` is stale only when no git of ours
+    can still be writing it: every git wrapagent starts there has
+    `--git-dir=<root>/.git` on its command line, and a configured
+    session_complete hook runs `cd <root> && git …`. Linux reads `/proc`,
+    macOS asks psutil.
+    """
+    me = os.getpid()
+    found: list[int] = []
+    if DARWIN:
+        import psutil
+
+        for proc in psutil.process_iter():
+            try:
+                if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                cwd = proc.cwd()
+                if cwd == path or cwd.startswith(path.rstrip("/") + "/") or any(path in arg for arg in proc.cmdline()):
+                    found.append(proc.pid)
+            except (OSError, psutil.Error):
+                continue
+        return found
+    needle = os.fsencode(path)
+    for pid in _all_pids():
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            cwd = os.readlink(f"/proc/{pid}/cwd") if needle not in cmdline else path
+            if cwd == path or cwd.startswith(path.rstrip("/") + "/"):
+                if alive(pid):
+                    found.append(pid)
+        except OSError:
+            continue
+    return found

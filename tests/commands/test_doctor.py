@@ -199,7 +199,9 @@ def test_fresh_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = isolated_env(tmp_path, [system_bin(tmp_path)])
     rep = doctor.collect(cwd=tmp_path, env=env)
     assert rep["last_session"] is None and rep["sessions"]["exists"] is False
-    assert [f["level"] for f in rep["findings"]] == ["warning"]  # nothing to inject
+    # nothing to inject; no coding CLI installed: what to install, or the demo
+    assert [f["level"] for f in rep["findings"]] == ["warning", "warning"]
+    assert "wrapagent demo" in rep["findings"][1]["message"] and "npm install" in rep["findings"][1]["message"]
     text = doctor_report.render(rep)
     assert "Last session: (none for this project)" in text
     assert "(the folder does not exist yet" in text

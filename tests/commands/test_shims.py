@@ -211,12 +211,12 @@ def test_cmd_init_and_cmd_shims(env, tmp_path):
     out = io.StringIO()
     assert shims.cmd_shims("install", ["codex"], str(folder), out, env=run_env) == 0
     text = out.getvalue()
-    assert f"shims in {folder}: created codex; updated -; unchanged -" in text
+    assert f"shims in {folder}: created codex\n" in text and "updated" not in text
     assert f"set -gx PATH '{folder}' $PATH" in text  # not on PATH yet: the advice names the fish line
 
     out = io.StringIO()
     assert shims.cmd_shims("install", ["codex"], str(folder), out, env=with_path(env, folder, real_dir)) == 0
-    assert "unchanged codex" in out.getvalue() and "PATH" not in out.getvalue().split("\n", 1)[1]
+    assert "all up to date (codex)" in out.getvalue() and "PATH" not in out.getvalue().split("\n", 1)[1]
 
     out = io.StringIO()
     assert shims.cmd_shims("status", [], str(folder), out, env=with_path(env, folder, real_dir)) == 0

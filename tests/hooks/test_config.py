@@ -358,8 +358,10 @@ def test_type_errors_name_file_line_key_and_drop_the_file(project, env, text, ke
     assert fragment in error.message, error.message
     assert config.has_errors
     g = layer(config, "global-hooks")
-    assert g.exists and not g.used
-    assert config.guards == ()
+    # An invalid [[prompt_guard]] entry skips that entry only (issue 23); other errors drop the file.
+    entry_error = key.startswith("prompt_guard[")
+    assert g.exists and g.used is entry_error
+    assert [x.name for x in config.guards] == (["a"] if key == "prompt_guard[1]" else [])
     # The other layer still applies.
     assert config.lifecycle["pre_run"].command == "kept only if valid"
 
@@ -533,3 +535,34 @@ def test_describe_errors(project, env):
     global_hooks(env, "[pre_run\n")
     text = describe(load(project, env))
     assert "NOT USED: 1 error(s)" in text and "error: " in text and ":1: invalid TOML" in text
+
+
+# --------------------------------------------------------------------------- links
+
+
+def test_global_file_may_be_a_link(project, env, tmp_path):
+    """Dotfile managers link ~/.config files: the user's own choice, followed (still a regular file)."""
+    real = _write(tmp_path / "dotfiles" / "hooks.toml", '[pre_run]\ncommand = "g"\n')
+    link = Path(env["XDG_CONFIG_HOME"]) / "wrapagent" / "hooks.toml"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    config = load(project, env)
+    assert config.lifecycle["pre_run"].command == "g" and not config.problems
+
+
+def test_project_file_is_never_a_link(project, env):
+    """Even to a file in the same project: a trusted link could be re-pointed at a neighbour's file."""
+    _write(project / "config" / "hooks.toml", '[pre_run]\ncommand = "p"\n')
+    (project / ".wrapagent").mkdir()
+    (project / ".wrapagent" / "hooks.toml").symlink_to("../config/hooks.toml")
+    config = load(project, env)  # even with a trust callback that trusts everything
+    p = layer(config, "project-hooks")
+    assert p.exists and not p.used and p.trusted is None and "pre_run" not in config.lifecycle
+    (error,) = problems(config, "error")
+    assert "hooks.toml is a symbolic link (to '../config/hooks.toml')" in error.message
+
+
+def test_a_plain_file_named_wrapagent_is_no_project_layer(project, env):
+    (project / ".wrapagent").write_text("not a folder")
+    p = layer(load(project, env), "project-hooks")
+    assert not p.exists and not p.problems

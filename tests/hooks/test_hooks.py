@@ -174,6 +174,7 @@ def test_default_session_complete_template_with_hostile_id(tmp_path):
     root = tmp_path / "sessions root"
     sid = f"x'; touch {canary}; '"
     (root / sid).mkdir(parents=True)
+    (root / sid / "session.json").write_text("{}\n")  # a session folder always holds its record
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     command = substitute(DEFAULT_SESSION_COMPLETE, {"sessions_root": str(root), "session_id": sid})
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")

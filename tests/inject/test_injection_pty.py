@@ -198,7 +198,9 @@ def test_no_config_demo_shows_starter_blocks(world) -> None:
     submit(child, 1)
     quit_demo(child)
     (msg,) = world.messages()
-    assert '<prompt-guard name="date">' in msg and msg.endswith("\n\nx")
+    # a git project: exactly the guards `wrapagent config init` writes (git_status always speaks)
+    assert '<prompt-guard name="git_status">' in msg and msg.endswith("\n\nx")
+    assert '<prompt-guard name="date">' not in msg
 
 
 def test_argv_prompt_is_rewritten(world) -> None:

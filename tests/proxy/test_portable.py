@@ -168,3 +168,47 @@ def test_process_start_time_agrees_with_psutil_and_is_none_when_gone():
     proc = subprocess.Popen(["true"])
     proc.wait()
     assert portable.process_start_time(proc.pid) is None
+
+
+def test_group_open_files_lists_what_the_group_holds_open(tmp_path):
+    """What a git killed at its time limit was writing: its group's open files, nobody else's."""
+    held = tmp_path / "tmp_pack_held"
+    other = tmp_path / "tmp_pack_other"
+    member = subprocess.Popen(["sh", "-c", f"exec 3>'{held}'; echo ready; exec sleep 60"],
+                              stdout=subprocess.PIPE, start_new_session=True, text=True)
+    outsider = subprocess.Popen(["sh", "-c", f"exec 3>'{other}'; echo ready; exec sleep 60"],
+                                stdout=subprocess.PIPE, start_new_session=True, text=True)
+    try:
+        assert member.stdout.readline() == outsider.stdout.readline() == "ready\n"
+        found = {os.path.realpath(p) for p in portable.group_open_files(member.pid)}
+        assert os.path.realpath(held) in found
+        assert os.path.realpath(other) not in found
+    finally:
+        for proc in (member, outsider):
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def test_processes_naming_finds_by_folder_and_by_argument(tmp_path):
+    """A stale index.lock is one no live process working there (cwd) or naming it (argv) can hold."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "sub").mkdir()
+    in_it = subprocess.Popen(["sleep", "60"], cwd=folder / "sub")
+    naming = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--git-dir={folder}/.git"])
+    try:
+        # a process just started may still show its parent's argv for a moment: wait for it
+        deadline = time.monotonic() + 30
+        while True:
+            found = portable.processes_naming(os.path.realpath(folder))
+            if {in_it.pid, naming.pid} <= set(found) or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        assert in_it.pid in found and naming.pid in found
+        assert os.getpid() not in found
+        assert portable.processes_naming(str(tmp_path / "nowhere")) == []
+    finally:
+        for proc in (in_it, naming):
+            proc.kill()
+            proc.wait()
+    assert in_it.pid not in portable.processes_naming(os.path.realpath(folder))

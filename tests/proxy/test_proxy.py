@@ -338,10 +338,10 @@ def test_no_orphans_left_in_the_childs_session(run_wrapagent):
         child.expect(rb"BG%d=(\d+)" % n)
         pids.append(int(child.match.group(1)))
     try:
-        assert child.finish(timeout=120) == 5
-        elapsed = time.monotonic() - child.started_at
-        assert [pid for pid in pids if _alive(pid)] == []
-        assert elapsed < 250  # drained without waiting for the sleeps (300 s)
+        assert child.finish(timeout=120) == 5  # drained without waiting for the sleeps (300 s)
+        # SIGKILL is sent before wrapagent exits; the kernel finishes it a moment later.
+        _wait_for(lambda: not [pid for pid in pids if _alive(pid)], timeout=30,
+                  what=f"leftovers {pids} gone")
     finally:
         for pid in pids:
             if _alive(pid):

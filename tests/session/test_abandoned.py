@@ -162,7 +162,9 @@ def test_no_markers_costs_one_listdir(tmp_path: Path, monkeypatch: pytest.Monkey
     root = tmp_path / "sessions"
     (root / RUNNING_DIR).mkdir(parents=True)
     (root / RUNNING_DIR / "01ME.lock").touch()
-    monkeypatch.setattr(records, "commit_lock", None)
+    from wrapagent.session import sessions_repo
+
+    monkeypatch.setattr(sessions_repo, "commit_lock", None)
     monkeypatch.setattr(records, "load_record", None)
     assert sweep_abandoned(root, "01ME") == []
 

@@ -54,14 +54,16 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
 
     trust_state = None
     if layer.kind == LAYER_PROJECT_HOOKS and layer.exists:
-        trust_state = _trust_state(Path(layer.path), env, layer.trusted)
+        trust_state = layer.trust  # decided on the bytes the loader read (bounded); not read again
     errors = [p for p in layer.problems if p.severity == "error"]
     if not layer.exists:
         status = "not found"
     elif layer.trusted is False:
         status = "not used: changed since trusted" if trust_state == "changed" else "not used: untrusted"
-    elif errors:
+    elif errors and not layer.used:
         status = f"not used: {len(errors)} error(s)"
+    elif errors:  # only invalid [[prompt_guard]] entries: those are skipped
+        status = f"used; invalid prompt guard entries skipped ({len(errors)} error(s))"
     else:
         status = "used"
     return {
@@ -78,16 +80,6 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
             for p in layer.problems
         ],
     }
-
-
-def _trust_state(path: Path, env: Mapping[str, str], trusted: bool | None) -> str | None:
-    """trusted / untrusted / changed (trusted once, edited since), from the trust store."""
-    try:
-        from wrapagent.hooks.trust import TrustStore
-
-        return TrustStore(env=env, warn=lambda m: None).check(path, path.read_bytes())
-    except Exception:
-        return None if trusted is None else ("trusted" if trusted else "untrusted")
 
 
 def _guard_facts(guard: Any) -> dict[str, Any]:
@@ -319,10 +311,16 @@ def _wrapped(tool: Mapping[str, Any]) -> str:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    from wrapagent.session.records import git_env
+    """git on the sessions repository, named explicitly (session/sessions_repo.py: never the enclosing one)."""
+    from wrapagent import gitcmd
+    from wrapagent.session import sessions_repo
 
-    return subprocess.run(["git", "-C", str(root), *args], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, env=git_env(), timeout=30)
+    try:
+        res = sessions_repo.git(root, args, timeout=30)
+    except gitcmd.GitError as exc:
+        raise OSError(str(exc)) from None
+    return subprocess.CompletedProcess(res.argv, res.code, res.stdout.decode("utf-8", "replace"),
+                                       res.stderr.decode("utf-8", "replace"))
 
 
 def _sessions_facts(project_root: Path, env: Mapping[str, str]) -> dict[str, Any]:
@@ -457,12 +455,16 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
             json.dump(result, out, indent=2, ensure_ascii=False)
             out.write("\n")
         else:
-            out.write(render_probe(result))
+            from wrapagent.commands.colour import enabled
+
+            out.write(render_probe(result, colour=enabled(out)))
         return 0 if result["ready"] else 1
     report = collect()
     if ns.json:
         json.dump(report, out, indent=2, ensure_ascii=False, default=str)
         out.write("\n")
     else:
-        out.write(render(report))
+        from wrapagent.commands.colour import enabled
+
+        out.write(render(report, colour=enabled(out)))
     return 1 if any(f["level"] == ERROR for f in report["findings"]) else 0

@@ -26,9 +26,12 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
     for layer in report["layers"]:
         title = titles.get(layer["kind"], layer["kind"])
         errors = [p for p in layer["problems"] if p["severity"] == "error"]
-        if errors:
+        if errors and not layer.get("used", False):
             add(ERROR, f"{title} {layer['path']} has {len(errors)} error(s), so none of it is used; "
                        f"first: {errors[0]['text']}")
+        elif errors:
+            add(ERROR, f"{title} {layer['path']}: {len(errors)} error(s) in prompt guard entries, which are "
+                       f"skipped (the rest of the file is used); first: {errors[0]['text']}")
         if layer["exists"] and layer["trusted"] is False:
             what = "changed since you trusted it" if layer.get("trust") == "changed" else "not trusted"
             add(WARNING, f"{title} {layer['path']} is {what}: its hooks and guards are skipped; "
@@ -37,6 +40,11 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
     if not hooks["guards"] and not (hooks["pre_session"] and hooks["pre_session"]["enabled"]):
         add(WARNING, "no prompt guards and no pre_session hook in effect: there is nothing to inject "
                      "(`wrapagent config init` writes a starter hooks.toml)")
+    if report["tools"] and not any(tool["found"] for tool in report["tools"]):
+        names = ", ".join(tool["name"] for tool in report["tools"])
+        add(WARNING, f"none of the coding CLIs is installed ({names}): install one, e.g. "
+                     "`npm install -g @openai/codex` (or @anthropic-ai/claude-code, @google/gemini-cli, "
+                     "opencode-ai), or try `wrapagent demo`, which needs none")
     for tool in report["tools"]:
         if not tool["found"]:
             continue

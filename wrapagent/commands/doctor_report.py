@@ -15,8 +15,12 @@ _LAYER_TITLES = {"global-hooks": "global hooks", "global-config": "global config
                  "project-hooks": "project hooks"}
 
 
-def render(report: Mapping[str, Any]) -> str:
-    """The report of `collect` as text, section by section, findings last."""
+_LEVEL_COLOURS = {"error": "1;31", "warning": "33", "info": "36"}
+
+
+def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
+    """The report of `collect` as text, section by section, findings last (levels coloured when `colour`)."""
+    from wrapagent.commands.colour import GREEN, paint
     from wrapagent.commands.sessions import format_exit, format_time, hook_rows, visible_text
 
     out: list[str] = [f"wrapagent {report['wrapagent']} (python {report['python']})",
@@ -61,7 +65,9 @@ def render(report: Mapping[str, Any]) -> str:
         if g["builtin"]:
             what = f"builtin {g['builtin']}"
             if g["args"]:
-                what += " " + ", ".join(f"{k}={v!r}" for k, v in g["args"].items())
+                from wrapagent.hooks.tomlvalue import toml_table
+
+                what += " args = " + toml_table(g["args"].items())
         else:
             what = f"command {g['command']}"
         out.append(f"  {number}. {g['name']}: {what}")
@@ -136,9 +142,9 @@ def render(report: Mapping[str, Any]) -> str:
 
     out += ["", "Findings:"]
     if not report["findings"]:
-        out.append("  no problems found")
+        out.append("  " + paint("no problems found", GREEN, colour))
     for f in report["findings"]:
-        out.append(f"  {f['level']}: {f['message']}")
+        out.append(f"  {paint(f['level'], _LEVEL_COLOURS.get(f['level'], ''), colour)}: {f['message']}")
     return "\n".join(out) + "\n"
 
 
@@ -179,19 +185,21 @@ def _wrapped_text(wrapped: str) -> str:
             "unknown": "unknown"}.get(wrapped, wrapped)
 
 
-def render_probe(result: Mapping[str, Any]) -> str:
+def render_probe(result: Mapping[str, Any], *, colour: bool = False) -> str:
     """The result of `probe` as text; the last screen only when readiness did not fire."""
     import shlex
 
+    from wrapagent.commands.colour import GREEN, RED, paint
+
     out = [f"Probe: {result['tool']}"]
     if result["error"]:
-        out.append(f"  error         {result['error']}")
+        out.append(f"  {paint('error', RED, colour)}         {result['error']}")
         return "\n".join(out) + "\n"
     out.append(f"  command       {' '.join(shlex.quote(a) for a in result['argv'])}")
     out.append(f"  terminal      private {result['cols']}x{result['rows']}; "
                f"{result['queries_answered']} terminal queries answered")
     if result["ready"]:
-        out.append(f"  readiness     FIRED after {result['ready_after_s']:.2f}s "
+        out.append(f"  readiness     {paint('FIRED', GREEN, colour)} after {result['ready_after_s']:.2f}s "
                    f"(wrapagent would inject into the first message)")
     else:
         quit_info = result["quit"] or {}
@@ -201,7 +209,7 @@ def render_probe(result: Mapping[str, Any]) -> str:
             why = "the tool exited first"
         else:
             why = f"within {result['timeout_s']:g}s; a first start can be slow: try --timeout 120"
-        out.append(f"  readiness     NOT FIRED ({why})")
+        out.append(f"  readiness     {paint('NOT FIRED', RED, colour)} ({why})")
         if result.get("emulator_error"):
             out.append(f"  emulator      {result['emulator_error']}")
             out.append("                (a wrapagent bug: the live proxy fails the same way; please report it)")

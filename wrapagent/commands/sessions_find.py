@@ -39,11 +39,18 @@ def project_records(project_root: Path, env: Mapping[str, str] | None = None) ->
 
 
 def find_record(ref: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The record whose id starts with `ref` (case-insensitive); `last` = the newest one."""
+    """The record whose id starts with `ref` (case-insensitive); `last` = the newest, `last~N` before it."""
     records = all_records(env)
     ref = ref.strip()
     if not ref:
         raise SessionsError("empty session id")
+    from wrapagent.commands.sessions_ids import relative_index
+
+    back = relative_index(ref)
+    if back is not None:  # last~N: the N-th before the newest
+        if back >= len(records):
+            raise SessionsError(f"{ref!r}: only {len(records)} session(s) recorded")
+        return records[back]
     if ref.lower() in LATEST_ALIASES:
         if not records:
             raise SessionsError("no sessions recorded yet")

@@ -29,17 +29,24 @@ def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str]) -> tuple[dic
 
 def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
     """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
-    import subprocess
-
+    from wrapagent import gitcmd
     from wrapagent.session import checkpoints
 
     _, info = _checkpoints_of(ns, env)
     try:
-        argv = checkpoints.diff_argv(info, ns.stat, env)
+        repo, args = checkpoints.diff_args(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
+    from wrapagent.commands.colour import git_color_args
+
+    at = args.index("diff") + 1
+    args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
     out.flush()
-    return subprocess.run(argv, env=dict(env)).returncode
+    try:
+        return gitcmd.run(repo.top, args, git_dir=repo.git_dir, work_tree=repo.top, interactive=True,
+                          base_env=env).code
+    except gitcmd.GitError as exc:
+        raise _SessionsError(str(exc)) from None
 
 
 def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:

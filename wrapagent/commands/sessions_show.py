@@ -130,13 +130,16 @@ def read_log(record: Mapping[str, Any]) -> str | None:
 # --------------------------------------------------------------------------- list
 
 
-def render_list(records: Sequence[Mapping[str, Any]], total: int) -> str:
+def render_list(records: Sequence[Mapping[str, Any]], total: int, *, filtered: bool = False,
+                prefixes: Mapping[str, str] | None = None, colour: bool = False) -> str:
+    """The table; ids cut to `prefixes` (shortest unique), blocked/abandoned coloured when `colour`."""
     if not records:
-        return "no sessions recorded\n"
+        return "no sessions match\n" if filtered else "no sessions recorded\n"
+    prefixes = prefixes or {}
     header = ("ID", "TOOL", "PROJECT", "STARTED", "DURATION", "EXIT", "INJECTED")
     rows = [header] + [
         (
-            str(r.get("id", "?")),
+            prefixes.get(str(r.get("id")), str(r.get("id", "?"))),
             str(r.get("tool", "?")),
             _project_name(r),
             format_time(r.get("started_at")),
@@ -147,7 +150,11 @@ def render_list(records: Sequence[Mapping[str, Any]], total: int) -> str:
         for r in records
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    from wrapagent.commands.colour import paint
+
+    states = {"blocked": "1;31", "abandoned": "33", "running": "36"}
+    lines = ["  ".join(paint(cell, states.get(cell, "") if i == 5 else "", colour)
+                       + " " * (widths[i] - len(cell)) for i, cell in enumerate(row)).rstrip() for row in rows]
     if total > len(records):
         lines.append(f"({total - len(records)} older session(s) not shown; --limit 0 shows all)")
     return "\n".join(lines) + "\n"
@@ -158,6 +165,8 @@ def cmd_list(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
         records = project_records(_resolve_project(ns.project), env)
     else:
         records = all_records(env)
+    everything = records if ns.project is None else all_records(env)  # what ids must be unique among
+    filtered = bool(records) and bool(ns.tool)
     if ns.tool:
         records = [r for r in records if ns.tool in (r.get("tool"), r.get("transport"))]
     total = len(records)
@@ -167,14 +176,23 @@ def cmd_list(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
         json.dump([_summary(r) for r in records], out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
-        out.write(render_list(records, total))
+        from wrapagent.commands.colour import enabled
+        from wrapagent.commands.sessions_ids import unique_prefixes
+
+        prefixes = unique_prefixes(str(r.get("id", "")) for r in everything)
+        out.write(render_list(records, total, filtered=filtered, prefixes=prefixes, colour=enabled(out)))
     return 0
 
 # --------------------------------------------------------------------------- show
 
 
-def hook_rows(hooks: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[str]:
-    """The hook outcomes as an aligned table (name, kind, exit, duration, timed out)."""
+def hook_rows(hooks: Sequence[Mapping[str, Any]], indent: str = "  ", *,
+              blocked_reason: str | None = None) -> list[str]:
+    """The hook outcomes as an aligned table (name, kind, exit, duration, timed out).
+
+    `blocked_reason` (a record whose pre_run refused the launch): that exit 2
+    is the refusal it meant, not an error of the hook.
+    """
     if not hooks:
         return [f"{indent}(none ran)"]
     header = ("NAME", "KIND", "EXIT", "DURATION", "TIMED OUT")
@@ -192,7 +210,9 @@ def hook_rows(hooks: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[st
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [indent + "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows]
     for h in hooks:
-        if h.get("error"):
+        if blocked_reason is not None and h.get("name") == "pre_run" and h.get("exit_code") == 2:
+            lines.append(f"{indent}pre_run: refused the launch: {visible_text(blocked_reason or '(no reason given)')}")
+        elif h.get("error"):
             lines.append(f"{indent}{h.get('name')}: error: {visible_text(str(h['error']))}")
     return lines
 
@@ -256,10 +276,11 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
     for turn in turns[:TURNS_SHOWN]:
         quiet = turn.get("quiet_at")
         waits = f", {turn['waits']} waits" if turn.get("waits") else ""
+        # quiet_at is when the output went quiet; waiting_for_input fires quiet_secs after that
         by = f" by {visible_text(str(turn['by']))}" if turn.get("by") else ""
         out.append(f"  #{turn.get('n')}  submitted{by} {format_time(turn.get('at'))}"
-                   + (f", waiting after {_seconds_between(turn.get('at'), quiet)}{waits}" if quiet
-                      else ", not seen waiting"))
+                   + (f", output quiet from +{_seconds_between(turn.get('at'), quiet)} (seen waiting "
+                      f"quiet_secs later){waits}" if quiet else ", not seen waiting"))
     if total > TURNS_SHOWN:
         out.append(f"  ... {total - TURNS_SHOWN} more")
     return out
@@ -323,7 +344,10 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     field("started", format_time(record.get("started_at")))
     field("ended", format_time(record.get("ended_at")))
     field("duration", format_duration(record.get("duration_s")))
-    field("exit", format_exit(record))
+    if record.get("state") == "blocked":
+        field("exit", f"blocked: pre_run refused the launch: {record.get('blocked_reason') or '(no reason given)'}")
+    else:
+        field("exit", format_exit(record))
     field("resources", f"cpu {format_duration(record.get('cpu_seconds'))}, "
                        f"peak rss {_bytes(record.get('peak_rss_bytes'))}")
     depth = record.get("depth") or 0
@@ -363,7 +387,8 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
 
     out.append("")
     out.append("Hooks:")
-    out.extend(hook_rows(record.get("hooks") or []))
+    blocked = str(record.get("blocked_reason") or "") if record.get("state") == "blocked" else None
+    out.extend(hook_rows(record.get("hooks") or [], blocked_reason=blocked))
 
     warnings = record.get("warnings") or []
     if warnings:

@@ -335,6 +335,7 @@ def cmd_shims(
     out: IO[str],
     *,
     env: Mapping[str, str] | None = None,
+    json_out: bool = False,
 ) -> int:
     """`wrapagent shims install|uninstall|status [TOOL...] [--dir DIR]`; returns the exit code.
 
@@ -353,28 +354,53 @@ def cmd_shims(
             print(f"  left alone (not wrapagent shims): {_join(report.foreign)}", file=out)
         return 0
     if action == "status":
+        if json_out:
+            return _cmd_status_json(tools or None, shim_dir, out, env)
         return _cmd_status(tools or None, shim_dir, out, env)
     raise WrapagentError(f"shims {action!r}: unknown action (choose from {', '.join(ACTIONS)})", 2)
 
 
 def _cmd_install(tools: list[str], shim_dir: str | None, out: IO[str], env: Mapping[str, str]) -> int:
     report = install_shims(tools, shim_dir=shim_dir, env=env)
-    print(f"shims in {report.shim_dir}: created {_join(report.created)}; "
-          f"updated {_join(report.updated)}; unchanged {_join(report.unchanged)}", file=out)
+    print(install_summary(report), file=out)
     if report.conflicts:
         print(f"  not touched (files there are not wrapagent shims): {_join(report.conflicts)}", file=out)
-    _print_path_advice(report.shim_dir, tools, out, env)
+    if not _print_path_advice(report.shim_dir, tools, out, env) and report.created:
+        _print_rehash_hint(out, env)
     return 1 if report.conflicts else 0
 
 
-def _print_path_advice(folder: Path, tools: Sequence[str], out: IO[str], env: Mapping[str, str]) -> None:
-    """Tell the user the rc line when the shims would not win a PATH lookup."""
+def install_summary(report: InstallReport) -> str:
+    """One line naming only what happened: `created codex, claude; unchanged gemini`."""
+    parts = [f"{label} {', '.join(names)}" for label, names in
+             (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged))
+             if names]
+    if not parts:
+        parts = ["nothing installed"]
+    elif not report.created and not report.updated:
+        parts = [f"all up to date ({', '.join(report.unchanged)})"]
+    return f"shims in {report.shim_dir}: " + "; ".join(parts)
+
+
+def _print_rehash_hint(out: IO[str], env: Mapping[str, str]) -> None:
+    """bash and zsh remember where they found a command; a new shim is not seen until they forget."""
+    if _user_shell(env) == "fish":
+        return  # fish looks PATH up every time
+    print("A shell that already ran these tools remembers the old path: run `hash -r` there "
+          "(or open a new shell).", file=out)
+
+
+def _print_path_advice(folder: Path, tools: Sequence[str], out: IO[str], env: Mapping[str, str]) -> bool:
+    """Tell the user the rc line when the shims would not win a PATH lookup; True if told."""
     statuses = shims_status(tools, shim_dir=folder, env=env)
     if all(s.effective for s in statuses if s.installed):
-        return
+        return False
     shell = _user_shell(env)
     print(f"To use them, put the shims folder first on PATH: add to {rc_file(shell)}", file=out)
     print(f"  {path_line(folder, shell)}", file=out)
+    if shell != "fish":
+        print("then open a new shell (or run that line and `hash -r` in this one).", file=out)
+    return True
 
 
 def _cmd_status(tools: list[str] | None, shim_dir: str | None, out: IO[str], env: Mapping[str, str]) -> int:
@@ -387,6 +413,28 @@ def _cmd_status(tools: list[str] | None, shim_dir: str | None, out: IO[str], env
         real = str(s.real) if s.real else "not found"
         note = f"  ({s.note})" if s.note and s.installed else ""
         print(f"  {s.tool:<10} {state:<9} real: {real}{note}", file=out)
+    return 0
+
+
+def status_json(tools: list[str] | None, shim_dir: str | None, env: Mapping[str, str]) -> dict:
+    """`shims status --json`: the shape documented in docs/JSON.md."""
+    folder = resolve_shim_dir(shim_dir, env)
+    position = shim_dir_on_path(folder, env)
+    return {
+        "shim_dir": str(folder),
+        "on_path": position is not None,
+        "path_position": None if position is None else position + 1,
+        "shims": [{"tool": s.tool, "path": str(s.shim), "installed": s.installed, "current": s.current,
+                   "active": s.effective, "real": None if s.real is None else str(s.real),
+                   "note": s.note if s.installed else ""}
+                  for s in shims_status(tools, shim_dir=folder, env=env)],
+    }
+
+
+def _cmd_status_json(tools: list[str] | None, shim_dir: str | None, out: IO[str], env: Mapping[str, str]) -> int:
+    import json
+
+    out.write(json.dumps(status_json(tools, shim_dir, env), indent=2) + "\n")
     return 0
 
 

@@ -1,10 +1,16 @@
 """`wrapagent trust`: show what a project hooks file would run, and trust it, at a terminal only.
 
 The store itself (`wrapagent.hooks.trust`) is what the config loader consults;
-this is the command around it. Trusting needs the user at a terminal: the
-command refuses when stdin or stdout is not a terminal or when it runs inside
-a wrapped agent session, so an agent executing commands cannot trust a file
-for the user.
+this is the command around it. The file is read once, the loader's way
+(`config_read`: never through a link, a regular file of at most 1 MiB), and
+parsed by the loader's own `parse_hooks_bytes`: what the review shows, what
+is pinned and what the loader will run are the same bytes, read the same way.
+
+Trusting needs the user at a terminal: the command refuses when stdin or
+stdout is not a terminal or when it runs inside a wrapped agent session. A
+speed bump, not a sandbox (an agent running as the user can edit the global
+config or the store); the review says so, and that trust pins the TOML, not
+the scripts its commands call.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any, Mapping
 
 from wrapagent import paths
-from wrapagent.hooks.trust import EVENTS, TRUSTED, TrustStore, shell_word, content_sha256
+from wrapagent.hooks.trust import TRUSTED, TrustStore, shell_word, content_sha256
 from wrapagent.session.resolve import nested_depth
 
 
@@ -45,89 +51,161 @@ def _block(label: str, text: str) -> list[str]:
     return [f"  {label}: {lines[0]}", *(f"  {pad}{line}" for line in lines[1:])]
 
 
-def _describe_event(event: str, table: Any) -> list[str]:
-    if not isinstance(table, dict):
-        return [f"  {event}: invalid (not a table); the file will not be used"]
-    enabled = table.get("enabled", True) is not False
-    command = table.get("command")
-    if not enabled:
-        suffix = f" (command: {visible(str(command))})" if command is not None else ""
-        return [f"  {event}: disabled{suffix}"]
-    if command is None:
-        if event == "session_complete":
-            return [f"  {event}: wrapagent's default (commit the session record)"]
-        return [f"  {event}: no command"]
-    return _block(f"{event}: sh -c", str(command))
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
 
 
-def _describe_guard(index: int, guard: Any) -> list[str]:
-    if not isinstance(guard, dict):
-        return [f"  prompt_guard[{index}]: invalid (not a table); the file will not be used"]
-    name = visible(str(guard.get("name", f"#{index + 1}")))
+def _describe_hook(hook: Any) -> list[str]:
+    from wrapagent.hooks.config_loader import (
+        DEFAULT_LIFECYCLE_TIMEOUT, DEFAULT_SESSION_COMPLETE, DEFAULT_WAITING_TIMEOUT, WAITING_FOR_INPUT)
+
+    event = hook.event
+    if not hook.enabled:
+        suffix = f" (command: {visible(hook.command)})" if hook.command else ""
+        return [f"  {event}: disabled{suffix}; your global {event} hook does not run here either"]
+    if event == "session_complete" and hook.command == DEFAULT_SESSION_COMPLETE:
+        lines = [f"  {event}: wrapagent's default (commit the session record)"]
+    else:
+        lines = _block(f"{event}: sh -c", hook.command)
+    default = DEFAULT_WAITING_TIMEOUT if event == WAITING_FOR_INPUT else DEFAULT_LIFECYCLE_TIMEOUT
+    extra = [f"timeout {_seconds(hook.timeout_secs)}"] if hook.timeout_secs != default else []
+    if hook.quiet_secs is not None:
+        extra.append(f"after {_seconds(hook.quiet_secs)} of quiet")
+    if extra:
+        lines.append(f"    ({', '.join(extra)})")
+    return lines
+
+
+def _describe_guard(guard: Any) -> list[str]:
+    from wrapagent.hooks.config_loader import DEFAULT_GUARD_TIMEOUT
+
+    name = visible(guard.name)
+    if guard.builtin is not None:
+        args = dict(guard.args)
+        from wrapagent.hooks.tomlvalue import toml_value  # TOML, pasteable back into the file
+
+        suffix = f" with args = {visible(toml_value(args))}" if args else ""
+        lines = [f"  prompt guard {name!r}: built-in {visible(guard.builtin)}{suffix}"]
+    else:
+        lines = _block(f"prompt guard {name!r}: sh -c", guard.command or "")
+    if guard.timeout_secs != DEFAULT_GUARD_TIMEOUT:
+        lines.append(f"    (timeout {_seconds(guard.timeout_secs)})")
+    return lines
+
+
+_CHECKPOINT_EFFECTS = {
+    ("enabled", False): "no work-tree checkpoints: `wrapagent sessions diff` and `undo` have nothing for sessions here",
+    ("transcripts", False): "the tools' own transcripts are not copied into the session records",
+    ("max_transcript_bytes", 0): "no transcript is copied (a limit of 0 bytes)",
+}
+
+
+def _describe_settings(hooks: Any) -> list[str]:
+    """Every non-command setting the file makes take effect (over the user's global ones)."""
     lines = []
-    if "command" in guard:
-        lines.extend(_block(f"prompt guard {name!r}: sh -c", str(guard["command"])))
-    if "builtin" in guard:
-        args = guard.get("args")
-        suffix = f" with args {visible(repr(args))}" if args else ""
-        lines.append(f"  prompt guard {name!r}: built-in {visible(str(guard['builtin']))}{suffix}")
-    return lines or [f"  prompt guard {name!r}: no command"]
+    if hooks.guards == ():
+        lines.append("  prompt_guard = []: no prompt guards in this project (your global ones are turned off)")
+    elif hooks.guards:
+        lines.append("  [[prompt_guard]]: the guards above replace your global prompt guards here")
+    for key, value in hooks.checkpoints.items():
+        if key == "source":
+            continue
+        shown = str(value).lower() if isinstance(value, bool) else str(value)
+        effect = _CHECKPOINT_EFFECTS.get((key, value))
+        lines.append(f"  checkpoints.{key} = {shown}" + (f": {effect}" if effect else ""))
+    return lines
+
+
+_NOTES = (
+    "Trust pins this file's text, not the scripts or programs its commands call: a trusted",
+    "`command = \"./scripts/check.sh\"` runs whatever check.sh contains when it runs.",
+    "Refusing to trust without a terminal or inside a wrapped session is a speed bump, not a sandbox:",
+    "an agent running as you can still edit your global config or wrapagent's trust store.",
+)
 
 
 def describe_content(file: Path, content: bytes) -> str:
-    """What `content` (as `file`) would make wrapagent run, per event, for review."""
-    header = [f"{file}", f"  sha256 {content_sha256(content)}"]
-    try:
-        import tomllib
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        data = tomllib.loads(content.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    """What `content` (as `file`) would make wrapagent run and change, for review.
+
+    Parsed by the loader's own `parse_hooks_bytes`, so the review and the
+    loader cannot disagree (BOM, keys taken, errors).
+    """
+    from wrapagent.hooks.config_loader import parse_hooks_bytes
+
+    header = [f"{visible(str(file))}", f"  sha256 {content_sha256(content)}"]
+    hooks, problems = parse_hooks_bytes(file, content, is_project=True)
+    errors = [p for p in problems if p.severity == "error"]
+    if hooks is None:
+        text = content.decode("utf-8-sig", "replace")
         body = [
-            f"Does not parse ({visible(str(exc))}): wrapagent will not use it while it is invalid.",
+            f"Does not parse ({visible(errors[0].message)}): wrapagent will not use it while it is invalid.",
             "Its text:",
-            *(f"  | {line}" for line in visible(content.decode("utf-8", "replace")).split("\n")),
+            *(f"  | {line}" for line in visible(text).split("\n")),
         ]
         return "\n".join([*header, "", *body]) + "\n"
 
-    lines: list[str] = []
-    for event in EVENTS:
-        if event in data:
-            lines.extend(_describe_event(event, data[event]))
-    guards = data.get("prompt_guard")
-    if guards is not None:
-        if not isinstance(guards, list):
-            lines.append("  prompt_guard: invalid (not [[prompt_guard]] tables); the file will not be used")
-        elif not guards:
-            lines.append("  prompt_guard: empty list (turns off the global prompt guards)")
-        else:
-            for index, guard in enumerate(guards):
-                lines.extend(_describe_guard(index, guard))
-    ignored = [k for k in data if k not in (*EVENTS, "prompt_guard")]
-    body = ["Commands it would run (sh -c, in the project, around every wrapped agent session):"]
-    body.extend(lines or ["  nothing"])
+    body: list[str] = []
+    if errors:
+        body.append("It has errors, so wrapagent will not use any of it while they remain:")
+        body.extend(f"  {_problem(p)}" for p in errors)
+    commands = [line for hook in hooks.lifecycle.values() for line in _describe_hook(hook)]
+    commands += [line for guard in hooks.guards or () for line in _describe_guard(guard)]
+    body.append("Commands it would run (sh -c, in the project, around every wrapped agent session;"
+                " each replaces your global one for that event):")
+    body.extend(commands or ["  nothing"])
+    settings = _describe_settings(hooks)
+    if settings:
+        body.append("Settings it changes for sessions in this project:")
+        body.extend(settings)
+    ignored = [p for p in problems if p.severity != "error"]
     if ignored:
-        body.append("Ignored keys (wrapagent does not run them): " + ", ".join(visible(k) for k in ignored))
-    return "\n".join([*header, "", *body]) + "\n"
+        body.append("Ignored (wrapagent does not use these):")
+        body.extend(f"  {_problem(p)}" for p in ignored)
+    return "\n".join([*header, "", *body, "", *_NOTES]) + "\n"
+
+
+def _problem(problem: Any) -> str:
+    where = f"line {problem.line}: " if problem.line is not None else ""
+    key = f"{problem.key}: " if problem.key else ""
+    return visible(f"{where}{key}{problem.message}")
 
 
 def describe_file(file: Path) -> str:
-    """`describe_content` of the file as it is on disk now."""
-    return describe_content(file, Path(file).read_bytes())
+    """`describe_content` of the project hooks file as it is on disk now (read as the loader does)."""
+    content = _read_hooks(Path(file))
+    return describe_content(file, content)
+
+
+def _read_hooks(file: Path) -> bytes:
+    """The bytes of a project hooks file, read the loader's way; OSError saying why not."""
+    from wrapagent.hooks.config_read import project_root_of_hooks_file, read_project_hooks
+
+    root = project_root_of_hooks_file(str(file))
+    if root is None:
+        raise OSError("not a project hooks file (<project>/.wrapagent/hooks.toml)")
+    exists, data, error = read_project_hooks(root)
+    if not exists:
+        raise FileNotFoundError("No such file or directory")
+    if data is None:
+        raise OSError(error)
+    return data
 
 
 # ---------------------------------------------------------------------- command
 
 
 def _target(path: str | None, cwd: Path) -> Path:
-    """PATH as given (a folder means its project hooks file), else the cwd's project's."""
+    """The project hooks file meant: PATH as given (a folder means its project's
+    `.wrapagent/hooks.toml`, `.wrapagent` itself its parent's), else the cwd's project's.
+    Lexical, never resolved: a link in `.wrapagent` is for the reader to refuse."""
     if path is None:
         return paths.project_hooks_file(paths.find_project_root(cwd))
-    target = Path(path) if os.path.isabs(path) else cwd / path
+    target = Path(os.path.abspath(path if os.path.isabs(path) else cwd / path))
+    if target.name == ".wrapagent" and target.is_dir():
+        target = target.parent
     if target.is_dir():
         target = paths.project_hooks_file(target)
-    return Path(os.path.abspath(target))
+    return target
 
 
 def _refusal(stdin: IO[str], stdout: IO[str], env: Mapping[str, str]) -> str | None:
@@ -152,10 +230,12 @@ def _list(store: TrustStore, stdout: IO[str]) -> int:
         print("no trusted project hooks files", file=stdout)
     for entry in entries:
         try:
-            state = "ok" if content_sha256(Path(entry.path).read_bytes()) == entry.sha256 else "changed since trusted"
-        except OSError:
+            state = "ok" if content_sha256(_read_hooks(Path(entry.path))) == entry.sha256 else "changed since trusted"
+        except FileNotFoundError:
             state = "missing"
-        print(f"{entry.path}  sha256 {entry.sha256[:12]}  trusted {entry.trusted_at}  ({state})", file=stdout)
+        except OSError as exc:
+            state = f"not used: {exc}"
+        print(visible(f"{entry.path}  sha256 {entry.sha256[:12]}  trusted {entry.trusted_at}  ({state})"), file=stdout)
     return 0
 
 
@@ -183,9 +263,9 @@ def cmd_trust(
             print(f"{file} was not trusted; nothing to revoke", file=stdout)
         return 0
     try:
-        content = file.read_bytes()
+        content = _read_hooks(file)  # once; the review, the check and the pin all use these bytes
     except OSError as exc:
-        print(f"wrapagent: cannot read {file}: {exc.strerror or exc}", file=stderr)
+        print(visible(f"wrapagent: cannot read {file}: {exc.strerror or exc}"), file=stderr)
         return 1
     if store.check(file, content) == TRUSTED:
         print(f"{file} is already trusted (this exact content)", file=stdout)

@@ -4,6 +4,9 @@ value came from."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from wrapagent.hooks.tomlvalue import toml_table
 
 from wrapagent.hooks.config_model import (LAYER_GLOBAL_CONFIG, LAYER_GLOBAL_HOOKS,
                                           LAYER_PROJECT_HOOKS, Config, EVENTS, Layer)
@@ -19,15 +22,29 @@ def _layer_status(layer: Layer) -> str:
     if not layer.exists:
         return "not found"
     if layer.trusted is False:
+        if _changed_since_trusted(layer.path):
+            return "CHANGED SINCE TRUSTED: hooks and guards in it are skipped until trusted again"
         return "NOT TRUSTED: hooks and guards in it are skipped"
     errors = sum(1 for p in layer.problems if p.severity == "error")
     warnings = len(layer.problems) - errors
-    if errors:
+    if errors and not layer.used:
         return f"NOT USED: {errors} error(s)" + (f", {warnings} warning(s)" if warnings else "")
     status = "used"
+    if errors:  # only invalid [[prompt_guard]] entries: those are skipped, the rest is used
+        status += f", invalid prompt guard entries skipped ({errors} error(s))"
     if layer.kind == LAYER_PROJECT_HOOKS:
         status += ", trusted" if layer.trusted else " (trust unknown)"
     return status + (f", {warnings} warning(s)" if warnings else "")
+
+
+def _changed_since_trusted(path: str) -> bool:
+    """The file was trusted once and differs now (the run, doctor and trust --list say so too)."""
+    try:
+        from wrapagent.hooks.trust import CHANGED, TrustStore
+
+        return TrustStore(warn=lambda message: None).check(path, Path(path).read_bytes()) == CHANGED
+    except Exception:
+        return False
 
 
 def _untrusted_notice(path: str) -> str | None:
@@ -36,7 +53,7 @@ def _untrusted_notice(path: str) -> str | None:
     except ImportError:
         return None
     try:
-        return untrusted_notice(Path(path))
+        return untrusted_notice(Path(path), changed=_changed_since_trusted(path))
     except Exception:
         return None
 
@@ -84,7 +101,7 @@ def describe(config: Config) -> str:
         if guard.builtin is not None:
             what = f"builtin {guard.builtin}"
             if guard.args:
-                what += " " + ", ".join(f"{k}={v!r}" for k, v in guard.args)
+                what += " args = " + toml_table(guard.args)
         else:
             what = f"command {guard.command}"
         out.append(f"  {number}. {guard.name}: {what}")
@@ -106,3 +123,52 @@ def describe(config: Config) -> str:
                f"transcripts {'on' if cp.transcripts else 'off'}, cap {cp.max_transcript_bytes} bytes; "
                f"from {cp.source}")
     return "\n".join(out) + "\n"
+
+
+def _layer_state(layer: Layer) -> str:
+    """One word per layer for --json: not-found, untrusted, changed-since-trusted, errors, used."""
+    if not layer.exists:
+        return "not-found"
+    if layer.trusted is False:
+        return "changed-since-trusted" if _changed_since_trusted(layer.path) else "untrusted"
+    if not layer.used:
+        return "errors"
+    return "used"
+
+
+def _problem(problem: Any) -> dict:
+    return {"path": problem.path, "severity": problem.severity, "line": problem.line, "key": problem.key,
+            "message": problem.message}
+
+
+def as_json(config: Config) -> dict:
+    """`config check --json`: the same facts as `describe`; shape documented in docs/JSON.md."""
+    lifecycle = {}
+    for event in EVENTS:
+        hook = config.hook_for(event)
+        configured = config.lifecycle.get(event)
+        if hook is not None:
+            lifecycle[event] = {"command": hook.command, "enabled": True, "timeout_secs": hook.timeout_secs,
+                                "quiet_secs": hook.quiet_secs, "source": hook.source}
+        elif configured is not None:
+            lifecycle[event] = {"command": configured.command, "enabled": False,
+                                "timeout_secs": configured.timeout_secs, "quiet_secs": configured.quiet_secs,
+                                "source": configured.source}
+        else:
+            lifecycle[event] = None
+    pre = config.pre_session
+    cp = config.checkpoints
+    return {
+        "ok": not config.has_errors,
+        "layers": [{"kind": layer.kind, "path": layer.path, "exists": layer.exists, "used": layer.used,
+                    "trusted": layer.trusted, "state": _layer_state(layer),
+                    "problems": [_problem(p) for p in layer.problems]} for layer in config.layers],
+        "lifecycle": lifecycle,
+        "guards": [{"name": g.name, "builtin": g.builtin, "command": g.command, "args": dict(g.args),
+                    "timeout_secs": g.timeout_secs, "source": g.source} for g in config.guards],
+        "pre_session": None if pre is None else {
+            "command": pre.command, "enabled": pre.enabled, "transports": list(pre.transports),
+            "timeout_seconds": pre.timeout_seconds, "source": pre.source},
+        "checkpoints": {"enabled": cp.enabled, "budget_secs": cp.budget_secs, "transcripts": cp.transcripts,
+                        "max_transcript_bytes": cp.max_transcript_bytes, "source": cp.source},
+    }

@@ -5,7 +5,8 @@ Layers, lowest first:
 * global hooks   `$XDG_CONFIG_HOME/wrapagent/hooks.toml`  lifecycle hooks, prompt guards
 * global config  `$XDG_CONFIG_HOME/wrapagent/config.toml` `[hooks.pre_session]` (global only)
 * project hooks  `<project root>/.wrapagent/hooks.toml`   lifecycle hooks, prompt guards;
-  used only when trusted (path + content hash in the trust store)
+  used only when trusted (path + content hash in the trust store); never
+  through a link, and trust is decided on the very bytes that are parsed
 
 Project entries replace global ones per event; a project `[[prompt_guard]]`
 list (if the key is present at all) replaces the global list entirely.
@@ -16,8 +17,9 @@ the other layers still apply. Unknown keys are warnings. Every problem names
 the file, the line (best effort) and the key. `--strict` is the caller's
 decision, from `Config.has_errors`.
 
-Loading is cheap when no file exists (the common case): three failed opens,
-no tomllib import.
+Every file is read bounded (`config_read`: a regular file, at most 1 MiB,
+once). Loading is cheap when no file exists (the common case): three failed
+opens, no tomllib import.
 """
 
 from __future__ import annotations
@@ -71,10 +73,12 @@ class _FileCheck:
         self.path = path
         self.text = text
         self.problems: list[Problem] = []
+        self.entry_errors: list[Problem] = []  # errors of one [[prompt_guard]] entry: only it is skipped
 
     @property
     def has_errors(self) -> bool:
-        return any(p.severity == "error" for p in self.problems)
+        """Errors that make the whole file unusable (an invalid guard entry is not one)."""
+        return any(p.severity == "error" and not any(p is e for e in self.entry_errors) for p in self.problems)
 
     def error(self, key: str | None, message: str, parts: tuple = (), line: int | None = None) -> None:
         self._add("error", key, message, parts, line)
@@ -84,7 +88,9 @@ class _FileCheck:
 
     def _add(self, severity: str, key: str | None, message: str, parts: tuple, line: int | None) -> None:
         if line is None and parts:
-            line = _find_line(self.text, parts)
+            from wrapagent.hooks.toml_lines import find_line
+
+            line = find_line(self.text, parts)
         self.problems.append(Problem(str(self.path), severity, message, line, key))
 
     def unknown_keys(self, table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str, parts: tuple) -> None:
@@ -112,83 +118,6 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _key_pattern(key: str) -> str:
-    import re
-
-    k = re.escape(key)
-    return rf"""(?:{k}|"{k}"|'{k}')"""
-
-
-def _find_line(text: str, parts: tuple) -> int | None:
-    """Best-effort line number of a key, given its path like ("prompt_guard", 2, "command").
-
-    tomllib does not report positions for values, so this scans the text: the
-    parent's table header (the n-th `[[array]]` header for an index), then the
-    first `key =` before the next header. A path naming a table finds its
-    header. Falls back to any `key =` line (dotted keys, inline tables), then
-    to the parent's header.
-    """
-    import re
-
-    if not text or not parts:
-        return None
-    lines = text.splitlines()
-    any_header = re.compile(r"^\s*\[")
-
-    def header_line(table_parts: tuple) -> int | None:
-        names = [p for p in table_parts if isinstance(p, str)]
-        index = next((p for p in table_parts if isinstance(p, int)), None)
-        if not names:
-            return None
-        dotted = r"\s*\.\s*".join(_key_pattern(p) for p in names)
-        header = re.compile(rf"^\s*\[\[?\s*{dotted}\s*\]\]?\s*(#.*)?$")
-        seen = -1
-        for number, line in enumerate(lines):
-            if header.match(line):
-                seen += 1
-                if index is None or seen == index:
-                    return number
-        return None
-
-    key = parts[-1]
-    if isinstance(key, int):
-        found = header_line(parts)
-        return None if found is None else found + 1
-    parent = parts[:-1]
-    start = header_line(parent) if parent else -1
-    if start is not None:
-        assign = re.compile(rf"^\s*{_key_pattern(key)}\s*=")
-        for number in range(start + 1, len(lines)):
-            if any_header.match(lines[number]):
-                break
-            if assign.match(lines[number]):
-                return number + 1
-    own = header_line(parts)
-    if own is not None:
-        return own + 1
-    if parent and start is None and isinstance(parent[-1], str):
-        # The parent is no table header: an inline table, `args = { key = … }`.
-        found = _find_line(text, parent)
-        if found is not None:
-            return found
-    loose = re.compile(rf"(^|[\s{{,.]){_key_pattern(key)}\s*=")
-    for number, line in enumerate(lines):
-        if loose.search(line):
-            return number + 1
-    return start + 1 if start is not None and start >= 0 else None
-
-
-def _toml_error_position(exc: Exception) -> int | None:
-    """The line of a TOMLDecodeError (attribute on 3.14+, else parsed from the message)."""
-    import re
-
-    line = getattr(exc, "lineno", None)
-    if isinstance(line, int):
-        return line
-    match = re.search(r"line (\d+)", str(exc))
-    return int(match.group(1)) if match else None
-
-
 def _parse(check: _FileCheck, data: bytes) -> dict | None:
     try:
         text = data.decode("utf-8-sig")
@@ -207,22 +136,11 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        from wrapagent.hooks.toml_lines import toml_error_line
+
         message = str(exc)
-        check.error(None, f"invalid TOML: {message}", line=_toml_error_position(exc))
+        check.error(None, f"invalid TOML: {message}", line=toml_error_line(exc))
         return None
-
-
-def _read(path: str | Path) -> tuple[bool, bytes | None, str | None]:
-    """(exists, content, error). One open() when the file is missing: no stat dance."""
-    try:
-        with open(path, "rb") as handle:
-            return True, handle.read(), None
-    except (FileNotFoundError, NotADirectoryError):
-        return False, None, None
-    except IsADirectoryError:
-        return True, None, "is a directory, not a file"
-    except OSError as exc:
-        return True, None, f"cannot read: {exc.strerror or exc}"
 
 
 # --------------------------------------------------------------------------- value checks
@@ -274,7 +192,7 @@ def _check_table(check: _FileCheck, value: Any, key: str, parts: tuple) -> dict 
 # --------------------------------------------------------------------------- hooks.toml
 
 
-class _HooksFile:
+class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
@@ -369,7 +287,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
     if builtin is not None:
         known = _builtin_names()
         if known is not None and builtin not in known:
-            hint = _did_you_mean(builtin, known)
+            hint = _did_you_mean(builtin, known) or f" (known: {', '.join(known)})"
             check.error(f"{prefix}builtin", f"unknown built-in guard {builtin!r}{hint}", (*parts, "builtin"))
         else:
             try:
@@ -394,7 +312,14 @@ def _parse_guards(check: _FileCheck, value: Any) -> tuple[GuardSpec, ...]:
     if not isinstance(value, list):
         check.error("prompt_guard", f"expected an array of tables ([[prompt_guard]]), got {_type_name(value)}", ("prompt_guard",))
         return ()
-    guards = [g for g in (_parse_guard(check, i, item) for i, item in enumerate(value)) if g is not None]
+    guards = []
+    for i, item in enumerate(value):
+        before = len(check.problems)
+        guard = _parse_guard(check, i, item)
+        if guard is not None:
+            guards.append(guard)
+        else:  # that entry is skipped, with its errors; the rest of the file stays in use
+            check.entry_errors.extend(p for p in check.problems[before:] if p.severity == "error")
     seen: set[str] = set()
     for index, guard in enumerate(guards):
         if guard.name in seen:
@@ -403,7 +328,7 @@ def _parse_guards(check: _FileCheck, value: Any) -> tuple[GuardSpec, ...]:
     return tuple(guards)
 
 
-def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _HooksFile:
+def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> HooksFile:
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] | None = None
     checkpoints: dict[str, Any] = {}
@@ -432,7 +357,7 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> _Ho
         else:
             hint = _did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
-    parsed = _HooksFile(lifecycle, guards)
+    parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
     parsed.stop_check = stop_check
     return parsed
@@ -542,60 +467,107 @@ def _parse_config_file(check: _FileCheck, data: dict) -> PreSessionHook | None:
 # --------------------------------------------------------------------------- loading
 
 
-def _default_trust(env: Mapping[str, str]) -> Callable[[Path, bytes], bool] | None:
+def parse_hooks_bytes(path: str | Path, data: bytes, *, is_project: bool) -> tuple[HooksFile | None, tuple[Problem, ...]]:
+    """What a hooks.toml's bytes define, and its problems: the ONE parse.
+
+    The loader and `wrapagent trust`'s review both call this, so the review
+    shows exactly what the loader would use (the same BOM handling, the same
+    keys taken, the same errors).
+    """
+    check = _FileCheck(path)
+    parsed = _parse(check, data)
+    value = _parse_hooks_file(check, parsed, is_project=is_project) if parsed is not None else None
+    return value, tuple(check.problems)
+
+
+def _default_trust(env: Mapping[str, str]) -> Callable[[Path, bytes], object]:
+    from wrapagent.hooks.trust import TrustStore
+
+    return TrustStore(env=env).check
+
+
+def _trust_state(trust: Callable[[Path, bytes], object], path: str, data: bytes, check: _FileCheck) -> str:
+    """trusted, changed or untrusted, for exactly `data`; anything unsure is untrusted."""
+    from pathlib import Path
+
     try:
-        from wrapagent.hooks.trust import TrustStore
-    except ImportError:
-        return None
-    return TrustStore(env=env).is_trusted
+        answer = trust(Path(path), data)
+    except Exception as exc:  # a broken trust store must not run untrusted hooks
+        check.warning(None, f"could not check trust ({exc}); project hooks skipped")
+        return "untrusted"
+    if answer is True or answer == "trusted":
+        return "trusted"
+    return "changed" if answer == "changed" else "untrusted"
 
 
-def _load_layer(kind: str, path: str, parse: Callable[[_FileCheck, dict], Any], trust=None):
-    """(Layer, parsed value or None). `trust` is called for project files only."""
-    exists, data, read_error = _read(path)
+def _read_global(path: str) -> tuple[bool, bytes | None, str | None]:
+    if not os.path.lexists(path):  # the common case, without importing the reader
+        return False, None, None
+    from wrapagent.hooks.config_read import read_config_file
+
+    return read_config_file(path)
+
+
+def _read_project(root: str) -> tuple[bool, bytes | None, str | None]:
+    # Safe to look first: a file missing here is simply not used; one that is
+    # there is read once and trusted (or not) on the bytes read.
+    if not os.path.lexists(os.path.join(root, ".wrapagent")):
+        return False, None, None
+    from wrapagent.hooks.config_read import read_project_hooks
+
+    return read_project_hooks(root)
+
+
+def _load_layer(kind: str, path: str, read: Callable[[], tuple], parse: Callable[[_FileCheck, dict], Any],
+                trust=None):
+    """(Layer, parsed value or None). `trust` (project files only) sees the bytes that are then parsed.
+
+    With `trust` given, only "trusted" uses the file: a file that could not be
+    checked, or appeared between two looks, is not used.
+    """
+    exists, data, read_error = read()
     check = _FileCheck(path)
     if not exists:
         return Layer(kind, str(path), False, False, None, ()), None
     if read_error is not None:
         check.error(None, read_error)
         return Layer(kind, str(path), True, False, None, tuple(check.problems)), None
-    trusted: bool | None = None
-    if trust is not None:
-        from pathlib import Path
-
-        try:
-            trusted = bool(trust(Path(path), data))
-        except Exception as exc:  # a broken trust store must not run untrusted hooks
-            check.warning(None, f"could not check trust ({exc}); project hooks skipped")
-            trusted = False
+    state = None if trust is None else _trust_state(trust, path, data, check)
+    trusted = None if state is None else state == "trusted"
     parsed_data = _parse(check, data)
     value = parse(check, parsed_data) if parsed_data is not None else None
     used = not check.has_errors and trusted is not False
-    return Layer(kind, str(path), True, used, trusted, tuple(check.problems)), (value if used else None)
+    in_line_order = sorted(check.problems, key=lambda p: p.line or 0)  # stable: unlined ones keep their place
+    layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state)
+    return layer, (value if used else None)
 
 
 def load_config(
     project_root: str | Path,
     *,
     env: Mapping[str, str] | None = None,
-    is_trusted: Callable[[Path, bytes], bool] | None = None,
+    is_trusted: Callable[[Path, bytes], bool | str] | None = None,
 ) -> Config:
     """Read, validate and merge every layer for `project_root`. Never raises for file contents."""
     from wrapagent.paths import global_config_path, global_hooks_path, project_hooks_path
 
     env = os.environ if env is None else env
-    project_path = project_hooks_path(project_root)
-
+    hooks_path, config_path = global_hooks_path(env), global_config_path(env)
     global_layer, global_hooks = _load_layer(
-        LAYER_GLOBAL_HOOKS, global_hooks_path(env), lambda c, d: _parse_hooks_file(c, d, is_project=False)
+        LAYER_GLOBAL_HOOKS, hooks_path, lambda: _read_global(hooks_path),
+        lambda c, d: _parse_hooks_file(c, d, is_project=False),
     )
-    config_layer, pre_session = _load_layer(LAYER_GLOBAL_CONFIG, global_config_path(env), _parse_config_file)
+    config_layer, pre_session = _load_layer(
+        LAYER_GLOBAL_CONFIG, config_path, lambda: _read_global(config_path), _parse_config_file
+    )
 
-    trust = is_trusted
-    if trust is None and os.path.lexists(project_path):
-        trust = _default_trust(env)
+    # The project layer is read first, then trust is asked about those bytes:
+    # no look before the read that a file appearing meanwhile could slip past.
+    root = os.fspath(project_root)
     project_layer, project_hooks = _load_layer(
-        LAYER_PROJECT_HOOKS, project_path, lambda c, d: _parse_hooks_file(c, d, is_project=True), trust
+        LAYER_PROJECT_HOOKS, project_hooks_path(root), lambda: _read_project(root),
+        lambda c, d: _parse_hooks_file(c, d, is_project=True),
+        is_trusted if is_trusted is not None else (lambda p, d: _default_trust(env)(p, d)),
     )
 
     lifecycle: dict[str, LifecycleHook] = {}

@@ -16,8 +16,17 @@ EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
 WAITING_FOR_INPUT = "waiting_for_input"
 """Fired (in its own thread) each time the agent goes quiet after a user submission."""
 DEFAULT_SESSION_COMPLETE = (
+    "cd {sessions_root} && git --git-dir=.git --work-tree=. add -- {session_id}/"
+    " && git --git-dir=.git --work-tree=. commit -q --allow-empty -m 'session {session_id} complete' -- {session_id}/"
+)
+"""What the default session_complete does, as a command. wrapagent runs it in-process
+(session/sessions_repo.py) through its git helper, so nothing inherited from a git hook
+(`GIT_DIR`, `GIT_INDEX_FILE`) reaches it; as text it names the repository (`--git-dir`: no
+upward discovery past a damaged `.git`) and commits only the session's folder."""
+LEGACY_DEFAULT_SESSION_COMPLETE = (
     "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
 )
+"""The default before it named the repository; copied verbatim into a config it means the default."""
 DEFAULT_LIFECYCLE_TIMEOUT = 30.0
 DEFAULT_WAITING_TIMEOUT = 10.0
 DEFAULT_GUARD_TIMEOUT = 10.0
@@ -127,11 +136,15 @@ class Layer(Frozen):
     """One file wrapagent looked at, and what came of it.
 
     `used` is True when the file exists, has no errors, and is not untrusted.
-    `trusted` is None for global files (always trusted) and when trust could
-    not be determined.
+    `trusted` is None for global files (always trusted) and for a project
+    file that was not read (missing, a link, not a regular file, too big).
+    `trust` says why a project file is untrusted ("untrusted", or "changed"
+    since it was trusted), decided on the bytes the loader read: nobody
+    needs to read the file again to say so.
     """
 
-    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems")
+    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust")
+    _defaults = {"trust": None}
 
     kind: str  # "global-hooks" | "global-config" | "project-hooks"
     path: str
@@ -139,6 +152,7 @@ class Layer(Frozen):
     used: bool
     trusted: bool | None
     problems: tuple[Problem, ...]
+    trust: str | None  # "trusted" | "untrusted" | "changed" | None (not checked)
 
 
 class CheckpointSettings(Frozen):

@@ -145,7 +145,7 @@ args = { max_bytes = 4000 }
 # the record to the sessions repository; `enabled = false` turns that off.
 # [session_complete]
 # enabled = true
-# command = "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
+# command = "cd {sessions_root} && git --git-dir=.git --work-tree=. add -- {session_id}/ && git --git-dir=.git --work-tree=. commit -q --allow-empty -m 'session {session_id} complete' -- {session_id}/"
 # timeout_secs = 30
 """
 

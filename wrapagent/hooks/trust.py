@@ -2,13 +2,26 @@
 
 A project hooks file runs shell commands around every agent session, so a
 freshly cloned repository must not get to run its file on the user's first
-`codex`. The user reviews the file and trusts it with `wrapagent trust`; the
-store (`$XDG_STATE_HOME/wrapagent/trust.json`) pins the file's resolved
-absolute path and the sha256 of its content, so any edit needs trust again.
+`codex`. The user reviews the file and trusts it with `wrapagent trust`.
 
-Trusting needs the user at a terminal (`wrapagent.commands.trust`). This is
-a speed bump, not a sandbox: anything running as the user can still write
-`trust.json` itself.
+What is trusted is exactly what was reviewed, where it was reviewed: the
+store (`$XDG_STATE_HOME/wrapagent/trust.json`) keys an entry by
+`<project root>/.wrapagent/hooks.toml` (the project root with its links
+resolved, the two last parts as they are: the loader never follows a link
+there, `config_read`) and pins the sha256 of the bytes shown. So any edit
+needs trust again, and a repository whose `.wrapagent` (or `hooks.toml`) is a
+link to a neighbour's trusted file (`../good/.wrapagent`, which survives
+`git clone`) borrows nothing: the link is refused, and its own path was
+never trusted anyway.
+
+Entries written before (keyed by the hooks file's resolved path) are the same
+key for an unlinked project file, so they keep working unchanged; an entry
+that was reached through a link matches no file the loader will use.
+
+Trust pins the TOML, not the scripts its commands call. Trusting needs the
+user at a terminal (`wrapagent.commands.trust`); that refusal is a speed
+bump, not a sandbox: anything running as the user can still write
+`trust.json` itself, or the global config.
 
 The store fails closed: a missing, unreadable or corrupt file means nothing
 is trusted (with a warning), never an exception in the config loader.
@@ -18,27 +31,42 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 from wrapagent import paths
+from wrapagent.values import Frozen
+
+TYPE_CHECKING = False  # typing and dataclasses cost ~10-15 ms each: this runs before the tool starts
+if TYPE_CHECKING:
+    from typing import Callable, Mapping
 
 STORE_VERSION = 1
 TRUSTED, UNTRUSTED, CHANGED = "trusted", "untrusted", "changed"
 EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
 
 
-@dataclass(frozen=True)
-class TrustEntry:
-    path: str  # resolved absolute path of the hooks file
+class TrustEntry(Frozen):
+    __slots__ = ("path", "sha256", "trusted_at")
+
+    path: str  # <project root>/.wrapagent/hooks.toml (see trust_key)
     sha256: str  # of the exact bytes the user reviewed
     trusted_at: str  # ISO 8601, UTC
 
 
 def trust_key(file: str | os.PathLike[str]) -> str:
-    """The store key: absolute, symlinks resolved, so one file has one entry."""
-    return os.path.realpath(file)
+    """The store key: `<project root, links resolved>/.wrapagent/hooks.toml`.
+
+    Only the project root is resolved: `.wrapagent` and `hooks.toml` stay as
+    written, so a link there cannot lead to another project's key. A path
+    that is no project hooks file keeps the old key (its resolved path), so
+    an old entry can still be revoked by its path.
+    """
+    from wrapagent.hooks.config_read import PROJECT_DIR, PROJECT_FILE, project_root_of_hooks_file
+
+    root = project_root_of_hooks_file(os.fspath(file))
+    if root is None:
+        return os.path.realpath(file)
+    return os.path.join(os.path.realpath(root), PROJECT_DIR, PROJECT_FILE)
 
 
 def content_sha256(content: bytes) -> str:

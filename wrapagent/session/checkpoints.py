@@ -25,17 +25,18 @@ from __future__ import annotations
 
 import os
 import time
+
+from wrapagent import gitcmd
+
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
-    import subprocess
     from pathlib import Path
     from typing import Mapping, Sequence
 
 REF_PREFIX = "refs/wrapagent/checkpoints/"
 OVER_BUDGET_MARK = "over-budget"  # in $GIT_DIR/wrapagent/: the last snapshot here ran out of time
 OVER_BUDGET_RETRY_SECS = 24 * 3600
-IDENTITY = {"GIT_AUTHOR_NAME": "wrapagent", "GIT_AUTHOR_EMAIL": "wrapagent@localhost",
-            "GIT_COMMITTER_NAME": "wrapagent", "GIT_COMMITTER_EMAIL": "wrapagent@localhost"}
+IDENTITY = gitcmd.IDENTITY
 
 
 def _unlink(path: str) -> None:
@@ -53,47 +54,29 @@ class BudgetExceeded(CheckpointError):
     """A git step did not finish within the snapshot's time budget."""
 
 
-def _git_env(base: Mapping[str, str] | None, index: str | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    # A wrapped session may run inside a git hook or a `git rebase -x`: these
-    # would point git at another repository or index.
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_IMPLICIT_WORK_TREE",
-                "GIT_NAMESPACE", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE"):
-        env.pop(var, None)
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
-    env.update(IDENTITY)
-    if index is not None:
-        env["GIT_INDEX_FILE"] = index
-    return env
-
-
 def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
         index: str | None = None, deadline: float | None = None, input: bytes | None = None,
-        check: bool = True) -> subprocess.CompletedProcess:
-    """Run `git -C root args…` quietly; with `deadline` (monotonic) kill it when time is up
-    (session/bounded_run.py: its own session, the whole group killed on the deadline)."""
-    import subprocess
+        check: bool = True, git_dir: str | None = None) -> gitcmd.Result:
+    """Run git on the work tree at `root` (and `git_dir`, once known) through wrapagent/gitcmd.py.
 
-    from wrapagent.session.bounded_run import run_bounded
-
-    timeout = None
-    if deadline is not None:
-        timeout = deadline - time.monotonic()
-        if timeout <= 0:
-            raise BudgetExceeded("no time left in the snapshot budget")
-    argv = ["git", "-C", str(root), *args]
+    A wrapped session may run inside a git hook or a `git rebase -x`: gitcmd
+    drops the variables that would point git at another repository or index,
+    and runs none of the user's hooks (`post-index-change` and
+    `reference-transaction` would otherwise fire on every snapshot). With
+    `deadline` (monotonic) git's process group is killed when time is up and
+    the temporary pack it was writing (`objects/pack/tmp_pack_*`: a large
+    untracked file is streamed into one) is removed with it.
+    """
     try:
-        code, out, err = run_bounded(argv, timeout=timeout, env=_git_env(env, index), input=input)
-    except TimeoutError:
-        raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget") from None
-    except OSError as exc:
-        raise CheckpointError(f"cannot run git: {exc}") from None
-    proc = subprocess.CompletedProcess(argv, code, out, err)
-    if check and proc.returncode != 0:
-        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise CheckpointError(f"`git {args[0]}` failed: {msg[-1] if msg else proc.returncode}")
-    return proc
+        return gitcmd.run(root, args, git_dir=git_dir, work_tree=root if git_dir else None, index=index,
+                          deadline=deadline, input=input, check=check, identity=True, base_env=env)
+    except gitcmd.GitTimeout as exc:
+        if not exc.started:
+            raise BudgetExceeded("no time left in the snapshot budget") from None
+        removed = f" (removed the {len(exc.removed)} temporary file(s) it left)" if exc.removed else ""
+        raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget{removed}") from None
+    except gitcmd.GitError as exc:
+        raise CheckpointError(str(exc) if exc.code is not None else f"cannot run git: {exc}") from None
 
 
 class Repo:
@@ -120,8 +103,8 @@ class Repo:
             return None
         return cls(lines[0], lines[1], env)
 
-    def run(self, args: Sequence[str], **kw) -> subprocess.CompletedProcess:
-        return git(self.top, args, env=self.env, **kw)
+    def run(self, args: Sequence[str], **kw) -> gitcmd.Result:
+        return git(self.top, args, env=self.env, git_dir=self.git_dir, **kw)
 
     def rev(self, name: str, deadline: float | None = None) -> str | None:
         proc = self.run(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], check=False,
@@ -329,11 +312,12 @@ def diff_stat(info: Mapping[str, object], env: Mapping[str, str] | None = None) 
                      before, after]).stdout.decode("utf-8", "replace")
 
 
-def diff_argv(info: Mapping[str, object], stat: bool, env: Mapping[str, str] | None = None) -> list[str]:
-    """The `git diff` command that shows the session's changes (run with the user's terminal)."""
+def diff_args(info: Mapping[str, object], stat: bool,
+              env: Mapping[str, str] | None = None) -> tuple[Repo, list[str]]:
+    """The repository and `git diff` arguments that show the session's changes (run on the user's terminal)."""
     before, after = _session_commits(info)
     repo = open_repo(info, env)
-    return ["git", "-C", repo.top, "diff", *(["--stat"] if stat else []), before, after]
+    return repo, ["diff", *(["--stat"] if stat else []), before, after]
 
 
 class UndoConflict(CheckpointError):

@@ -64,28 +64,34 @@ def _session_complete(live: Live, hook, exit_code: int | None):
     import contextlib
 
     from wrapagent.hooks.hook_runner import run_lifecycle
-    from wrapagent.session.records import amend_session_commit, commit_lock, ensure_repo
+    from wrapagent.session import sessions_repo
 
     record = live.record
     root = record.root
+    default = sessions_repo.is_default_command(hook.command)
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(commit_lock(root))
+            stack.enter_context(sessions_repo.commit_lock(root))
         except (OSError, TimeoutError) as exc:
             record.warn(f"session_complete runs without the commit lock: {exc}")
         try:
-            ensure_repo(root)  # under the lock: two first sessions race
+            note = sessions_repo.ensure_repo(root)  # under the lock: two first sessions race
+            if note:
+                record.warn(note)
         except Exception as exc:
             record.warn(f"cannot initialise the sessions repository: {exc}")
-        result = run_lifecycle(hook, live.ctx, base_env=live.env, log=record.log,
-                               exit_code=exit_code)
-        if hook.source != "<default>" or not result.ok():
+        if not default:
+            return run_lifecycle(hook, live.ctx, base_env=live.env, log=record.log, exit_code=exit_code)
+        # In-process: no shell, and every git call names the sessions repository (gitcmd).
+        result = sessions_repo.run_default_session_complete(hook, live.ctx, log=record.log)
+        if not result.ok():
+            record.uncommitted = True  # its marker stays: the next session's sweep commits it
             return result
         # The record now gets the commit's own outcome; fold that into the
         # same commit so the repository stays clean.
         record.add_hook(result.to_record())
         record.save()
-        amend_session_commit(root, record.id)
+        sessions_repo.amend_session_commit(root, record.id)
         return None
 
 

@@ -76,22 +76,20 @@ def load_config(launch: Launch):
         cfg = launch.opts.config_factory(launch.project_root, launch.env)
     else:
         cfg = config_mod.load_config(launch.root_str, env=launch.env)
+    unused = {layer.path for layer in cfg.layers if not layer.used}
     for problem in cfg.problems:
         level = "error" if problem.severity == "error" else "warning"
-        suffix = " (this file's hooks are not used)" if problem.severity == "error" else ""
+        suffix = ("" if problem.severity != "error" else " (this file's hooks are not used)"
+                  if problem.path in unused else " (that prompt guard is skipped)")
         stderr_line(f"wrapagent: config {level}: {problem}{suffix}")
     for layer in cfg.layers:
         if layer.exists and layer.trusted is False:
             from pathlib import Path
 
-            from wrapagent.hooks.trust import TrustStore, untrusted_notice
+            from wrapagent.hooks.trust import untrusted_notice
 
-            path = Path(layer.path)
-            try:
-                changed = TrustStore(env=launch.env).check(path, path.read_bytes()) == "changed"
-            except OSError:
-                changed = False
-            stderr_line(untrusted_notice(path, changed=changed))
+            # Decided on the bytes the loader read: the file is not read again.
+            stderr_line(untrusted_notice(Path(layer.path), changed=layer.trust == "changed"))
     if launch.opts.strict and cfg.has_errors:
         raise WrapagentError("invalid configuration (--strict): fix the errors above", 2)
     return cfg

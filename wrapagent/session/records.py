@@ -23,7 +23,6 @@ from wrapagent.session.ids import new_session_id
 
 RECORD_NAME = "session.json"
 LOG_NAME = "session.log"
-COMMIT_LOCK_NAME = ".commit.lock"
 RUNNING_DIR = ".running"
 """`<sessions root>/.running/<id>.lock`: one marker per live session, removed when it ends.
 
@@ -67,6 +66,9 @@ class Session:
         self.record = record
         self._log = None
         self._t0 = time.monotonic()
+        self.uncommitted = False
+        """The default session_complete could not commit: the running marker stays, so the
+        next session's sweep commits this record (its wrapagent gone by then)."""
 
     @classmethod
     def create(cls, *, tool: str, transport: str, argv: Sequence[str], executable: str,
@@ -180,86 +182,14 @@ class Session:
         self.save()
 
     def close(self) -> None:
-        """The session is over (whatever its state): close the log and drop the running marker."""
+        """The session is over (whatever its state): close the log and drop the running marker
+        (kept when the record could not be committed: the next session's sweep commits it)."""
         if self._log is not None:
             self._log.close()
             self._log = None
-        with contextlib.suppress(OSError):
-            self.running_marker.unlink()
-
-
-def ensure_repo(root: Path) -> None:
-    """Make the sessions root a git repository with its own committer identity.
-
-    The default session_complete hook commits there; a machine without a
-    global git identity must not make that fail.
-    """
-    root.mkdir(parents=True, exist_ok=True)
-    if (root / ".git").exists():
-        return
-    import subprocess  # ~10 ms: at exit, not before the tool starts
-
-    env = git_env()
-    subprocess.run(["git", "init", "-q", str(root)], check=True, env=env,
-                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    for key, value in (("user.name", "wrapagent"), ("user.email", "wrapagent@localhost"),
-                       ("commit.gpgsign", "false"), ("core.hooksPath", "/dev/null")):
-        subprocess.run(["git", "-C", str(root), "config", key, value], check=True, env=env,
-                       stdin=subprocess.DEVNULL)
-    (root / ".gitignore").write_text("*.lock\n.*.tmp\n")
-    # Commit it at once, so the repository starts clean and `git status`
-    # there only ever shows sessions.
-    for cmd in (["add", ".gitignore"], ["commit", "-q", "-m", "sessions repository"]):
-        subprocess.run(["git", "-C", str(root), *cmd], check=True, env=env,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-
-
-def amend_session_commit(root: Path, session_id: str) -> None:
-    """Add the final record to the commit the default session_complete just made.
-
-    Called under the commit lock right after that hook succeeded, so HEAD is
-    this session's commit; `--amend -- <dir>` takes the session's files as
-    they are now, in one git call (this runs after the tool exited, while
-    the user waits for their prompt).
-    """
-    import subprocess
-
-    subprocess.run(["git", "-C", str(root), "commit", "-q", "--amend", "--no-edit", "--",
-                    f"{session_id}/"], env=git_env(), stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat")
-    return env
-
-
-@contextlib.contextmanager
-def commit_lock(root: Path, timeout: float = 60.0) -> Iterator[None]:
-    """Serialises session_complete across wrapagent processes: two sessions ending at once both commit.
-
-    A plain `flock(2)` on a file in the sessions root (released by the kernel
-    if wrapagent dies). Not the `filelock` package here: importing it costs
-    ~50 ms (it pulls in asyncio and typing), paid after every session while
-    the user waits for their prompt; the trust store, off the hot path, uses it.
-    """
-    import fcntl
-
-    fd = os.open(root / COMMIT_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"{root / COMMIT_LOCK_NAME} is held by another session") from None
-                time.sleep(0.02)
-        yield
-    finally:
-        os.close(fd)  # closing the fd releases the lock
+        if not self.uncommitted:
+            with contextlib.suppress(OSError):
+                self.running_marker.unlink()
 
 
 def load_record(session_dir: Path) -> dict[str, Any] | None:
@@ -336,50 +266,46 @@ def sweep_abandoned(root: Path, own_id: str, *, log: Callable[[str], None] = lam
 
     Under the commit lock, so two sessions starting at once do not both
     commit the same record, and no session_complete commits half of it.
-    A marker whose record already ended (wrapagent killed after saving it)
-    is simply dropped.
+    A `finished` (or `blocked`) record whose wrapagent died before its
+    session_complete commit (SIGKILL during the commit) is committed here;
+    one whose wrapagent still runs is left to it. Either way its marker goes.
     """
     candidates = running_markers(root, own_id)
     if not candidates:
         return []
+    from wrapagent.session import sessions_repo
+
     found: list[str] = []
-    with commit_lock(root):
+    ended: list[str] = []
+    drop: list[str] = []
+    with sessions_repo.commit_lock(root):
         for sid in candidates:
             session_dir = root / sid
             record = load_record(session_dir)
-            if record is not None and record.get("state") == "running":
+            state = record.get("state") if record is not None else None
+            if state == "running":
                 if owner_alive(record):
                     continue
                 mark_abandoned(session_dir, record, by=own_id)
                 log(f"session {sid}: its wrapagent is gone; marked abandoned")
                 found.append(sid)
-            elif record is not None and record.get("state") == "abandoned":
+            elif state == "abandoned":
                 found.append(sid)  # marked by a sweep that could not commit it
+            elif state in ("finished", "blocked") and not owner_alive(record):
+                ended.append(sid)
             else:
-                with contextlib.suppress(OSError):
-                    (root / RUNNING_DIR / f"{sid}.lock").unlink()
+                drop.append(sid)
+        committed = sessions_repo.uncommitted(root, ended) if ended else []
+        if committed:
+            plural = "s" if len(committed) > 1 else ""
+            sessions_repo.commit_sessions(
+                root, committed, f"session{plural} {', '.join(committed)} complete "
+                                 f"(committed by session {own_id}: its wrapagent ended before committing)")
+            log(f"session{plural} {', '.join(committed)}: ended but not committed; committed now")
         if found:
-            _commit_sessions(root, found, f"session{'s' if len(found) > 1 else ''} "
-                                          f"{', '.join(found)} abandoned")
-            for sid in found:
-                with contextlib.suppress(OSError):
-                    (root / RUNNING_DIR / f"{sid}.lock").unlink()
-    return found
-
-
-def _commit_sessions(root: Path, session_ids: Sequence[str], message: str) -> None:
-    """Commit exactly these session folders (not whatever else is staged); raises on a git failure."""
-    import subprocess
-
-    ensure_repo(root)
-    dirs = [f"{sid}/" for sid in session_ids]
-    env = git_env()
-    subprocess.run(["git", "-C", str(root), "add", "--", *dirs], check=True, env=env,
-                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", message, "--", *dirs],
-                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # "nothing to commit" (an earlier sweep committed, then died) is fine; anything left is not.
-    left = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", *dirs], check=True,
-                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
-    if left.strip():
-        raise RuntimeError(f"could not commit {', '.join(dirs)} in {root}")
+            sessions_repo.commit_sessions(root, found, f"session{'s' if len(found) > 1 else ''} "
+                                                       f"{', '.join(found)} abandoned")
+        for sid in (*drop, *ended, *found):
+            with contextlib.suppress(OSError):
+                (root / RUNNING_DIR / f"{sid}.lock").unlink()
+    return found + committed

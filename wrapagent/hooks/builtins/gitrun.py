@@ -4,9 +4,11 @@ Built-ins run before the first user message is sent, on the user's
 repository, so a git call must never prompt, never hang and never describe
 the wrong tree:
 
-- git runs in its own session (no controlling terminal, so no `/dev/tty`
-  password prompt and no share of our SIGINT), with stdin from /dev/null,
-  prompts disabled, variables such as GIT_DIR removed, and a deadline;
+- git runs through wrapagent/gitcmd.py: its own session (no controlling
+  terminal, so no `/dev/tty` password prompt and no share of our SIGINT),
+  stdin from /dev/null, prompts disabled, variables such as GIT_DIR
+  removed, none of the user's hooks, and a deadline; `run()` does the same
+  for other programs (`jj`);
 - a failure (no repository, no git, a timeout) is None, never an exception;
 - repository discovery (`.git`, the per-worktree git directory, `.jj`) reads
   the disk instead of forking git.
@@ -29,46 +31,18 @@ class Record:
             setattr(self, name, value)
 
 
-# Variables that point git at another repository; inherited from a git hook or
-# a parent tool they would make us describe the wrong tree.
-_GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_PREFIX",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_NAMESPACE",
-    "GIT_SHALLOW_FILE",
-    "GIT_GRAFT_FILE",
-)
-
-_QUIET_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",
-    "GCM_INTERACTIVE": "never",
-    "GIT_ASKPASS": "",
-    "SSH_ASKPASS": "",
-    "GIT_PAGER": "cat",
-    "PAGER": "cat",
-    "GIT_OPTIONAL_LOCKS": "0",  # status must not rewrite the user's index
-    "LC_ALL": "C",  # stable, untranslated output to parse
-}
-
-_GIT_FLAGS = (
-    "-c", "core.quotepath=false",
-    "-c", "color.ui=false",
-    "-c", "log.showSignature=false",  # gpg would be slow and may prompt
-    "--no-pager",
+_GIT_CONFIG = (
+    "core.quotepath=false",
+    "color.ui=false",
+    "log.showSignature=false",  # gpg would be slow and may prompt
 )
 
 
 def quiet_env() -> dict[str, str]:
-    """Our environment without git location variables, with prompts and pagers off."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    env.update(_QUIET_ENV)
-    return env
+    """Our environment without git's location variables, with prompts and pagers off (wrapagent/gitcmd.py)."""
+    from wrapagent import gitcmd
+
+    return gitcmd.env()
 
 
 class Out(Record):
@@ -81,7 +55,7 @@ class Out(Record):
 def run(
     argv: Sequence[str], cwd: Path, deadline: float, *, limit: int | None = None
 ) -> Out | None:
-    """Run argv without a terminal; None when it cannot run or misses the deadline.
+    """Run a program other than git (`jj`) without a terminal; None when it cannot run or misses the deadline.
 
     Reads at most `limit` bytes (then kills the process) so a huge diff costs
     what we keep, not what git could print. Its own session means no
@@ -150,11 +124,21 @@ def run(
 def git(
     args: Sequence[str], root: Path, deadline: float, *, limit: int | None = None
 ) -> str | None:
-    """Stdout of a successful git command, else None (not a repo, no git, timeout)."""
-    out = run(("git", *_GIT_FLAGS, *args), root, deadline, limit=limit)
-    if out is None or out.code != 0:
+    """Stdout of a successful git command, else None (not a repo, no git, timeout).
+
+    Through wrapagent/gitcmd.py like every git call: discovery from `root`
+    with GIT_DIR & co. removed, none of the user's hooks, no prompt, and
+    at most `limit` bytes read (then git is killed).
+    """
+    from wrapagent import gitcmd
+
+    try:
+        out = gitcmd.run(root, args, deadline=deadline, limit=limit, config=_GIT_CONFIG)
+    except gitcmd.GitError:  # includes the timeout
         return None
-    return out.text
+    if out.code != 0:
+        return None
+    return out.stdout.decode("utf-8", "replace")
 
 
 def find_dot_git(start: Path) -> Path | None:
