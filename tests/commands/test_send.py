@@ -60,6 +60,13 @@ def test_the_default_is_the_newest_running_top_level_session(env: Env) -> None:
     assert env.find("01AA")["id"] == "01AAA"
 
 
+def test_inside_a_session_the_default_is_that_session(env: Env) -> None:
+    env.session("01AAA")
+    env.session("01BBB")
+    env.env["WRAPAGENT_SESSION_ID"] = "01AAA"       # a hook of 01AAA, or the agent inside it
+    assert env.find()["id"] == "01AAA"
+
+
 def test_a_piped_session_is_refused_as_not_interactive(env: Env) -> None:
     env.session("01AAA", mode="pipe")
     with pytest.raises(send_cmd.SendError, match="is not interactive"):

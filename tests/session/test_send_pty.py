@@ -200,3 +200,19 @@ def test_wait_timeout_leaves_the_message_queued(world: World) -> None:
     child.expect("MOCK-REPLY-2")                  # still delivered at the stop
     assert quit_demo(child) == 0
     assert world.messages() == ["first", "after the timeout"]
+
+
+def test_a_waiting_for_input_hook_sends_to_its_own_session(world: World) -> None:
+    """The README's example: the hook (here: at the first stop only) wakes the agent."""
+    command = (f'if [ {{turn}} = 1 ]; then {sys.executable} -m wrapagent send "CI is green"; fi; '
+               f"echo fired {{turn}} >> {world.events}")
+    world.hooks(f"[waiting_for_input]\ncommand = '''{command}'''\nquiet_secs = 2\n")
+    child = world.spawn()
+    ready(child)
+    socket_of(world)
+    submit(child, "watch CI")
+    child.expect("MOCK-REPLY-2")
+    world.wait_event("fired 2")
+    assert quit_demo(child) == 0
+    assert world.messages() == ["watch CI", "CI is green"]
+    assert agent_events(world)[:4] == ["message 1", "reply 1", "message 2", "reply 2"]

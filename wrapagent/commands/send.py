@@ -29,7 +29,8 @@ DESCRIPTION = """\
 Send TEXT (or stdin) to a running wrapped session: it becomes the agent's
 next user message, typed and submitted when the agent has stopped (as for
 waiting_for_input), the composer is empty and you are not typing. Several
-sends arrive in order, one per stop. By default: the newest running
+sends arrive in order, one per stop. By default: the session this runs in
+(a hook's or an agent's: WRAPAGENT_SESSION_ID), else the newest running
 top-level session of the current project."""
 
 EPILOG = """\
@@ -120,6 +121,10 @@ def find_session(ref: str | None, env: Mapping[str, str], cwd: Path) -> dict[str
     from wrapagent import paths
 
     project = paths.find_project_root(cwd)
+    own = env.get("WRAPAGENT_SESSION_ID")
+    if ref is None and own:
+        # A hook of a session, or the agent inside it: its own session, not whichever is newest.
+        ref = own
     if ref is None or ref.strip().lower() in ("last", "latest"):
         root = paths.sessions_root(project, env)
         running = [r for r in _running_in(root) if r.get("project_root") in (None, str(project))]
