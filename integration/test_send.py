@@ -100,7 +100,7 @@ def test_send(cli_env, tool):
     texts = mock.wait_for_turns(6, api=spec.api, timeout=spec.reply_timeout + 60, since=mark)
     assert texts[4:] == ["the user says this", "sent while typing"], mock.summary()
     term.wait_for("MOCK-REPLY-6", timeout=spec.reply_timeout)
-
+    term.wait_quiet(1.0, timeout=30)             # a quit key during the turn's end interrupts it instead
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)
     record = cli_env.sessions()[-1]
