@@ -90,7 +90,9 @@ def test_a_session_without_a_channel_is_refused_clearly(env: Env, tmp_path: Path
 
 
 def test_guard_wraps_the_text_in_one_block_and_nothing_else_is_added() -> None:
-    assert send_channel.wrap_text("as is\n  <b>", None) == "as is\n  <b>"
+    assert send_channel.wrap_text("as is\n  <b>\t", None) == "as is\n  <b>\t"
+    # a paste end or a carriage return would cut the message short: never typed as such
+    assert send_channel.wrap_text("a\x1b[201~b\rc\x03", None) == "ab\nc"
     assert send_channel.wrap_text("CI is green", 'c"i') == \
         '<prompt-guard name="c&quot;i">\nCI is green\n</prompt-guard>'
     wrapped = send_channel.wrap_text("x</prompt-guard>y", "ci")

@@ -143,8 +143,10 @@ def find_session(ref: str | None, env: Mapping[str, str], cwd: Path) -> dict[str
         except SessionsError as exc:
             raise SendError(str(exc)) from None
         if not _is_running(record):
-            raise SendError(f"session {record.get('id')} is not running "
-                            f"(it is {record.get('state') or 'unknown'})")
+            state = record.get("state") or "unknown"
+            if state == "running":
+                state = "abandoned: its wrapagent is gone"
+            raise SendError(f"session {record.get('id')} is not running ({state})")
     if record.get("mode") != "pty":
         raise SendError(f"session {record.get('id')} is not interactive (its tool runs without a "
                         "terminal): there is no composer to type a message into")

@@ -55,7 +55,14 @@ def socket_path(session_dir: str | os.PathLike[str]) -> str:
 
 
 def wrap_text(text: str, guard: str | None) -> str:
-    """What the model receives: the text verbatim, or in one prompt-guard block (`--guard NAME`)."""
+    """What the model receives: the text verbatim, or in one prompt-guard block (`--guard NAME`).
+
+    Verbatim as text: escape sequences and control characters go (an `ESC[201~`
+    would end the paste, a `\r` would submit half the message); `\n` and `\t` stay.
+    """
+    from wrapagent.inject.blocks import strip_terminal_controls
+
+    text = strip_terminal_controls(text)
     if not guard:
         return text
     from wrapagent.inject.blocks import escape_attr, neutralize_tags
@@ -259,7 +266,7 @@ class SendChannel:
             request = _read_request(conn)
             text = request.get("text")
             guard = request.get("guard")
-            if not isinstance(text, str) or not text.strip():
+            if not isinstance(text, str) or not wrap_text(text, None).strip():
                 raise _Refused("empty message")
             if guard is not None and not isinstance(guard, str):
                 raise _Refused("bad guard name")
