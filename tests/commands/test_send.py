@@ -225,3 +225,21 @@ def test_a_deep_session_folder_still_gets_its_socket(tmp_path: Path) -> None:
     sock.close()
     chan.close()
     assert not (deep / "send.sock").exists()
+
+
+def test_without_proc_a_deep_folder_binds_in_the_temp_folder_and_moves_in(tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    """macOS: no /proc; the socket is bound where the path is short, then renamed into place."""
+    monkeypatch.setattr(send_channel, "_has_proc", lambda: False)
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    chan, _, _ = channel(deep)
+    assert chan.open(), chan.error
+    path = deep / "send.sock"
+    assert stat.S_ISSOCK(path.stat().st_mode) and stat.S_IMODE(path.stat().st_mode) == 0o600
+    sock = send_channel.connect(deep, timeout=5)
+    sock.sendall(json.dumps({"text": "hi"}).encode() + b"\n")
+    assert json.loads(sock.makefile("rb").readline())["ok"] is True
+    sock.close()
+    chan.close()
+    assert not path.exists()

@@ -330,13 +330,35 @@ def _bind_private(path: str) -> socket.socket:
     """A listening-ready socket at `path`, mode 0600 from the first moment anyone could reach it.
 
     bind() gives the socket file the umask's mode, so it is bound inside a
-    fresh 0700 folder, chmod'ed, and only then renamed into place.
+    fresh 0700 folder, chmod'ed, and only then renamed into place. A session
+    folder too deep for sockaddr_un is reached through /proc on Linux; on
+    macOS the private folder goes to the (short) temporary folder instead,
+    on the same volume as the home folder, so the rename still works.
     """
-    import socket
     import tempfile
 
     folder = os.path.dirname(path)
-    private = tempfile.mkdtemp(prefix=".send-", dir=folder)  # mode 0700
+    fits = len(os.fsencode(os.path.join(folder, ".send-12345678", "s"))) < SUN_PATH_MAX
+    bases = [folder] if fits or _has_proc() else [tempfile.gettempdir(), folder]
+    error: OSError | None = None
+    for base in bases:
+        try:
+            return _bind_via(base, path)
+        except OSError as exc:
+            error = exc
+    assert error is not None
+    raise error
+
+
+def _has_proc() -> bool:
+    return os.path.isdir("/proc/self/fd")
+
+
+def _bind_via(base: str, path: str) -> socket.socket:
+    import socket
+    import tempfile
+
+    private = tempfile.mkdtemp(prefix=".send-", dir=base)  # mode 0700
     inner = os.path.join(private, "s")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -366,13 +388,12 @@ def _bind(sock: socket.socket, path: str) -> None:
     if len(os.fsencode(path)) < SUN_PATH_MAX:
         sock.bind(path)
         return
+    if not _has_proc():
+        raise OSError(f"socket path too long ({len(path)} bytes): {path}")
     # A deep state folder: on Linux the folder is reachable through a short /proc path.
     fd = os.open(os.path.dirname(path), os.O_RDONLY)
     try:
-        short = f"/proc/self/fd/{fd}/{os.path.basename(path)}"
-        if not os.path.isdir(f"/proc/self/fd/{fd}"):
-            raise OSError(f"socket path too long ({len(path)} bytes): {path}")
-        sock.bind(short)
+        sock.bind(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
     finally:
         os.close(fd)
 
