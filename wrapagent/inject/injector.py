@@ -610,6 +610,7 @@ class FirstMessageInjector:
         report = self.report
         if self.outgoing is not None:
             self.outgoing.cancel_all("the tool ended")
+            self.outgoing.close()
         if report.message > 1 and self.state in (ARMED, COMMAND):
             self.reports.remove(report)  # armed for a later message that never came
             return self.reports[0]
