@@ -20,13 +20,14 @@ ALLOWED = {
     # layer: layers (top-level names under wrapagent) it may import
     # `portable` is the one module of platform-specific calls (macOS vs Linux): every layer may use it.
     # `values` (frozen value classes, a leaf like `errors`) is shared by the adapters and the config.
+    # `visible` (text made safe to print, a leaf) is for whatever reaches the user's terminal.
     "proxy": {"proxy", "errors", "portable"},
     "inject": {"inject", "errors", "values"},
     # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`.
-    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values", "gitcmd"},
+    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd", "visible"},
+    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values", "gitcmd", "visible"},
     "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                 "gitcmd", "__init__"},
+                 "gitcmd", "visible", "__init__"},
 }
 
 

@@ -64,6 +64,10 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     except _Usage as exc:
         sys.stderr.write(f"wrapagent: {exc}\n")
         return 2
+    except BrokenPipeError:
+        # The reader went away (`wrapagent doctor --json | head -1`): stop
+        # quietly, as git does, with the status a SIGPIPE death gives.
+        return 141
     except Exception as exc:
         # `wrapagent.errors` is imported here, not up front: the launch path
         # raises it only on failure and every start saves its import.
@@ -71,7 +75,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
 
         if not isinstance(exc, WrapagentError):
             raise
-        sys.stderr.write(f"wrapagent: {exc.message}\n")
+        from wrapagent.visible import visible  # a tool name or path in the message is printed inert
+
+        sys.stderr.write(f"wrapagent: {visible(exc.message)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("wrapagent: interrupted\n")

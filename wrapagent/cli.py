@@ -168,9 +168,11 @@ def cmd_config(args: Sequence[str], *, strict: bool) -> int:
         if ns.json:
             import json
 
-            print(json.dumps(as_json(cfg), indent=2))
+            print(json.dumps(as_json(cfg), indent=2))  # ASCII: every hidden character a \u escape
         else:
-            print(describe(cfg))
+            from wrapagent.visible import visible
+
+            print(visible(describe(cfg)))  # a project file's commands and names, printed inert
         return 1 if cfg.has_errors else 0
     from wrapagent.hooks.starter_config import write_starter
 

@@ -117,16 +117,34 @@ def sessions_root_str(project_root: str | Path, env: Mapping[str, str] | None = 
     if override:
         return os.path.normpath(override)
     root = os.path.normpath(os.fspath(project_root))
-    digest = _sha256_hex(root.encode())[:8]
-    name = os.path.basename(root) or "root"
+    # The path's own bytes: a folder name that is not UTF-8 (Latin-1) comes
+    # as surrogate escapes, which a strict `encode()` refuses.
+    digest = _sha256_hex(os.fsencode(root))[:8]
+    name = _plain_name(os.path.basename(root)) or "root"
     return os.path.join(state_dir_str(env), "projects", f"{name}-{digest}")
+
+
+def _plain_name(name: str) -> str:
+    """A project folder's name as part of a state folder name: printable UTF-8 only.
+
+    The name is there for people (`ls`, `sessions path`); the hash tells
+    projects apart. A byte that is not UTF-8, a control, bidi or zero-width
+    character becomes `_`, so the state folder never carries them into a
+    listing, a shell's `cd $(wrapagent sessions path)` or a git path.
+    """
+    if name.isascii() and name.isprintable():
+        return name  # every usual name, without a look at each character
+    from wrapagent.visible import visible
+
+    return "".join(ch if visible(ch, keep="") == ch else "_" for ch in name)
 
 
 def make_session_dir(root: str | Path, session_id: str) -> str:
     """Create `<root>/<session_id>`; a WrapagentError that says what to fix if it cannot be.
 
-    Before the tool starts: an unwritable state folder must stop the launch
-    with one line, not a traceback after the tool's screen is up.
+    Checked before the tool starts: an unwritable state folder is one line
+    then (the tool runs without a record), not a traceback after the
+    tool's screen is up.
     """
     path = os.path.join(os.fspath(root), session_id)
     try:
@@ -135,9 +153,8 @@ def make_session_dir(root: str | Path, session_id: str) -> str:
         from wrapagent.errors import WrapagentError
 
         raise WrapagentError(
-            f"cannot create the session record folder {path}: {exc.strerror or exc}. Set "
-            "WRAPAGENT_SESSIONS_ROOT (or XDG_STATE_HOME) to a writable folder, or run with "
-            "--no-hooks (no record)") from None
+            f"cannot create the session record folder {path}: {exc.strerror or exc} (set "
+            "WRAPAGENT_SESSIONS_ROOT or XDG_STATE_HOME to a writable folder)") from None
     return path
 
 

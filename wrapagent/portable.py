@@ -224,6 +224,41 @@ def process_start_time(pid: int) -> "float | None":
     return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
+def process_start_key(pid: int) -> "str | None":
+    """An identity of process `pid`'s start that no wall-clock step moves; None when it is gone.
+
+    The epoch start time (`process_start_time`) is, on Linux, the current
+    boot time plus the start ticks, and the kernel moves the boot time with
+    every clock step (NTP after a resume, a VM migration): a live session
+    would look like a reused pid. Linux: the boot id and field 22 of
+    /proc/<pid>/stat (clock ticks since boot). macOS: psutil's create_time,
+    the start time the kernel stored when the process started
+    (kinfo_proc.p_starttime), which a later step does not rewrite.
+    """
+    if not DARWIN:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            ticks = stat[stat.rfind(b")") + 2:].split()[19].decode("ascii")
+            return f"{_boot_id()}:{ticks}"
+        except FileNotFoundError:
+            if os.path.isdir("/proc/self"):
+                return None  # Linux, and the process is gone
+        except (OSError, IndexError, UnicodeDecodeError):
+            pass
+    started = _psutil_start_time(pid)
+    return None if started is None else f"created:{started!r}"
+
+
+def _boot_id() -> str:
+    """This boot's id (ticks since boot repeat across boots); "boot" where the kernel has none."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            return f.read().strip().decode("ascii") or "boot"
+    except (OSError, UnicodeDecodeError):
+        return "boot"
+
+
 def _psutil_start_time(pid: int) -> "float | None":
     import psutil
 

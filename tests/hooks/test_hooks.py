@@ -109,7 +109,8 @@ def test_shell_parameter_syntax_and_escaped_braces_left_alone():
 
 def test_substitute_quotes_inside_single_and_double_quotes():
     assert substitute("echo 'a {v} b'", {"v": "x y"}) == "echo 'a ''x y'' b'"
-    assert substitute('echo "a {v} b"', {"v": "x y"}) == "echo \"a \"'x y'\" b\""
+    assert substitute('echo "a {v} b"', {"v": "x y"}) == 'echo "a x y b"'
+    assert substitute('echo "{v}"', {"v": 'a"$`\\'}) == 'echo "a\\"\\$\\`\\\\"'
     assert substitute("git commit -m 'session {v} complete'", {"v": "01J"}) == "git commit -m 'session '01J' complete'"
 
 
@@ -131,19 +132,21 @@ def test_hostile_values_are_never_executed(tmp_path, template):
         assert "SHOULD-NOT-APPEAR" not in out
 
 
-def test_here_document_bodies_are_left_alone(tmp_path):
+def test_here_document_bodies_get_the_value_and_run_nothing(tmp_path):
     canary = tmp_path / "canary"
     value = f"x\nEOF\ntouch {canary}\n$(touch {canary})"
-    for template in (
-        "cat <<EOF\n{v}\nEOF\nprintf '%s' {v}",
-        "cat <<-'E O'\n\t{v}\n\tE O\nprintf '%s' {v}",
-        "cat <<A <<\"B\"\n{v}\nA\n{v}\nB\nprintf '%s' {v}",
+    for template, body in (
+        ("cat <<EOF\n{v}\nEOF\nprintf '%s' {v}", value + "\n"),
+        ("cat <<-'E O'\n\t{v}\n\tE O\nprintf '%s' {v}", value + "\n"),
+        ("cat <<'EOF'\n{v}\nEOF\nprintf '%s' {v}", "{v}\n"),  # would end the document: left alone
+        ("cat <<A <<\"B\"\n{v}\nA\n{v}\nB\nprintf '%s' {v}", value + "\n"),  # cat reads the last one
+        ("cat <<A <<\"B\"\n{v}\nA\n[{v}]\nB\nprintf '%s' {v}", f"[{value}]\n"),
     ):
         command = substitute(template, {"v": value})
         assert command.endswith("printf '%s' " + _quoted(value)), command
         out = subprocess.run(["sh", "-c", command], capture_output=True, cwd=tmp_path, timeout=10).stdout.decode()
         assert not canary.exists(), command
-        assert out.startswith("{v}\n") and out.endswith(value)
+        assert out == body + value, (template, command, out)
     assert substitute("cat <<< {v}", {"v": "x y"}) == "cat <<< 'x y'"
     assert substitute("echo $((1<<2)) {v}", {"v": "x y"}) == "echo $((1<<2)) 'x y'"
 

@@ -66,8 +66,15 @@ def _pointer_to_home(dot_git: Path) -> None:
     dot_git.write_text(f"gitdir: {Path(os.environ['HOME']) / '.git'}\n")
 
 
-@pytest.mark.parametrize("damage", [_garbage_head, _empty_folder, _pointer_to_home],
-                         ids=["garbage HEAD", "empty .git folder", ".git file naming ~/.git"])
+def _branch_naming_a_missing_commit(dot_git: Path) -> None:
+    """Looks valid on disk (HEAD → an existing branch file); git disagrees."""
+    head = (dot_git / "HEAD").read_text().split(": ", 1)[1].strip()
+    (dot_git / head).write_text("0123456789abcdef0123456789abcdef01234567\n")
+
+
+@pytest.mark.parametrize("damage", [_garbage_head, _empty_folder, _pointer_to_home, _branch_naming_a_missing_commit],
+                         ids=["garbage HEAD", "empty .git folder", ".git file naming ~/.git",
+                              "branch naming a missing commit"])
 def test_damaged_sessions_repository_inside_a_dotfiles_home(dotfiles_home: dict, damage) -> None:
     """Before: git walked up from the sessions root to ~/.git and committed the session there,
     with the user's staged `.bashrc`. After: ~/.git is untouched, the damaged `.git` is kept
@@ -197,3 +204,53 @@ def test_a_snapshot_killed_at_its_budget_removes_the_pack_it_was_writing(tmp_pat
     assert (tmp_path / "started").exists()  # it did run and open its pack
     assert not ours.exists()
     assert theirs.exists()
+
+
+def test_the_disk_check_agrees_with_git_on_a_healthy_repository(tmp_path: Path) -> None:
+    """`looks_valid` (no fork, after every session) says yes only where git does too,
+    packed refs included; anything else is left to git (`state`)."""
+    from wrapagent.session import sessions_repo
+
+    root = tmp_path / "sessions"
+    assert not sessions_repo.looks_valid(root) and sessions_repo.state(root) == "missing"
+    sessions_repo.ensure_repo(root)
+    assert sessions_repo.looks_valid(root) and sessions_repo.state(root) == "ok"
+    git(root, "pack-refs", "--all")
+    assert not list((root / ".git" / "refs" / "heads").iterdir())
+    assert sessions_repo.looks_valid(root) and sessions_repo.state(root) == "ok"
+    _garbage_head(root / ".git")
+    assert not sessions_repo.looks_valid(root) and sessions_repo.state(root) == "damaged"
+
+
+def test_a_real_snapshot_over_budget_leaves_no_temporary_pack(tmp_path: Path) -> None:
+    """The issue's case: a large untracked file (here 8 GB, sparse: no disk used) is streamed
+    by `git add` into objects/pack/tmp_pack_*; the snapshot runs out of its budget while git
+    writes it. Before: the file stayed (every attempt); after: it is removed with the kill."""
+    import threading
+
+    from wrapagent.session import checkpoints
+
+    repo = make_repo(tmp_path / "repo")
+    with open(repo / "dump.bin", "wb") as f:
+        f.truncate(8 << 30)
+    pack_dir = repo / ".git" / "objects" / "pack"
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:  # proves the kill did hit git while it wrote its pack
+        while not done.is_set():
+            if pack_dir.is_dir():
+                seen.extend(p.name for p in pack_dir.iterdir() if p.name.startswith("tmp_pack_"))
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    info: dict = {"status": None}
+    try:
+        checkpoints.take(repo, "01TESTBUDGET", "before", info, budget=3.0)  # git needs ~a minute
+    finally:
+        done.set()
+        watcher.join()
+    assert info["status"] == "skipped" and "budget" in info["note"], info
+    assert seen, "git never started its temporary pack within the budget"
+    assert not [p.name for p in pack_dir.iterdir() if p.name.startswith("tmp_")]

@@ -102,7 +102,7 @@ def test_sigkilled_session_is_marked_abandoned_and_committed(tmp_path: Path, kil
 
     listing = subprocess.run([sys.executable, "-m", "wrapagent", "sessions", "list"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=WAIT).stdout
-    row = next(line for line in listing.splitlines() if line.startswith(sid))
+    row = next(line for line in listing.splitlines() if line.split() and sid.startswith(line.split()[0]))  # the shortest unique prefix
     assert row.split()[-2] == "abandoned"
 
 

@@ -107,18 +107,5 @@ def test_a_tool_that_cannot_start_still_gets_its_record(tmp_path: Path, run_wrap
     assert record["state"] == "finished" and record["exit_code"] == 127
 
 
-@pytest.mark.parametrize("hooks", ["", '[pre_run]\ncommand = "true"\n'], ids=["tool-first", "usual-order"])
-def test_an_unwritable_state_folder_stops_the_launch_with_one_line(tmp_path: Path, run_wrapagent,
-                                                                    hooks: str) -> None:
-    """Before the tool starts, in either order: what to fix, exit 1, no traceback, tool never run."""
-    if hooks:
-        write_hooks(hooks)
-    blocker = tmp_path / "state-is-a-file"
-    blocker.write_text("")
-    env = dict(os.environ, XDG_STATE_HOME=str(blocker))
-    child = run_wrapagent("sh", "-c", f"touch {tmp_path}/tool.ran", cwd=tmp_path, env=env)
-    assert child.finish() == 1
-    text = child.output.decode()
-    assert "cannot create the session record folder" in text and "WRAPAGENT_SESSIONS_ROOT" in text
-    assert "Traceback" not in text
-    assert not (tmp_path / "tool.ran").exists()
+# An unwritable state folder, in either order: tests/security/test_full_disk.py (the tool runs
+# without a record and wrapagent says so once; issue 20 §4).

@@ -35,6 +35,8 @@ from typing import IO, Any, Mapping, Sequence
 from wrapagent.commands.doctor_findings import ERROR, findings
 from wrapagent.commands.doctor_probe import PROBE_COLS, PROBE_ROWS, PROBE_TIMEOUT_SECS, probe
 from wrapagent.commands.doctor_report import render, render_probe
+from wrapagent import visible
+from wrapagent.session.records import dumps  # bytes that are not UTF-8: as in a record (`escaped`)
 
 VERSION_TIMEOUT_SECS = 10.0
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
@@ -452,19 +454,19 @@ def main(args: Sequence[str], *, out: IO[str] | None = None) -> int:
             sys.stderr.flush()
         result = probe(ns.probe, extra, timeout=timeout)
         if ns.json:
-            json.dump(result, out, indent=2, ensure_ascii=False)
-            out.write("\n")
+            out.write(visible.json_text(dumps(result)) + "\n")
         else:
             from wrapagent.commands.colour import enabled
 
+            # Escapes the screen itself; `sent` is a repr.
             out.write(render_probe(result, colour=enabled(out)))
         return 0 if result["ready"] else 1
     report = collect()
+    # Paths, tool versions, hook commands: whatever came from outside is printed inert.
     if ns.json:
-        json.dump(report, out, indent=2, ensure_ascii=False, default=str)
-        out.write("\n")
+        out.write(visible.json_text(dumps(report, default=str)) + "\n")
     else:
         from wrapagent.commands.colour import enabled
 
-        out.write(render(report, colour=enabled(out)))
+        out.write(render(visible.data(report), colour=enabled(out)))
     return 1 if any(f["level"] == ERROR for f in report["findings"]) else 0

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
 from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, project_records
-from wrapagent.session.records import LOG_NAME
+from wrapagent.session.records import LOG_NAME, dumps
+from wrapagent.visible import field as _cell
+from wrapagent.visible import json_text
+from wrapagent.visible import visible as visible_text  # the name other commands import from here
 
 INJECTED_STATUSES = ("delivered", "submitted")
 DEFAULT_LIMIT = 20
@@ -83,22 +86,13 @@ def format_injected(record: Mapping[str, Any]) -> str:
 
 def _project_name(record: Mapping[str, Any]) -> str:
     root = record.get("project_root")
-    return os.path.basename(root.rstrip("/")) or root if root else "-"
+    return os.path.basename(root.rstrip("/")) or root if isinstance(root, str) and root else "-"
 
-def visible_text(text: str) -> str:
-    """Text as is, except control characters (not newline or tab) shown as `\\xNN`.
-
-    Injected blocks are sanitised when built; this keeps an old or hand-edited
-    record from driving the user's terminal.
-    """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "\n\t" or not (code < 0x20 or 0x7F <= code < 0xA0):
-            out.append(ch)
-        else:
-            out.append(f"\\x{code:02x}")
-    return "".join(out)
+# Every field shown comes from a record, and a record holds what a cloned
+# repository chose (its folder's name), what the user typed and what hooks
+# said: all of it goes through `wrapagent.visible` (issue 20 §5). One-line
+# cells and fields through `_cell`, multi-line texts (the injected blocks,
+# the log) through `visible_text`, which keeps their newlines.
 
 def _summary(record: Mapping[str, Any]) -> dict[str, Any]:
     inj = record.get("injection") or {}
@@ -139,13 +133,13 @@ def render_list(records: Sequence[Mapping[str, Any]], total: int, *, filtered: b
     header = ("ID", "TOOL", "PROJECT", "STARTED", "DURATION", "EXIT", "INJECTED")
     rows = [header] + [
         (
-            prefixes.get(str(r.get("id")), str(r.get("id", "?"))),
-            str(r.get("tool", "?")),
-            _project_name(r),
-            format_time(r.get("started_at")),
-            format_duration(r.get("duration_s")),
-            format_exit(r),
-            format_injected(r),
+            _cell(prefixes.get(str(r.get("id")), str(r.get("id", "?")))),
+            _cell(r.get("tool", "?")),
+            _cell(_project_name(r)),
+            _cell(format_time(r.get("started_at"))),
+            _cell(format_duration(r.get("duration_s"))),
+            _cell(format_exit(r)),
+            _cell(format_injected(r)),
         )
         for r in records
     ]
@@ -173,8 +167,9 @@ def cmd_list(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
     if ns.limit and ns.limit > 0:
         records = records[: ns.limit]
     if ns.json:
-        json.dump([_summary(r) for r in records], out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        # Each entry as a record stores it (bytes that are not UTF-8 escaped, listed in its `escaped`).
+        entries = [json.loads(dumps(_summary(r), indent=None)) for r in records]
+        out.write(json_text(json.dumps(entries, indent=2, ensure_ascii=False)) + "\n")
     else:
         from wrapagent.commands.colour import enabled
         from wrapagent.commands.sessions_ids import unique_prefixes
@@ -201,9 +196,9 @@ def hook_rows(hooks: Sequence[Mapping[str, Any]], indent: str = "  ", *,
         code = h.get("exit_code")
         runs = h.get("runs")
         rows.append((
-            str(h.get("name", "?")) + (f" x{runs}" if isinstance(runs, int) and runs > 1 else ""),
-            str(h.get("kind", "?")),
-            "-" if code is None else str(code),
+            _cell(h.get("name", "?")) + (f" x{runs}" if isinstance(runs, int) and runs > 1 else ""),
+            _cell(h.get("kind", "?")),
+            "-" if code is None else _cell(code),
             format_duration(h.get("duration_s")),
             "yes" if h.get("timed_out") else "no",
         ))
@@ -213,7 +208,7 @@ def hook_rows(hooks: Sequence[Mapping[str, Any]], indent: str = "  ", *,
         if blocked_reason is not None and h.get("name") == "pre_run" and h.get("exit_code") == 2:
             lines.append(f"{indent}pre_run: refused the launch: {visible_text(blocked_reason or '(no reason given)')}")
         elif h.get("error"):
-            lines.append(f"{indent}{h.get('name')}: error: {visible_text(str(h['error']))}")
+            lines.append(f"{indent}{_cell(h.get('name'))}: error: {visible_text(str(h['error']))}")
     return lines
 
 
@@ -232,14 +227,15 @@ def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str |
     its text only when it differs from the first."""
     out: list[str] = []
     for inj in injections[1:]:
-        details = [str(inj.get("status") or "none")]
+        details = [_cell(inj.get("status") or "none")]
         if inj.get("at"):
-            details.append(f"at {format_time(inj['at'])}")
+            details.append(f"at {_cell(format_time(inj['at']))}")
         if inj.get("first_key_delay_ms") is not None:
-            details.append(f"first key held {inj['first_key_delay_ms']} ms")
+            details.append(f"first key held {_cell(inj['first_key_delay_ms'])} ms")
         message = inj.get("message") or 1
-        what = (f"Injection after reset, conversation {inj.get('conversation', '?')}" if message == 1 else
-                f"Injection for message {message} of conversation {inj.get('conversation', '?')}")
+        conversation = _cell(inj.get("conversation", "?"))
+        what = (f"Injection after reset, conversation {conversation}" if message == 1 else
+                f"Injection for message {_cell(message)} of conversation {conversation}")
         out.append(f"{what}: {', '.join(details)}")
         out.extend(f"  note: {visible_text(str(n))}" for n in inj.get("notes") or [])
         text = inj.get("text")
@@ -277,8 +273,8 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
         quiet = turn.get("quiet_at")
         waits = f", {turn['waits']} waits" if turn.get("waits") else ""
         # quiet_at is when the output went quiet; waiting_for_input fires quiet_secs after that
-        by = f" by {visible_text(str(turn['by']))}" if turn.get("by") else ""
-        out.append(f"  #{turn.get('n')}  submitted{by} {format_time(turn.get('at'))}"
+        by = f" by {_cell(turn['by'])}" if turn.get("by") else ""
+        out.append(f"  #{_cell(turn.get('n'))}  submitted{by} {_cell(format_time(turn.get('at')))}"
                    + (f", output quiet from +{_seconds_between(turn.get('at'), quiet)} (seen waiting "
                       f"quiet_secs later){waits}" if quiet else ", not seen waiting"))
     if total > TURNS_SHOWN:
@@ -317,11 +313,11 @@ def _sent_rows(record: Mapping[str, Any]) -> list[str]:
     out = ["", f"Sent (wrapagent send): {len(sent)} message(s), {delivered} delivered"]
     for item in sent:
         if item.get("delivered_at"):
-            how = f"delivered as turn {item.get('turn')} at {format_time(item.get('delivered_at'))}"
+            how = f"delivered as turn {_cell(item.get('turn'))} at {_cell(format_time(item.get('delivered_at')))}"
         else:
-            how = f"not delivered: {visible_text(str(item.get('not_delivered') or 'the session ended'))}"
-        deferred = f", deferred {item['deferred']}x" if item.get("deferred") else ""
-        out.append(f"  {how} (sent {format_time(item.get('at'))}{deferred}):")
+            how = f"not delivered: {_cell(item.get('not_delivered') or 'the session ended')}"
+        deferred = f", deferred {_cell(item['deferred'])}x" if item.get("deferred") else ""
+        out.append(f"  {how} (sent {_cell(format_time(item.get('at')))}{deferred}):")
         out.extend(f"    {visible_text(line)}" for line in str(item.get("text") or "").split("\n"))
     return out
 
@@ -331,10 +327,10 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
 
     inj = record.get("injection") or {}
     argv = record.get("argv") or []
-    out = [f"session {record.get('id')}"]
+    out = [f"session {_cell(record.get('id'))}"]
 
     def field(label: str, value: Any) -> None:
-        out.append(f"  {label:<11} {visible_text(str(value))}")
+        out.append(f"  {label:<11} {_cell(value)}")
 
     field("tool", f"{record.get('tool')} (transport {record.get('transport')}, mode {record.get('mode')})")
     field("argv", " ".join(shlex.quote(str(a)) for a in argv) if argv else "-")
@@ -360,15 +356,15 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     out.extend(history_lines(record))
 
     out.append("")
-    status = inj.get("status") or "none"
-    details = [f"path {inj.get('path') or '-'}", f"attempts {inj.get('attempts', 0)}"]
-    if inj.get("ready_after_s") is not None:
+    status = _cell(inj.get("status") or "none")
+    details = [f"path {_cell(inj.get('path') or '-')}", f"attempts {_cell(inj.get('attempts', 0))}"]
+    if isinstance(inj.get("ready_after_s"), (int, float)):
         details.append(f"ready after {inj['ready_after_s']:.2f}s")
     if inj.get("first_key_delay_ms") is not None:
-        details.append(f"first key held {inj['first_key_delay_ms']} ms")
+        details.append(f"first key held {_cell(inj['first_key_delay_ms'])} ms")
     out.append(f"Injection: {status} ({', '.join(details)})")
     if inj.get("at"):
-        out.append(f"  at {format_time(inj['at'])}")
+        out.append(f"  at {_cell(format_time(inj['at']))}")
     for note in inj.get("notes") or []:
         out.append(f"  note: {visible_text(str(note))}")
     text = inj.get("text")
@@ -402,7 +398,7 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     if log is None:
         out.append("Log: (none: nothing was logged)")
     else:
-        out.append(f"Log ({log_path}):")
+        out.append(f"Log ({_cell(log_path)}):")
         out.extend(f"  {visible_text(line)}" for line in log.rstrip("\n").split("\n"))
     return "\n".join(out) + "\n"
 
@@ -424,10 +420,10 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
         out.append("  checkpoints -")
         return out
     if info.get("status") != "taken" or not info.get("after"):
-        out.append(f"  checkpoints {info.get('status') or 'none'}: {visible_text(str(info.get('note') or '-'))}")
+        out.append(f"  checkpoints {_cell(info.get('status') or 'none')}: {_cell(info.get('note') or '-')}")
         return out
-    out.append(f"  checkpoints {info.get('before', '')[:12]} → {info.get('after', '')[:12]} "
-               f"({info.get('ref')}/…, in {info.get('repo')})")
+    out.append(f"  checkpoints {_cell(str(info.get('before', ''))[:12])} → {_cell(str(info.get('after', ''))[:12])} "
+               f"({_cell(info.get('ref'))}/…, in {_cell(info.get('repo'))})")
     from wrapagent.session import checkpoints
 
     try:
@@ -448,8 +444,9 @@ def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
         data = {k: v for k, v in record.items() if k != "_dir"}
         data["dir"] = record.get("_dir")
         data["log"] = log
-        json.dump(data, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        # The record's own JSON form (bytes that are not UTF-8 escaped, `escaped` listing
+        # them), with what could act on a terminal as \\u escapes: the same document.
+        out.write(json_text(dumps(data)) + "\n")
     else:
         out.write(render_show(record, log))
     return 0

@@ -22,26 +22,7 @@ from typing import IO, Any, Mapping
 from wrapagent import paths
 from wrapagent.hooks.trust import TRUSTED, TrustStore, shell_word, content_sha256
 from wrapagent.session.resolve import nested_depth
-
-
-_INVISIBLE = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF} | set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
-
-
-def visible(text: str) -> str:
-    """`text` with control, bidi and zero-width characters escaped.
-
-    The review must show what would run: a hooks file could otherwise hide
-    a command behind escape sequences (erase line, move cursor) or
-    right-to-left overrides.
-    """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "\n\t" or (code >= 0x20 and code != 0x7F and not 0x80 <= code < 0xA0 and code not in _INVISIBLE):
-            out.append(ch)
-        else:
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
+from wrapagent.visible import field, visible  # one helper for all output (issue 20 §5)
 
 
 def _block(label: str, text: str) -> list[str]:
@@ -235,7 +216,8 @@ def _list(store: TrustStore, stdout: IO[str]) -> int:
             state = "missing"
         except OSError as exc:
             state = f"not used: {exc}"
-        print(visible(f"{entry.path}  sha256 {entry.sha256[:12]}  trusted {entry.trusted_at}  ({state})"), file=stdout)
+        print(f"{field(entry.path)}  sha256 {field(entry.sha256[:12])}  trusted {field(entry.trusted_at)}  "
+              f"({field(state)})", file=stdout)
     return 0
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from wrapagent.hooks.hook_runner import HookResult
 
 PROMPT_SOURCES = ("argv", "stdin", "none")
+PROMPT_CAP = 64 * 1024
+"""Bytes of the prompt pre_session reads on its stdin (the tool always gets the whole prompt)."""
 CSA_TRANSPORTS = {"claude": "claude-code", "gemini": "gemini-cli"}
 """wrapagent's tool names that CSA spells differently; codex and opencode are the same."""
 
@@ -118,7 +120,7 @@ def run_pre_session(
 
     source = prompt_source if prompt_source in PROMPT_SOURCES else "none"
     env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source, **csa_env(ctx)})
-    stdin = prompt.encode("utf-8", errors="replace") if prompt is not None else b""
+    stdin = prompt.encode("utf-8", errors="replace")[:PROMPT_CAP] if prompt is not None else b""
     result = run_command(
         hook.command,
         name="pre_session",

@@ -36,186 +36,15 @@ REASON_CHARS = 300  # a refusal's reason is cut to this many characters on its o
 
 # --------------------------------------------------------------------------- substitution
 
-
-_SAFE_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
-
-
-def _sq(value: str) -> str:
-    """`shlex.quote` semantics without importing shlex: one literal shell word.
-
-    Values made only of safe characters (ULIDs, tool names, most paths) stay
-    bare, which keeps the commands in session records readable.
-    """
-    if value and all(ch in _SAFE_WORD for ch in value):
-        return value
-    return "'" + value.replace("'", "'\"'\"'") + "'"
-
-
 def substitute(template: str, variables: Mapping[str, str]) -> str:
-    """Replace `{name}` placeholders with shell-quoted values, in one pass.
+    """`{placeholder}` substitution, each value quoted for where it sits (see hooks/placeholders.py).
 
-    One pass: a value that itself contains `{tool}` is not expanded again.
-    Unknown placeholders, and `${name}` (the shell's own parameter syntax),
-    are left unchanged.
-
-    The quoting depends on where the placeholder sits, so a value can never
-    break out of the surrounding shell syntax:
-
-    * unquoted: `shlex.quote(value)` (bare when only safe characters, else `'…'`)
-    * inside `'…'`: the quote is closed, the value quoted, the quote reopened
-      (`'session {session_id} done'` → `'session ''01J…'' done'`)
-    * inside `"…"`: the same with double quotes (`"…"'value'"…"`)
-    * inside backticks: additionally backslash-escaped for the backtick pass
-
-    The scanner follows `'…'`, `"…"`, backslash escapes (`\\{tool}` stays
-    literal), comments, `$(…)` and backticks (so `"$(cmd {x})"` is treated as
-    unquoted inside the substitution). Placeholders inside here-document
-    bodies are left unchanged: no quoting is safe there (a value holding the
-    delimiter line would end the document). It is not a full shell parser:
-    `$'…'` and `case` patterns inside `$(…)` are not understood.
+    Loaded on first use: guards never substitute, and this module is loaded
+    before the tool starts when guards are configured.
     """
-    out: list[str] = []
-    # Stack of contexts: "U" unquoted, "S" single quotes, "D" double quotes,
-    # "C" inside $( … ), "P" inside a plain ( … ) within an unquoted context,
-    # "B" inside backticks.
-    stack = ["U"]
-    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) awaiting their bodies
-    i, n = 0, len(template)
-    while i < n:
-        ch = template[i]
-        ctx = stack[-1]
-        if ctx == "S":
-            if ch == "'":
-                stack.pop()
-            elif ch == "{":
-                replaced = _placeholder(template, i, variables)
-                if replaced is not None:
-                    value, end = replaced
-                    out.append(_in_backticks("'" + _sq(value) + "'", stack))
-                    i = end
-                    continue
-            out.append(ch)
-            i += 1
-            continue
-        if ch == "\\" and i + 1 < n:
-            out.append(template[i : i + 2])
-            i += 2
-            continue
-        if ch == "{" and not (i > 0 and template[i - 1] == "$"):
-            replaced = _placeholder(template, i, variables)
-            if replaced is not None:
-                value, end = replaced
-                out.append(_in_backticks('"' + _sq(value) + '"' if ctx == "D" else _sq(value), stack))
-                i = end
-                continue
-        if ch == "#" and ctx != "D" and (i == 0 or template[i - 1] in " \t\n;&|()"):
-            # A comment: copied as is, so an apostrophe in it cannot derail the scanner.
-            end = template.find("\n", i)
-            end = n if end == -1 else end
-            out.append(template[i:end])
-            i = end
-            continue
-        if ctx != "D" and template.startswith("<<<", i):  # bash here-string, not a document
-            out.append("<<<")
-            i += 3
-            continue
-        if ctx != "D" and template.startswith("<<", i):
-            end, delimiter, strip_tabs = _heredoc_operator(template, i)
-            if delimiter:
-                heredocs.append((delimiter, strip_tabs))
-            out.append(template[i:end])
-            i = end
-            continue
-        if ch == "\n" and heredocs and ctx != "D":
-            out.append(ch)
-            i += 1
-            for delimiter, strip_tabs in heredocs:
-                i = _copy_heredoc_body(template, i, delimiter, strip_tabs, out)
-            heredocs.clear()
-            continue
-        if ch == "$" and template.startswith("$(", i):
-            stack.append("C")
-            out.append("$(")
-            i += 2
-            continue
-        if ch == "`":
-            if ctx == "B":
-                stack.pop()
-            else:
-                stack.append("B")
-        elif ctx == "D":
-            if ch == '"':
-                stack.pop()
-        elif ch == "'":
-            stack.append("S")
-        elif ch == '"':
-            stack.append("D")
-        elif ch == "(":
-            stack.append("P")
-        elif ch == ")" and ctx in ("C", "P"):
-            stack.pop()
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    from wrapagent.hooks.placeholders import substitute as substitute_
 
-
-def _heredoc_operator(template: str, i: int) -> tuple[int, str, bool]:
-    """Parse `<<[-] WORD` at `i`: (index after it, delimiter with quotes removed, strip tabs)."""
-    n = len(template)
-    j = i + 2
-    strip_tabs = j < n and template[j] == "-"
-    j += 1 if strip_tabs else 0
-    while j < n and template[j] in " \t":
-        j += 1
-    word: list[str] = []
-    while j < n and template[j] not in " \t\n;&|<>()":
-        ch = template[j]
-        if ch in "'\"":
-            close = template.find(ch, j + 1)
-            close = n if close == -1 else close
-            word.append(template[j + 1 : close])
-            j = close + 1
-        elif ch == "\\":
-            word.append(template[j + 1 : j + 2])
-            j += 2
-        else:
-            word.append(ch)
-            j += 1
-    return min(j, n), "".join(word), strip_tabs
-
-
-def _copy_heredoc_body(template: str, i: int, delimiter: str, strip_tabs: bool, out: list[str]) -> int:
-    """Copy a here-document body and its delimiter line verbatim; index after them."""
-    n = len(template)
-    while i < n:
-        end = template.find("\n", i)
-        end = n if end == -1 else end + 1
-        line = template[i:end]
-        out.append(line)
-        i = end
-        text = line.rstrip("\n")
-        if (text.lstrip("\t") if strip_tabs else text) == delimiter:
-            break
-    return i
-
-
-def _in_backticks(text: str, stack: list[str]) -> str:
-    """Inside `…` the shell first undoes backslash escapes and ends at any backtick,
-    quotes or not; escape once per nesting level so the quoted value survives."""
-    for _ in range(stack.count("B")):
-        text = text.replace("\\", "\\\\").replace("`", "\\`").replace("$", "\\$")
-    return text
-
-
-def _placeholder(template: str, i: int, variables: Mapping[str, str]) -> tuple[str, int] | None:
-    """(value, index after `}`) when a known `{name}` starts at `i`."""
-    end = template.find("}", i + 1)
-    if end == -1:
-        return None
-    name = template[i + 1 : end]
-    if name not in variables:
-        return None
-    return str(variables[name]), end + 1
+    return substitute_(template, variables)
 
 
 def hook_variables(ctx: GuardContext, exit_code: int | None = None,
@@ -238,9 +67,23 @@ def hook_variables(ctx: GuardContext, exit_code: int | None = None,
     }
 
 
+_HOOKS_KEEP = frozenset(("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+                         "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+                         "GIT_REFLOG_ACTION"))
+"""Git variables that are the user's preferences, not another repository's location."""
+
+
 def hook_env(base: Mapping[str, str], ctx: GuardContext, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`base` plus the WRAPAGENT_* variables every hook and guard receives."""
-    env = dict(base)
+    """`base` without git's repository variables, plus the WRAPAGENT_* variables.
+
+    wrapagent may itself run under a git hook (`GIT_DIR`, `GIT_INDEX_FILE`
+    exported): a hook's `git` must find its repository from its own working
+    directory (`cd {sessions_root} && git commit` must not commit into the
+    user's repository). The user's identity and editor variables stay.
+    """
+    from wrapagent.gitcmd import is_location_var
+
+    env = {k: v for k, v in base.items() if k in _HOOKS_KEEP or not is_location_var(k)}
     env["WRAPAGENT_SESSION_ID"] = ctx.session_id
     env["WRAPAGENT_TOOL"] = ctx.tool
     env["WRAPAGENT_PROJECT_ROOT"] = str(ctx.project_root)
@@ -400,6 +243,92 @@ def _kill_group(proc, pgid: int) -> None:
         pass
 
 
+# --------------------------------------------------------------------------- threads, signals, exit
+
+
+_RUNNING: dict[int, str] = {}
+"""Process groups of hooks being run (pgid → hook name): what `kill_running` ends at exit.
+
+A plain dict: single-key stores and pops are atomic under the GIL, and
+`kill_running` iterates a copy."""
+
+
+def unblock_signals() -> None:
+    """Empty this thread's signal mask.
+
+    A thread inherits the mask of the thread that creates it, and a process
+    the mask of the thread that starts it. The proxy's copy threads block
+    HUP, INT, QUIT, TERM, WINCH (and CHLD); a guard thread started from one
+    (after a conversation reset) would hand that mask to every hook, which
+    then cannot be stopped with TERM, nor can what it starts. Every thread
+    that runs hooks or guards calls this first.
+    """
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
+def start_hook_thread(target: Callable[[], None], name: str):
+    """A daemon thread for hooks and guards: an empty signal mask, nothing escapes it.
+
+    `target` handles its own errors; anything it still raises (e.g. while
+    wrapagent is exiting and the record is closed) is dropped rather than
+    printed over the user's terminal.
+    """
+    import threading  # ~2-3 ms: only sessions with guards or turn hooks get here
+
+    def run() -> None:
+        try:
+            unblock_signals()
+            target()
+        except BaseException:
+            pass
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+class _EmptySignalMask:
+    """The calling thread's mask emptied while a hook is spawned: the hook starts with none blocked,
+    whichever thread starts it."""
+
+    def __enter__(self) -> None:
+        import signal
+
+        self._old = signal.pthread_sigmask(signal.SIG_SETMASK, ()) if hasattr(signal, "pthread_sigmask") else None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
+
+
+def kill_running(grace: float = KILL_GRACE) -> list[str]:
+    """End the process groups of hooks still running (wrapagent is exiting); their names.
+
+    The thread that owned a hook's deadline does not outlive wrapagent's
+    `os._exit`: without this a hung guard or pre_session would run on,
+    orphaned, with no timeout. TERM first, KILL what is left after `grace`.
+    """
+    import signal
+
+    running = dict(_RUNNING)
+    if not running:
+        return []
+    for pgid in running:
+        _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_group_alive(pgid) for pgid in running):
+        time.sleep(0.02)
+    for pgid in running:
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+    return list(running.values())
+
+
 def _exit_code(returncode: int | None) -> int | None:
     """Popen's negative signal numbers → the shell's 128+N convention."""
     if returncode is None:
@@ -441,25 +370,28 @@ def run_command(
         _LineLog(name, log)._say(f"[{name}] working directory {workdir} does not exist; running in {fallback}")
         workdir = Path(fallback)
     try:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=str(workdir),
-            env=dict(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-        )
+        with _EmptySignalMask():
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=str(workdir),
+                env=dict(env),
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
     except OSError as exc:
         _LineLog(name, log)._say(f"[{name}] could not start: {exc}")
         return result(None, False, f"could not start: {exc}")
 
+    _RUNNING[proc.pid] = name
     try:
         out, timed_out, stuck, heads = _pump(proc, stdin, timeout, name, log, capture_stdout)
     except BaseException:
         # Even on KeyboardInterrupt, do not leave the hook's group running.
         _kill_group(proc, proc.pid)
+        _RUNNING.pop(proc.pid, None)
         raise
     if not (timed_out or stuck) and proc.poll() is None:
         # The pipes closed but the shell runs on: it still gets its full timeout.
@@ -469,6 +401,7 @@ def run_command(
             timed_out = True
     if timed_out or stuck:
         _kill_group(proc, proc.pid)
+    _RUNNING.pop(proc.pid, None)
     code = _exit_code(proc.returncode)
     if timed_out:
         error = f"timed out after {timeout:g}s"

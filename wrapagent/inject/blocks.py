@@ -6,7 +6,8 @@ would submit it, and a body containing `</prompt-guard>` could close its own
 block and forge another one. Everything here exists to make that impossible:
 
 * `sanitize` turns raw output into inert text: no escape sequences, no control
-  characters except `\\n` and `\\t`, bounded size, trimmed.
+  characters except `\\n` and `\\t`, no invisible (format, bidi, zero-width)
+  characters, bounded size, trimmed.
 * `build_prefix` assembles the blocks and neutralises any of our own tag names
   inside bodies, so every block has exactly one opening and one closing tag.
 
@@ -56,6 +57,45 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # `<prompt-guardian` is neutralised too, since a lenient reader might not care.
 _OUR_TAGS = re.compile(r"<(?=\s*/?\s*(?:prompt-guard|system-reminder))", re.IGNORECASE)
 
+# Invisible code points a reader skips over: every format character (Cf: zero-width
+# space/joiners, bidi embeddings/overrides/isolates and marks, soft hyphen, BOM, tag
+# characters) plus the other default-ignorable ones (variation selectors, the combining
+# grapheme joiner, Hangul fillers, Mongolian selectors). `<\u200b/prompt-guard>` reads
+# as a closing tag to a model while no pattern on the raw text sees one.
+_IGNORABLE_EXTRA = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2060, 0x206F),
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0000, 0xE0FFF),
+)
+_LINE_SEPARATORS = {"\u2028": "\n", "\u2029": "\n"}  # a reader breaks the line there: so do we
+
+
+def drop_invisible(text: str) -> str:
+    """`text` without format (Cf) and other default-ignorable characters; U+2028/2029 become `\\n`.
+
+    ASCII text is returned as is without loading `unicodedata`.
+    """
+    if text.isascii():
+        return text
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if ch.isascii():
+            out.append(ch)
+            continue
+        code = ord(ch)
+        if unicodedata.category(ch) == "Cf" or any(lo <= code <= hi for lo, hi in _IGNORABLE_EXTRA):
+            continue
+        out.append(_LINE_SEPARATORS.get(ch, ch))
+    return "".join(out)
+
+
+def _lookalike(ch: str) -> str:
+    """What a lenient reader takes `ch` for in a tag: its NFKC form, case-folded (`＜` → `<`)."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", ch).casefold()
+
 
 def strip_terminal_controls(text: str) -> str:
     """Remove escape sequences and control characters; keep `\\n` and `\\t`.
@@ -90,18 +130,40 @@ def sanitize(raw: bytes | str, *, cap: int = MAX_OUTPUT_BYTES) -> str:
     else:
         # Lone surrogates (from surrogateescape'd input) cannot be encoded later.
         text = raw.encode("utf-8", errors="replace").decode("utf-8")
-    text = strip_terminal_controls(text).strip()
+    text = drop_invisible(strip_terminal_controls(text)).strip()
     return _cap_utf8(text, cap) if text else ""
 
 
 def neutralize_tags(body: str) -> str:
-    """Make any `<prompt-guard` / `</system-reminder` … inside a body not a tag."""
-    return _OUR_TAGS.sub("<\\\\", body)
+    """Make any `<prompt-guard` / `</system-reminder` … inside a body not a tag.
+
+    Lookalikes count: fullwidth or small `＜` `﹤`, `／`, letters in other
+    widths or scripts whose compatibility form is ASCII (compared NFKC,
+    case-folded), and combining marks between the characters.
+    """
+    if body.isascii():
+        return _OUR_TAGS.sub("<\\\\", body)
+    import unicodedata
+
+    # A skeleton of the body, one entry per original character (marks dropped),
+    # searched for our tags; a hit puts the backslash after the original `<`.
+    skeleton: list[str] = []
+    origin: list[int] = []
+    for index, ch in enumerate(body):
+        if not ch.isascii() and unicodedata.category(ch) in ("Mn", "Me"):
+            continue
+        folded = ch if ch.isascii() else _lookalike(ch)
+        skeleton.append(folded)
+        origin.extend([index] * len(folded))
+    starts = {origin[m.start()] for m in _OUR_TAGS.finditer("".join(skeleton))}
+    if not starts:
+        return body
+    return "".join(ch + "\\" if index in starts else ch for index, ch in enumerate(body))
 
 
 def escape_attr(value: str) -> str:
     """A guard name as a double-quoted XML attribute value: no controls, no markup."""
-    value = strip_terminal_controls(value).replace("\n", " ").replace("\t", " ").strip()
+    value = drop_invisible(strip_terminal_controls(value)).replace("\n", " ").replace("\t", " ").strip()
     return (
         value.replace("&", "&amp;")
         .replace("<", "&lt;")
@@ -113,7 +175,7 @@ def escape_attr(value: str) -> str:
 
 def _body(text: str) -> str:
     # Idempotent for already-sanitised text; makes build_prefix safe on its own.
-    return neutralize_tags(strip_terminal_controls(text).strip())
+    return neutralize_tags(drop_invisible(strip_terminal_controls(text)).strip())
 
 
 def build_prefix(pre_session: str, guards: Sequence[tuple[str, str]]) -> str:
@@ -132,3 +194,50 @@ def build_prefix(pre_session: str, guards: Sequence[tuple[str, str]]) -> str:
     if not blocks:
         return ""
     return "\n".join(blocks) + "\n\n"
+
+
+_BLOCK = re.compile(r'<system-reminder>\n.*?\n</system-reminder>|<prompt-guard name="[^"]*">\n.*?\n</prompt-guard>',
+                    re.DOTALL)
+_MIN_CUT_BODY = 256  # bytes: a block cut shorter than this is dropped instead
+
+
+def cap_prefix(prefix: str, limit: int) -> tuple[str, list[str]]:
+    """`prefix` (from `build_prefix`) in at most `limit` bytes of UTF-8; (prefix, notes).
+
+    Blocks are kept in order while they fit; the first one that does not is
+    cut (its body ends with TRUNCATION_MARKER) when a useful part of it
+    fits, and every later block is dropped. Bodies are neutralised, so our
+    closing tags in `prefix` are real ones and the split is exact.
+    """
+    if len(prefix.encode("utf-8")) <= limit:
+        return prefix, []
+    blocks = _BLOCK.findall(prefix)
+    kept: list[str] = []
+    used = 1  # the blank line that ends a prefix ("\n" after the last block's own)
+    notes: list[str] = []
+    for number, block in enumerate(blocks):
+        size = len(block.encode("utf-8")) + 1
+        if used + size <= limit:
+            kept.append(block)
+            used += size
+            continue
+        head, _, rest = block.partition("\n")
+        body, _, tail = rest.rpartition("\n")
+        room = limit - used - len(f"{head}\n\n{tail}\n".encode("utf-8"))
+        if room >= _MIN_CUT_BODY:
+            kept.append(f"{head}\n{_cap_utf8(body, room)}\n{tail}")
+            notes.append(f"block {_label(head)} cut to fit")
+        else:
+            notes.append(f"block {_label(head)} dropped")
+        notes.extend(f"block {_label(later.partition(chr(10))[0])} dropped" for later in blocks[number + 1:])
+        break
+    if not kept:
+        return "", notes
+    return "\n".join(kept) + "\n\n", notes
+
+
+def _label(opening: str) -> str:
+    """`prompt-guard "name"` or `system-reminder`, from a block's opening tag line."""
+    if opening.startswith("<prompt-guard"):
+        return "prompt-guard " + opening[len('<prompt-guard name='):-1]
+    return "system-reminder"

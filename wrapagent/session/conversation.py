@@ -199,22 +199,23 @@ class Conversation:
         return MessageInfo(message, conversation, self.turns.turn + 1)
 
     def _run_guards(self, ctx, generation: int, message) -> None:
-        """Guards + pre_session in a thread: they run while the tool starts (or the user types)."""
-        import threading
+        """Guards + pre_session in a thread: they run while the tool starts (or the user types).
+
+        After a reset this is called on the proxy's input thread, whose mask
+        blocks the signals: the guard thread starts with an empty one.
+        """
+        from wrapagent.hooks.hook_runner import start_hook_thread
 
         live, box = self.live, self.prefix
 
         def work() -> None:
-            from wrapagent.session.stop_gate import unmask_signals
-
-            unmask_signals()
             try:
                 box.set(collect_blocks(live, ctx, None, "none", message), generation)
             except Exception as exc:  # a bug in a guard must not hang the first key
                 live.record.warn(f"guards failed: {exc!r}")
                 box.set("", generation)
 
-        threading.Thread(target=work, name="wrapagent-guards", daemon=True).start()
+        start_hook_thread(work, "wrapagent-guards")
 
     def _new_conversation(self) -> None:
         """A reset command was submitted: the guards and pre_session run again (git may have moved)."""

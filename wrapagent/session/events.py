@@ -18,6 +18,8 @@ def run_event(live: Live, event: str, exit_code: int | None):
     hook = live.cfg.hook_for(event)
     if hook is None:
         return None
+    if event == "session_complete" and hook.source == "<default>" and live.record.unavailable is not None:
+        return None  # the default commits the record: there is none (said at the start)
     from wrapagent.hooks.hook_runner import run_lifecycle  # not before the tool when pre_run is unset
 
     if event == "session_complete":
@@ -75,7 +77,9 @@ def _session_complete(live: Live, hook, exit_code: int | None):
         except (OSError, TimeoutError) as exc:
             record.warn(f"session_complete runs without the commit lock: {exc}")
         try:
-            note = sessions_repo.ensure_repo(root)  # under the lock: two first sessions race
+            # under the lock: two first sessions race. A configured hook gets a repository git
+            # accepts (`rev-parse`); the default one checks the disk and asks git if it fails.
+            note = sessions_repo.ensure_repo(root, trust_disk=default)
             if note:
                 record.warn(note)
         except Exception as exc:
@@ -83,7 +87,7 @@ def _session_complete(live: Live, hook, exit_code: int | None):
         if not default:
             return run_lifecycle(hook, live.ctx, base_env=live.env, log=record.log, exit_code=exit_code)
         # In-process: no shell, and every git call names the sessions repository (gitcmd).
-        result = sessions_repo.run_default_session_complete(hook, live.ctx, log=record.log)
+        result = sessions_repo.run_default_session_complete(hook, live.ctx, log=record.log, warn=record.warn)
         if not result.ok():
             record.uncommitted = True  # its marker stays: the next session's sweep commits it
             return result
@@ -96,12 +100,16 @@ def _session_complete(live: Live, hook, exit_code: int | None):
 
 
 def say_failures(live: Live) -> None:
-    """At most one line after the tool's screen is gone: what failed, and where the log is."""
+    """At most one line after the tool's screen is gone: what failed, what was not saved, where the log is."""
     from wrapagent.session.planning import stderr_line
 
-    if live.failures:
-        shown = "; ".join(live.failures[:3]) + (" …" if len(live.failures) > 3 else "")
-        stderr_line(f"wrapagent: {shown} — see {live.record.log_path}")
+    record = live.record
+    lost = record.loss_note()  # a full disk: what of the record and log is missing
+    said = live.failures + ([lost] if lost else [])
+    if said:
+        shown = "; ".join(said[:3]) + (" …" if len(said) > 3 else "")
+        log_whole = record.unavailable is None and "log lines" not in record.lost
+        stderr_line(f"wrapagent: {shown}" + (f" — see {record.log_path}" if live.failures and log_whole else ""))
 
 
 class HangupIgnored:

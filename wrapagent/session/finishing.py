@@ -35,12 +35,19 @@ def tool_failed(live: Live, exit_code: int, warning: str) -> None:
 
 
 def after(live: Live, exit_code: int) -> None:
-    """post_run and session_complete; a closed terminal (SIGHUP) must not stop them."""
-    with HangupIgnored():
-        _history_after(live)
-        live.record.save()
-        run_event(live, "post_run", exit_code)
-        run_event(live, "session_complete", exit_code)
+    """post_run and session_complete; a closed terminal (SIGHUP) must not stop them.
+
+    Nothing here may change what the caller gets, the tool's exit code: an
+    error is one more item of the one line at the end, never a traceback.
+    """
+    try:
+        with HangupIgnored():
+            _history_after(live)
+            live.record.save()
+            run_event(live, "post_run", exit_code)
+            run_event(live, "session_complete", exit_code)
+    except Exception as exc:
+        live.failures.append(f"wrapagent failed after {live.launch.name} ended: {exc!r}")
     say_failures(live)
 
 
@@ -63,7 +70,7 @@ def _history_after(live: Live) -> None:
     if info.get("status") == "failed":
         record.log(f"checkpoints: {info.get('note')}")
         live.failures.append("checkpoints failed")
-    if not settings.transcripts or live.tool_started is None:
+    if not settings.transcripts or live.tool_started is None or record.unavailable is not None:
         return
     try:
         ended = time.time()

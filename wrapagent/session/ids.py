@@ -26,3 +26,16 @@ def new_session_id() -> str:
         chars.append(CROCKFORD[value & 31])
         value >>= 5
     return "".join(reversed(chars))
+
+
+_ID_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
+
+
+def looks_like_id(text: str) -> bool:
+    """Whether `text` can be a session id (a parent's, from WRAPAGENT_SESSION_ID).
+
+    Not only ULIDs (tests and older versions used other names), but nothing
+    that could act as a path (`/`, `..`), reach a terminal (controls) or
+    fill a record: 1 to 64 ASCII letters, digits, `_` and `-`.
+    """
+    return 0 < len(text) <= 64 and all(ch in _ID_CHARS for ch in text)

@@ -49,6 +49,55 @@ def _exec_direct(path: str, argv: "Sequence[str]", env: "Mapping[str, str]") -> 
     return 126  # not reached
 
 
+def _unusable_env(env: "dict[str, str]") -> None:
+    """One warning line per wrapagent variable it cannot use, which is then dropped; the tool runs.
+
+    Removed from `env`, so that nothing later (the record, the checkpoint
+    rules, hooks) meets it, and the tool's own environment gets clean ones:
+    - `WRAPAGENT_DEPTH`, anything `int` does not take or a negative value:
+      counts as 0 (as `resolve.nested_depth` reads it);
+    - `WRAPAGENT_SESSION_ID` (the parent session) that cannot be an id
+      (`ids.looks_like_id`): the session is recorded without a parent.
+    Set only inside a wrapped session, so the usual start checks two absent keys.
+    """
+    depth = env.get("WRAPAGENT_DEPTH")
+    if depth and not (len(depth) < 8 and depth.isdigit()) and not _whole_number(depth):
+        _say(f"WRAPAGENT_DEPTH={_shown(depth)} is not a nesting depth (a whole number from 0); counted as 0")
+        del env["WRAPAGENT_DEPTH"]
+    parent = env.get("WRAPAGENT_SESSION_ID")
+    if parent:
+        from wrapagent.session.ids import looks_like_id
+
+        if not looks_like_id(parent):
+            _say(f"WRAPAGENT_SESSION_ID={_shown(parent)} is not a session id; this session is recorded "
+                 "without a parent")
+            del env["WRAPAGENT_SESSION_ID"]
+
+
+def _whole_number(value: str) -> bool:
+    try:
+        return int(value) >= 0
+    except ValueError:  # not a number, or more digits than int() takes
+        return False
+
+
+def _shown(value: str) -> str:
+    from wrapagent.visible import field
+
+    shown = field(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _say(line: str) -> None:
+    import sys
+
+    try:
+        sys.stderr.write(f"wrapagent: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def run(opts: "RunOptions") -> int:
     """Resolve the tool, then exec it, proxy it bare, or run it as a session (`lifecycle`)."""
     from wrapagent.session import resolve
@@ -63,6 +112,7 @@ def run(opts: "RunOptions") -> int:
         argv = [executable, *opts.args]
     if env.get("WRAPAGENT_DISABLE") == "1":
         return _exec_direct(executable, argv, env)
+    _unusable_env(env)
     child_env = {**env, **resolve.child_env_additions(skip, env=env)}
     if resolve.check_depth(env):
         return _exec_direct(executable, argv, child_env)

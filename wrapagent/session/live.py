@@ -47,7 +47,12 @@ class Live:
 
 
 def open_live(launch: Launch, cfg, session_id: str, started: float | None = None) -> Live:
-    """The session's folder, first record and running marker, the sweep and the hook context."""
+    """The session's folder, first record and running marker, the sweep and the hook context.
+
+    A record that cannot be written (an unwritable state folder, a full
+    disk) does not stop the tool: it runs without one, and wrapagent says
+    so once, now if the tool has not started yet, else at the end.
+    """
     from wrapagent.session.records import Session as Record
 
     record = Record.create(tool=launch.name, transport=launch.adapter.name,
@@ -55,11 +60,20 @@ def open_live(launch: Launch, cfg, session_id: str, started: float | None = None
                            executable=launch.executable, cwd=launch.cwd_str,
                            project_root=launch.root_str, env=launch.env,
                            mode="pty" if launch.interactive else "pipe",
-                           session_id=session_id, started_at=started)
-    sweeper = _start_sweep(record)
+                           session_id=session_id, started_at=started, without_folder=True)
+    sweeper = _start_sweep(record) if record.unavailable is None else None
     ctx = _guard_context(launch, record)
     record.record["is_resume"] = ctx.is_resume
-    return Live(launch, cfg, record, ctx, launch.child_env, started, sweeper)
+    live = Live(launch, cfg, record, ctx, launch.child_env, started, sweeper)
+    if record.unavailable is not None:
+        note = f"{launch.name} runs without a session record: {record.unavailable}"
+        if started is None:
+            from wrapagent.session.planning import stderr_line
+
+            stderr_line(f"wrapagent: {note}")
+        else:  # the tool's screen is up: at the end
+            live.failures.append(note)
+    return live
 
 
 def _start_sweep(record):

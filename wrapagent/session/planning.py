@@ -16,9 +16,15 @@ from wrapagent.proxy.terminal import is_tty
 
 
 def stderr_line(line: str) -> None:
-    """One line for the user on stderr (never while the tool's screen is up)."""
+    """One line for the user on stderr (never while the tool's screen is up), printed inert.
+
+    It names the tool, paths and what hooks said: `visible` escapes what
+    could act on the terminal (issue 20 §5).
+    """
+    from wrapagent.visible import field
+
     try:
-        sys.stderr.write(line.rstrip("\n") + "\n")
+        sys.stderr.write(field(line.rstrip("\n")) + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -142,8 +148,9 @@ def tool_goes_first(launch: Launch, cfg) -> bool:
             or wants_injection(launch, cfg):
         return False
     from wrapagent.session import checkpoints
+    from wrapagent.session.resolve import nested_depth
 
     env = launch.env
     return checkpoints.before_skip_reason(
-        cfg.checkpoints, depth=int(env.get("WRAPAGENT_DEPTH", "0") or 0),
+        cfg.checkpoints, depth=nested_depth(env),  # garbage counts as 0 (`launch` warned)
         parent=env.get("WRAPAGENT_SESSION_ID") or None, project_root=launch.root_str) is not None

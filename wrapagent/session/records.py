@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import os
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
 
 from wrapagent import paths, portable
 from wrapagent.session.ids import new_session_id
+from wrapagent.session.record_json import ESCAPED_KEY, dumps, escape_bytes, loads, unescape_bytes  # noqa: F401
 
 RECORD_NAME = "session.json"
 LOG_NAME = "session.log"
@@ -46,18 +46,64 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
     `durable` fsyncs first; the record written before the tool starts skips
     it (it is rewritten when the tool exits) to keep disk waits off start-up.
+    A failed write (a full disk) leaves no temp file behind: it would hold
+    the space the next write needs.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def overwrite_in_place(path: Path, data: bytes) -> None:
+    """Write `data` over the existing file's own blocks, when it fits; OSError otherwise.
+
+    The fallback of a full disk: the temp file of `atomic_write` needs new
+    blocks, rewriting a file no longer than it already is does not (tmpfs,
+    ext4, xfs; a copy-on-write filesystem may still refuse). Not atomic: a
+    crash in the middle leaves half a record, which is still better than
+    one that says `running` forever.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        if os.fstat(fd).st_size < len(data):
+            import errno
+
+            raise OSError(errno.ENOSPC, "the record grew and the disk is full")
+        view = memoryview(data)
+        offset = 0
+        while offset < len(data):
+            offset += os.pwrite(fd, view[offset:], offset)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_ESSENTIAL = ("id", "tool", "transport", "argv", "executable", "cwd", "project_root", "parent_session",
+              "depth", "mode", "started_at", "ended_at", "duration_s", "exit_code", "signal", "state",
+              "blocked_reason", "pid", "pid_started_at")
+"""What a record keeps when a full disk leaves room only for less than the first record's size."""
 
 
 class Session:
-    """One wrapped run of a tool: its directory, record and log."""
+    """One wrapped run of a tool: its directory, record and log.
+
+    Once the tool runs, nothing written here may end the session or change
+    its exit code: every write is best effort. A write that fails (a full
+    disk, a state folder gone read-only) is noted in `lost` and said once,
+    at the end (`loss_note`). A record whose folder cannot even be made
+    (`unavailable`) lives in memory only: the tool still runs, with its
+    hooks, and wrapagent says so once before it starts.
+    """
 
     def __init__(self, root: Path, session_id: str, record: dict[str, Any]) -> None:
         self.root = root
@@ -66,6 +112,12 @@ class Session:
         self.record = record
         self._log = None
         self._t0 = time.monotonic()
+        self.unavailable: str | None = None
+        """Why this session has no folder (then nothing is written), else None."""
+        self.lost: dict[str, str] = {}
+        """What could not be written ("the record", "log lines") → the last error."""
+        self._lost_lines = 0
+        self._saved = False  # the latest state of the record is on disk
         self.uncommitted = False
         """The default session_complete could not commit: the running marker stays, so the
         next session's sweep commits this record (its wrapagent gone by then)."""
@@ -74,15 +126,28 @@ class Session:
     def create(cls, *, tool: str, transport: str, argv: Sequence[str], executable: str,
                cwd: str | Path, project_root: str | Path, env: Mapping[str, str],
                mode: str, session_id: str | None = None,
-               started_at: float | None = None) -> "Session":
+               started_at: float | None = None, without_folder: bool = False) -> "Session":
         """Create the session's folder, first record and running marker.
 
         `session_id` and `started_at` (epoch seconds) are given when the
         tool was started first and the record is written while it starts.
+        A folder that cannot be made raises WrapagentError, or with
+        `without_folder` gives a session that writes nothing (`unavailable`
+        says why); a first record that cannot be written (a full disk) gives
+        that session in any case.
         """
+        from wrapagent.errors import WrapagentError
+        from wrapagent.session.resolve import nested_depth
+
         root = paths.sessions_root(project_root, env)
         session_id = session_id or new_session_id()
-        paths.make_session_dir(root, session_id)
+        unavailable = None
+        try:
+            paths.make_session_dir(root, session_id)
+        except WrapagentError as exc:
+            if not without_folder:
+                raise
+            unavailable = exc.message
         parent = env.get("WRAPAGENT_SESSION_ID") or None
         record: dict[str, Any] = {
             "id": session_id,
@@ -93,7 +158,7 @@ class Session:
             "cwd": str(cwd),
             "project_root": str(project_root),
             "parent_session": parent,
-            "depth": int(env.get("WRAPAGENT_DEPTH", "0") or 0),
+            "depth": nested_depth(env),  # garbage counts as 0 (`launch` warned about it)
             "mode": mode,
             "started_at": now_iso() if started_at is None else iso_from_epoch(started_at),
             "ended_at": None,
@@ -114,12 +179,21 @@ class Session:
             "native_sessions": [],
             "pid": os.getpid(),
             "pid_started_at": portable.process_start_time(os.getpid()),
+            "pid_start": portable.process_start_key(os.getpid()),  # what owner_alive compares
         }
         session = cls(root, session_id, record)
+        session.unavailable = unavailable
         if started_at is not None:  # the duration counts from the tool's start
             session._t0 -= max(0.0, time.time() - started_at)
-        session.save(durable=False)
-        session._mark_running()
+        if unavailable is None:
+            session.save(durable=False)
+            if session._saved:
+                session._mark_running()
+            else:  # already full at start: say so before the tool, like a folder that cannot be made
+                what = session.lost.get("the record", "")
+                session.unavailable = f"cannot write the session record in {session.dir}: {what}"
+                with contextlib.suppress(OSError):
+                    os.rmdir(session.dir)  # empty: no folder left behind for nothing
         return session
 
     @property
@@ -143,17 +217,76 @@ class Session:
         return self.dir / LOG_NAME
 
     def save(self, *, durable: bool = True) -> None:
-        data = json.dumps(self.record, indent=2, ensure_ascii=False).encode() + b"\n"
-        atomic_write(self.record_path, data, durable=durable)
+        """Write the record (best effort: see the class); on a full disk, over the old one in place."""
+        if self.unavailable is not None:
+            return
+        data = dumps(self.record).encode() + b"\n"
+        try:
+            atomic_write(self.record_path, data, durable=durable)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            try:
+                overwrite_in_place(self.record_path, dumps(self.record, indent=None).encode())
+            except OSError:
+                # Smaller still: how the session ended, without its details.
+                # The first record (indented) always holds these fields.
+                essential = {k: self.record[k] for k in _ESSENTIAL if k in self.record}
+                essential["warnings"] = [f"the disk was full ({why}): this record keeps only how "
+                                         "the session ended; its details were lost"]
+                try:
+                    overwrite_in_place(self.record_path, dumps(essential, indent=None).encode())
+                except OSError:
+                    self._saved = False
+                    self.lost["the record"] = why
+                    return
+                self.lost["the record's details"] = why
+                self._saved = True
+                return
+        self._saved = True
+        self.lost.pop("the record", None)
+        self.lost.pop("the record's details", None)
 
     def log(self, message: str) -> None:
-        """Append to the session log. Never to the terminal: the tool's screen is up."""
-        if self._log is None:
-            self._log = open(self.log_path, "a", encoding="utf-8", errors="replace")
+        """Append to the session log (best effort). Never to the terminal: the tool's screen is up."""
+        lines = message.rstrip("\n").split("\n")
+        if self.unavailable is not None:
+            return
         stamp = _dt.datetime.now().strftime("%H:%M:%S.%f")[:-3]
-        for line in message.rstrip("\n").split("\n"):
-            self._log.write(f"{stamp} {line}\n")
-        self._log.flush()
+        try:
+            if self._log is None:
+                self._log = open(self.log_path, "a", encoding="utf-8", errors="backslashreplace")
+            self._log.write("".join(f"{stamp} {line}\n" for line in lines))
+            self._log.flush()
+        except (OSError, ValueError) as exc:
+            self._lost_lines += len(lines)
+            self.lost["log lines"] = getattr(exc, "strerror", None) or str(exc)
+            self._drop_log()
+
+    def _drop_log(self) -> None:
+        """Close the log after a failed write: its buffer holds lines the disk did not take."""
+        log, self._log = self._log, None
+        if log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                log.close()  # closes the file even when its last flush fails
+
+    def loss_note(self) -> str | None:
+        """One line for the end of the session: what of the record could not be written, and why."""
+        if self.unavailable is not None:
+            return None  # said before the tool started
+        parts = []
+        if "the record" in self.lost:
+            parts.append("the session record")
+        elif "the record's details" in self.lost:
+            parts.append("the session record's details")
+        if self._lost_lines:
+            parts.append(f"{self._lost_lines} log line{'s' if self._lost_lines != 1 else ''}")
+        if not parts:
+            return None
+        why = self.lost.get("the record") or self.lost.get("the record's details") or self.lost.get("log lines")
+        note = f"{' and '.join(parts)} could not be written to {self.dir} ({why})"
+        if "the record" in self.lost and self.running_marker.exists():
+            note += "; the next session there will close it as abandoned"
+        return note
 
     def warn(self, message: str) -> None:
         self.record["warnings"].append(message)
@@ -182,21 +315,31 @@ class Session:
         self.save()
 
     def close(self) -> None:
-        """The session is over (whatever its state): close the log and drop the running marker
-        (kept when the record could not be committed: the next session's sweep commits it)."""
+        """The session is over (whatever its state): close the log and drop the running marker.
+
+        The marker stays when the record could not be committed (the next
+        session's sweep commits it) or its last state could not be written
+        (the next session closes it as abandoned instead of leaving it
+        `running` forever).
+        """
         if self._log is not None:
-            self._log.close()
+            try:
+                self._log.close()  # closes the file even when its last flush fails
+            except (OSError, ValueError) as exc:
+                self.lost["log lines"] = getattr(exc, "strerror", None) or str(exc)
+                self._lost_lines += 1
             self._log = None
-        if not self.uncommitted:
+        if (self._saved or self.unavailable is not None) and not self.uncommitted:
             with contextlib.suppress(OSError):
                 self.running_marker.unlink()
 
 
 def load_record(session_dir: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((session_dir / RECORD_NAME).read_text())
+        record = loads((session_dir / RECORD_NAME).read_bytes())
     except (OSError, ValueError):
         return None
+    return record if isinstance(record, dict) else None
 
 
 def iter_records(roots: Sequence[Path]) -> list[dict[str, Any]]:
@@ -221,10 +364,18 @@ def iter_records(roots: Sequence[Path]) -> list[dict[str, Any]]:
 
 
 def owner_alive(record: Mapping[str, Any]) -> bool:
-    """Whether the wrapagent that wrote `record` still runs: same pid, same start time."""
+    """Whether the wrapagent that wrote `record` still runs: same pid, same start.
+
+    The start is compared as boot-relative ticks (`portable.process_start_key`):
+    epoch times move with the wall clock, and a step would mark live sessions
+    abandoned. Records written before that key existed compare epoch times.
+    """
     pid = record.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
+    key = record.get("pid_start")
+    if isinstance(key, str):
+        return portable.process_start_key(pid) == key
     started = portable.process_start_time(pid)
     if started is None:
         return False
@@ -257,8 +408,7 @@ def mark_abandoned(session_dir: Path, record: dict[str, Any], *, by: str) -> Non
     record.setdefault("warnings", []).append(
         f"wrapagent (pid {record.get('pid')}) ended without closing this session (killed?); "
         f"marked abandoned by session {by}; ended_at is the last write of its files")
-    data = json.dumps(record, indent=2, ensure_ascii=False).encode() + b"\n"
-    atomic_write(session_dir / RECORD_NAME, data)
+    atomic_write(session_dir / RECORD_NAME, dumps(record).encode() + b"\n")
 
 
 def sweep_abandoned(root: Path, own_id: str, *, log: Callable[[str], None] = lambda m: None) -> list[str]:

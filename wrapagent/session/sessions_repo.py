@@ -36,7 +36,7 @@ REPO_CONFIG = (("user.name", "wrapagent"), ("user.email", "wrapagent@localhost")
                ("commit.gpgsign", "false"), ("core.hooksPath", "/dev/null"))
 """Written into the sessions repository's own config, for a configured session_complete hook
 that runs plain `git commit` there; wrapagent's own calls pass the same on each command."""
-CALL_CONFIG = ("commit.gpgsign=false", "gc.autoDetach=false")
+CALL_CONFIG = ("commit.gpgsign=false",)
 
 
 def git(root: Path, args: Sequence[str], *, timeout: float | None = GIT_TIMEOUT,
@@ -101,7 +101,38 @@ def _has_refs(root: Path) -> bool:
     return not res.ok or bool(res.stdout.strip())
 
 
-def ensure_repo(root: Path) -> str | None:
+def looks_valid(root: Path) -> bool:
+    """What git itself checks before it accepts a git dir, read from disk (no fork).
+
+    A plain `.git` folder with `objects/` and `refs/`, whose HEAD names a
+    branch that exists (loose or packed). True does not prove the commit
+    behind it readable: the default session_complete, which trusts this to
+    spare a `rev-parse` after every session, asks git (`state`) when its
+    commit fails. False always goes to `state`.
+    """
+    import stat
+
+    dot_git = root / ".git"
+    try:
+        if not stat.S_ISDIR(os.lstat(dot_git).st_mode):
+            return False
+        head = (dot_git / "HEAD").read_bytes()
+    except OSError:
+        return False
+    if not head.startswith(b"ref: refs/heads/") or not (dot_git / "objects").is_dir() \
+            or not (dot_git / "refs").is_dir():
+        return False
+    ref = head[len(b"ref: "):].strip()
+    if (dot_git / os.fsdecode(ref)).is_file():
+        return True
+    try:
+        packed = (dot_git / "packed-refs").read_bytes()
+    except OSError:
+        return False
+    return any(line.endswith(b" " + ref) for line in packed.splitlines())
+
+
+def ensure_repo(root: Path, *, trust_disk: bool = False) -> str | None:
     """Make `root` a valid sessions repository; a note for the record when one had to be repaired.
 
     Call under `commit_lock`. A damaged `.git` is renamed aside
@@ -109,9 +140,11 @@ def ensure_repo(root: Path) -> str | None:
     repository made, whose first commit holds every record present (so
     does the first commit of one left unborn by a killed `git init`): a
     record is never deleted. A stale `index.lock` is removed.
+    `trust_disk`: a repository that `looks_valid` is taken as valid
+    without asking git (the caller asks `state` if a commit fails).
     """
     root.mkdir(parents=True, exist_ok=True)
-    found = state(root)
+    found = "ok" if trust_disk and looks_valid(root) else state(root)
     note = None
     if found == "ok":
         note = clear_stale_index_lock(root)
@@ -243,12 +276,16 @@ def is_default_command(command: str) -> bool:
     return command in (DEFAULT_SESSION_COMPLETE, LEGACY_DEFAULT_SESSION_COMPLETE)
 
 
-def run_default_session_complete(hook, ctx, *, log: Callable[[str], None]):
+def run_default_session_complete(hook, ctx, *, log: Callable[[str], None],
+                                 warn: Callable[[str], None] | None = None):
     """The default session_complete, run here instead of `sh -c`: its HookResult.
 
     The command text (`config_model.DEFAULT_SESSION_COMPLETE`) says what it
     does; running it in-process means no shell, and every git call through
-    gitcmd, so nothing inherited from a git hook reaches it.
+    gitcmd, so nothing inherited from a git hook reaches it. The repository
+    was checked on disk only (`ensure_repo(trust_disk=True)`): a commit that
+    fails asks git whether the repository is damaged, repairs it and tries
+    once more.
     """
     from wrapagent.hooks.config_model import DEFAULT_SESSION_COMPLETE
     from wrapagent.hooks.hook_runner import HookResult, hook_variables, substitute
@@ -256,15 +293,28 @@ def run_default_session_complete(hook, ctx, *, log: Callable[[str], None]):
     started = time.monotonic()
     root = Path(ctx.sessions_root)
     command = substitute(DEFAULT_SESSION_COMPLETE, hook_variables(ctx))
+    message = f"session {ctx.session_id} complete"
     try:
-        commit_session(root, ctx.session_id, f"session {ctx.session_id} complete",
-                       timeout=hook.timeout_secs)
+        try:
+            commit_session(root, ctx.session_id, message, timeout=hook.timeout_secs)
+        except gitcmd.GitTimeout:
+            raise
+        except gitcmd.GitError:
+            if state(root) == "ok":
+                raise
+            note = ensure_repo(root)
+            if note and warn is not None:
+                warn(note)
+            commit_session(root, ctx.session_id, message,
+                           timeout=max(1.0, hook.timeout_secs - (time.monotonic() - started)))
     except gitcmd.GitTimeout as exc:
         log(f"[session_complete] {exc}")
         return HookResult("session_complete", "lifecycle", command, None, time.monotonic() - started,
                           True, f"timed out after {hook.timeout_secs:g}s")
-    except gitcmd.GitError as exc:
+    except (gitcmd.GitError, OSError) as exc:
         log(f"[session_complete] {exc}")
-        return HookResult("session_complete", "lifecycle", command, 1 if exc.code is None else exc.code,
-                          time.monotonic() - started, False, str(exc), stderr_head=exc.stderr[:4096])
+        code = getattr(exc, "code", None)
+        return HookResult("session_complete", "lifecycle", command, 1 if code is None else code,
+                          time.monotonic() - started, False, str(exc),
+                          stderr_head=getattr(exc, "stderr", b"")[:4096])
     return HookResult("session_complete", "lifecycle", command, 0, time.monotonic() - started, False, None)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 
 from wrapagent.proxy.terminal import is_tty
-from wrapagent.session.live import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +22,8 @@ if TYPE_CHECKING:
 def spawn_first(launch: Launch, session_id: str):
     """The tool, started before the record exists (`planning.tool_goes_first`); (child, start time) or None.
 
-    None when the tool cannot start: the usual order then reports it, with a record.
+    None when the tool cannot start, or its record folder cannot be made:
+    the usual order then reports it (the tool runs without a record).
     """
     import time
 
@@ -31,7 +31,10 @@ def spawn_first(launch: Launch, session_id: str):
     from wrapagent.paths import make_session_dir, sessions_root_str
 
     # The one thing of the record that can fail for the user to fix: before the tool.
-    make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id)
+    try:
+        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id)
+    except WrapagentError:
+        return None
 
     from wrapagent.proxy import spawn
 
@@ -80,25 +83,21 @@ def run_tool(live: Live):
         live.child_env = launch.adapter.child_env(live.child_env)
     env = live.child_env
     argv = list(launch.argv)
-    stdin_data = _pre_read_stdin(launch, plan)
-    if plan is not None and plan.kind == "argv" and stdin_data:
+    head = _pre_read_stdin(launch, plan)
+    if plan is not None and plan.kind == "argv" and head is not None and head[0]:
         # gemini puts piped stdin BEFORE the prompt argument: the blocks go
         # on stdin then, so they still come first.
         inj["path"] = "stdin"
-        feeder = _stdin_feeder(live, initial=stdin_data, read_stdin=False,
-                               prompt=stdin_data.decode("utf-8", "replace") + "\n\n" + argv[plan.index])
+        data, eof = head
+        feeder = _stdin_feeder(live, initial=data, stdin_left=not eof,
+                               prompt=_prompt_text(data) + "\n\n" + argv[plan.index])
         return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder))
     if plan is not None and plan.kind == "argv":
-        prefix = collect_blocks(live, live.ctx, argv[plan.index], "argv")
-        if prefix:
-            argv[plan.index] = prefix + argv[plan.index]
-            _injected(live, prefix, "argv")
-        else:
-            inj["status"] = "none"
+        _inject_into_argument(live, argv, plan.index)
     if plan is not None and plan.kind == "stdin-args":
-        return _run_stdin_args(live, argv, plan, stdin_data or b"")
+        return _run_stdin_args(live, argv, plan, head or (b"", True))
     if plan is not None and plan.kind == "stdin":
-        feeder = _stdin_feeder(live, initial=b"")
+        feeder = _stdin_feeder(live, initial=b"", read_head=True)
         return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder))
     if not launch.interactive:
         return tool_ended(live, passthrough.run(argv, env=env))
@@ -112,52 +111,152 @@ def run_tool(live: Live):
     return tool_ended(live, result)
 
 
-def _pre_read_stdin(launch: Launch, plan) -> bytes | None:
-    """Read piped stdin up front where the tool mixes it with argv prompts.
+ARG_CAP = 128 * 1024 - 1
+"""Bytes one argument may have: Linux's MAX_ARG_STRLEN (32 pages, with the NUL) is the tightest
+limit of the two platforms (macOS limits only the total, ARG_MAX = 1 MiB)."""
+
+
+def _inject_into_argument(live: Live, argv: list[str], index: int) -> None:
+    """Put the blocks in front of the prompt argument, the whole argument kept under ARG_CAP.
+
+    Longer, the tool could not start at all (E2BIG: exit 126): the last
+    blocks are cut or dropped instead, and the record and log say which.
+    """
+    from wrapagent.inject.blocks import cap_prefix
+    from wrapagent.session.conversation import collect_blocks
+
+    inj = live.record.record["injection"]
+    prompt = argv[index]
+    prefix = collect_blocks(live, live.ctx, prompt, "argv")
+    room = ARG_CAP - len(os.fsencode(prompt))
+    prefix, notes = cap_prefix(prefix, room)
+    for note in notes:
+        note = f"{note} (a prompt argument is kept under {ARG_CAP + 1} bytes)"
+        inj["notes"].append(note)
+        live.record.log(f"injection: {note}")
+    if notes:
+        live.failures.append("blocks cut to fit the prompt argument")
+    if prefix:
+        argv[index] = prefix + prompt
+        _injected(live, prefix, "argv")
+    else:
+        inj["status"] = "none"
+
+
+def _pre_read_stdin(launch: Launch, plan) -> tuple[bytes, bool] | None:
+    """The start of piped stdin, read up front where the tool mixes it with argv prompts.
 
     gemini (stdin first, then the argument) and `opencode run` (arguments,
     then "\n" + stdin, nothing when stdin is empty) need to know whether
-    stdin holds anything before wrapagent decides where the blocks go.
+    stdin holds anything before wrapagent decides where the blocks go: its
+    first bytes tell (`stdin_head`); the rest is streamed to the tool.
     """
     if plan is None or is_tty(0):
         return None
     if plan.kind == "stdin-args" or (plan.kind == "argv" and launch.adapter.stdin_before_arg):
-        return read_all(0)
+        return stdin_head(0)
     return None
 
 
-def _run_stdin_args(live: Live, argv: list[str], plan, stdin_data: bytes):
+def stdin_head(fd: int, cap: int | None = None) -> tuple[bytes, bool]:
+    """The first bytes of piped stdin: (bytes, whether stdin ended).
+
+    Waits for the first byte (or the end), then takes what keeps arriving
+    without a pause of HEAD_QUIET_SECS, up to `cap` (pre_session's share
+    of the prompt). A stream that never ends (`tail -f log | …`) is never
+    waited for: the tool gets its head now and the rest as it comes.
+    """
+    import select
+
+    from wrapagent.hooks.guards import PROMPT_CAP
+
+    cap = PROMPT_CAP if cap is None else cap
+    chunks: list[bytes] = []
+    size = 0
+    while size < cap:
+        if chunks:
+            try:
+                if not select.select([fd], [], [], HEAD_QUIET_SECS)[0]:
+                    break
+            except (OSError, ValueError):
+                break
+        try:
+            chunk = os.read(fd, min(65536, cap - size))
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
+
+
+HEAD_QUIET_SECS = 0.05
+"""A pause in piped input this long ends the part pre_session sees (never what the tool gets)."""
+
+
+def _prompt_text(data: bytes) -> str:
+    """What pre_session reads of a prompt: its first PROMPT_CAP bytes, decoded."""
+    from wrapagent.hooks.guards import PROMPT_CAP
+
+    return data[:PROMPT_CAP].decode("utf-8", "replace")
+
+
+def _run_stdin_args(live: Live, argv: list[str], plan, head: tuple[bytes, bool]):
     """`opencode run a b`: message args move to stdin, joined the way the tool joins them."""
     from wrapagent.inject.adapters.opencode import quote_join
     from wrapagent.proxy import passthrough
     from wrapagent.session.finishing import tool_ended
 
     message = quote_join([argv[i] for i in plan.args]).encode()
-    if stdin_data:
-        message += b"\n" + stdin_data  # the tool's own join of args and piped stdin
+    data, eof = head
+    if data:
+        message += b"\n" + data  # the tool's own join of args and piped stdin
     rest = [a for i, a in enumerate(argv) if i not in set(plan.args)]
-    feeder = _stdin_feeder(live, initial=message, read_stdin=False)
+    feeder = _stdin_feeder(live, initial=message, stdin_left=not eof)
     return tool_ended(live, passthrough.run(rest, env=live.child_env, stdin_feeder=feeder))
 
 
-def _stdin_feeder(live: Live, *, initial: bytes, read_stdin: bool = True, prompt: str | None = None):
-    """Feed the tool's stdin: blocks, then the prompt, byte for byte."""
+def _stdin_feeder(live: Live, *, initial: bytes, read_head: bool = False, stdin_left: bool = False,
+                  prompt: str | None = None):
+    """Feed the tool's stdin: blocks, then the prompt, byte for byte, streamed.
+
+    `read_head`: the prompt is piped stdin, not read yet (its head is read
+    here, for pre_session); `stdin_left`: stdin has more after `initial`.
+    Either way the rest of stdin is copied as it comes, in bounded chunks:
+    a prompt of any size, or one that never ends, costs no memory.
+    """
     from wrapagent.session.conversation import collect_blocks
 
     def feed(wfd: int) -> None:
-        data = initial + (read_all(0) if read_stdin else b"")
-        text = data.decode("utf-8", "replace") if prompt is None else prompt
+        from wrapagent.hooks.hook_runner import unblock_signals
+
+        unblock_signals()  # the feeder's thread runs the guards: they must be stoppable
+        data, more = initial, stdin_left
+        if read_head:
+            head, eof = stdin_head(0)
+            data, more = initial + head, not eof
+        text = _prompt_text(data) if prompt is None else prompt
         prefix = collect_blocks(live, live.ctx, text, "stdin")
         if prefix:
             _injected(live, prefix, "stdin")
         else:
             live.record.record["injection"]["status"] = "none"
-        payload = prefix.encode() + data
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(wfd, view):]
+        _write_all(wfd, prefix.encode() + data)
+        del data
+        while more:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break
+            _write_all(wfd, chunk)
 
     return feed
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _injected(live: Live, prefix: str, path: str) -> None:

@@ -155,6 +155,9 @@ class HookFirer:
             self._wake.notify()
 
     def _work(self) -> None:
+        from wrapagent.hooks.hook_runner import unblock_signals
+
+        unblock_signals()  # created on the proxy's output thread, whose mask blocks the signals
         while True:
             with self._lock:
                 while self._queued is None and not self._closed:
