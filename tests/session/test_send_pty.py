@@ -218,19 +218,7 @@ def test_a_waiting_for_input_hook_sends_to_its_own_session(world: World) -> None
     assert agent_events(world)[:4] == ["message 1", "reply 1", "message 2", "reply 2"]
 
 
-def test_with_nothing_to_inject_a_send_before_the_first_message_goes_in_once_ready(world: World) -> None:
-    world.hooks("# no hooks: the demo's starter guards stay off\n")
-    child = world.spawn()
-    ready(child)
-    socket_of(world)
-    assert send(world, "--wait", "before anything").returncode == 0
-    child.expect("MOCK-REPLY-1")
-    assert quit_demo(child) == 0
-    assert world.messages() == ["before anything"]
-    assert world.record()["turns"][0].get("by") == "send"
-
-
-def test_with_blocks_to_inject_a_send_waits_for_the_first_stop(world: World) -> None:
+def test_a_send_before_the_first_message_waits_for_the_first_stop(world: World) -> None:
     """The first message is the user's, with the blocks; the sent one follows it."""
     world.hooks('[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n')
     child = world.spawn()

@@ -151,9 +151,6 @@ class Conversation:
 
             self.sender = SendChannel(live, self.outgoing, self.turns)
             self.sender.start()
-            start_plan = plan or prompt_plan_of(live)
-            if not first and start_plan.kind == "interactive" and not start_plan.reason:
-                self.sender.on_stop(0)  # no blocks, no prompt: the composer, once ready, takes it
             fire_waiting = self.turns.fire = self.sender.wrap_stop(fire_waiting)
         if stop_check is not None:
             from wrapagent.session.stop_gate import StopGate
@@ -307,8 +304,3 @@ class Conversation:
         if entry["failed"]:
             self.live.failures.append(f"waiting_for_input: {entry['failed']} of {entry['runs']} runs failed")
 
-
-def prompt_plan_of(live: Live):
-    from wrapagent.session.planning import prompt_plan
-
-    return prompt_plan(live.launch)
