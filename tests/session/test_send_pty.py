@@ -231,3 +231,23 @@ def test_a_send_before_the_first_message_waits_for_the_first_stop(world: World) 
     assert quit_demo(child) == 0
     assert world.messages() == ['<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n\nmine',
                                 "from outside"]
+
+
+def test_with_a_stop_check_the_send_waits_until_the_check_lets_the_agent_stop(world: World) -> None:
+    from test_stop_check_pty import FAIL_ONCE, block, toml_check
+
+    counter = world.tmp / "counter"
+    world.hooks(WAITING.format(events=world.events)
+                + toml_check(world.events, FAIL_ONCE.format(counter=counter)))
+    child = world.spawn()
+    ready(child)
+    socket_of(world)
+    submit(child, "fix the tests")
+    world.wait_event("message 1")
+    assert send(world, "CI is green").returncode == 0
+    child.expect("MOCK-REPLY-3")
+    world.wait_event("fired 3")
+    assert quit_demo(child) == 0
+    assert world.messages() == ["fix the tests", block("tests fail: fix them"), "CI is green"]
+    rec = world.record()
+    assert [t.get("by") for t in rec["turns"]][:3] == [None, "stop_check", "send"]
