@@ -170,3 +170,58 @@ command = "echo $(date +%s.%N) {{turn}} >> {waits}"
         stop_block("still failing")]
     assert entry["still_failing"]["after_continues"] == 2
     assert [n["status"] for n in entry["not_sent"]] == ["cancelled"]
+
+
+# -- issue 24: wrapagent send ------------------------------------------------------------
+
+def wrapagent_send(cli_env, *args: str):
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "wrapagent", "send", *args]
+    run = cli_env.new_run(argv, True, "send")
+    return subprocess.run(argv, cwd=str(cli_env.cwd), env=cli_env.run_env(run), capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_send(cli_env, tool):
+    """Two sends while the model thinks arrive in order, after its reply, verbatim; a send while
+    the user types waits for the next stop."""
+    waits = cli_env.root / "waits.log"
+    hooks = f'[send]\nenabled = true\n\n[waiting_for_input]\ncommand = "echo {{turn}} >> {waits}"\n'
+    spec, term = start(cli_env, hooks)
+    mock = cli_env.mock
+    mark = mock.mark()
+
+    send(term, "(think) the slow one")
+    mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)   # the model thinks
+    assert mock.reply_times(since=mark) == []
+    for text in ("CI is green", "and deployed"):
+        done = wrapagent_send(cli_env, text)
+        assert done.returncode == 0, done.stderr
+    texts = mock.wait_for_turns(3, api=spec.api, timeout=spec.reply_timeout + 60, since=mark)
+    assert texts == ["(think) the slow one", "CI is green", "and deployed"], mock.summary()
+    turns = mock.turn_requests(api=spec.api, since=mark)
+    first_reply = mock.reply_times(since=mark)[0]
+    second = next(r for r in turns if r["user_text"] == "CI is green")
+    assert second["time"] > first_reply, "the send went in while the model was still replying"
+    wait_lines(waits, 1, term)
+    assert lines(waits) == ["3"]                     # the agent waited for the user only after both
+
+    # a send while the user types: the user's message first, the send at the next stop
+    term.wait_quiet(0.5, timeout=10)
+    term.type("mine first")
+    term.wait_for("mine first", timeout=15)
+    assert wrapagent_send(cli_env, "queued one").returncode == 0
+    term.enter(after=0.3)
+    texts = mock.wait_for_turns(5, api=spec.api, timeout=spec.reply_timeout + 60, since=mark)
+    assert texts[3:] == ["mine first", "queued one"], mock.summary()
+    term.wait_for("MOCK-REPLY-5", timeout=spec.reply_timeout)
+    wait_lines(waits, 2, term)                       # the agent waits again: quit now, not mid-turn
+
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = cli_env.sessions()[-1]
+    assert [(s["text"], s["status"]) for s in record["sent"]] == [
+        ("CI is green", "delivered"), ("and deployed", "delivered"), ("queued one", "delivered")]

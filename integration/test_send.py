@@ -62,7 +62,7 @@ def wait_logged(cli_env, text: str, term, timeout: float = 60.0) -> None:
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
 def test_send(cli_env, tool):
     spec = SPECS[cli_env.tool]
-    cli_env.write_wrapagent_config(hooks_toml="# no hooks\n")
+    cli_env.write_wrapagent_config(hooks_toml="[send]\nenabled = true\n")
     term = cli_env.spawn(cli_env.interactive_args())
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
     term.wait_quiet(spec.settle, timeout=10)

@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "uninstall", "completion",
-               "send", "_complete", "help")
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "send", "trust", "uninstall", "completion",
+               "_complete", "help")
 
 
 def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":

@@ -48,7 +48,7 @@ subcommands:
                     recorded sessions; what one changed, undoing it, resuming it
   trust [PATH] [--revoke] [--list]
   send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
-                    the next user message of a running session (TEXT or stdin)
+                    the next message of a running session (TEXT or stdin; needs [send] enabled)
   uninstall [--yes] [--dry-run] [--config]
                     remove the shims, then (asked) the state folder and checkpoint refs
 
@@ -94,10 +94,11 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
         return 0
     if args and args[0] == "--":
         args = args[1:]
+    from wrapagent.commands.own_process import module_argv  # never the current folder's code
     from wrapagent.session.launch import RunOptions, run
 
     return run(RunOptions(tool="demo", display_name="demo", args=args, strict=strict,
-                          argv_override=[sys.executable, "-m", "wrapagent.commands.demo_agent"],
+                          argv_override=module_argv("wrapagent.commands.demo_agent"),
                           config_factory=_demo_config))
 
 
@@ -302,8 +303,8 @@ COMMANDS = {
     "init": cmd_init,
     "trust": cmd_trust,
     "sessions": cmd_sessions,
-    "doctor": cmd_doctor,
     "send": cmd_send,
+    "doctor": cmd_doctor,
     "uninstall": cmd_uninstall,
     "completion": cmd_completion,
     "_complete": cmd_complete,

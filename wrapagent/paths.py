@@ -87,13 +87,16 @@ def project_root_of(cwd: str) -> str:
 
     Walks up looking for `.git` (a directory, or a file for worktrees and
     submodules) instead of running `git rev-parse`: that costs a fork and
-    ~5 ms on every start of an aliased `codex`.
+    ~5 ms on every start of an aliased `codex`. A `.git` at `$HOME` (a
+    dotfiles repository) does not make `~` the project of every folder below.
     """
     cwd = os.path.realpath(cwd)
+    home = os.path.realpath(os.environ.get("HOME") or os.path.expanduser("~"))
     candidate = cwd
     while True:
         if os.path.exists(os.path.join(candidate, ".git")):
-            return candidate
+            # A dotfiles repository at $HOME is no project of the folders under it.
+            return cwd if candidate == home and cwd != home else candidate
         parent = os.path.dirname(candidate)
         if parent == candidate:
             return cwd

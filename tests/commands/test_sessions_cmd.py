@@ -71,8 +71,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def run(world: dict, *args: str) -> tuple[int, str, str]:
+    """`wrapagent sessions ARGS` typed in the world's repository (else in the test's own folder)."""
     out, err = io.StringIO(), io.StringIO()
-    code = sessions_cmd.main(list(args), out=out, err=err, env=world["env"])
+    cwd = str(world["repo"]) if "repo" in world else None
+    code = sessions_cmd.main(list(args), out=out, err=err, env=world["env"], cwd=cwd)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -351,7 +353,7 @@ def test_undo_and_diff_without_checkpoints_say_why(tmp_path: Path) -> None:
     proc = subprocess.run([*WRAPAGENT, "sh", "-c", "echo made > f.txt"], env=env, cwd=plain,
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
-    w = {"env": env}
+    w = {"env": env, "repo": plain}
     for verb in ("undo", "diff"):
         code, _, err = run(w, verb, "last")
         assert code == 1 and "no checkpoints for this session: not a git repository" in err
@@ -400,7 +402,7 @@ def test_resume_starts_the_tool_wrapped_with_its_resume_option(tmp_path: Path, t
         "id": session_dir.name, "tool": tool, "transport": tool, "cwd": str(project),
         "project_root": str(project), "native_session_id": "NATIVE-1", "state": "finished"}))
     proc = subprocess.run([*WRAPAGENT, "sessions", "resume", "last", "--", "--no-daemon"], env=env,
-                          cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+                          cwd=project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert f"args: {expected}\n" in proc.stdout
     assert f"cwd: {project}\n" in proc.stdout

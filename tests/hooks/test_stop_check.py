@@ -168,3 +168,13 @@ def test_a_later_message_runs_only_every_message_guards_with_its_numbers(project
     body = later.runs[0].body
     assert json.loads(body.split("\n")[0])["message"] == 3 and json.loads(body.split("\n")[0])["conversation"] == 2
     assert body.split("\n")[-1] == "7 7"
+
+
+def test_send_is_opt_in_and_a_project_may_switch_it(project, env):
+    assert load(project, env).send is False
+    assert load(project, env, hooks="[send]\nenabled = true\n").send is True
+    assert load(project, env, hooks="[send]\n").send is True          # the table alone turns it on
+    assert load(project, env, hooks="[send]\nenabled = true\n",
+                project_hooks="[send]\nenabled = false\n").send is False
+    assert load(project, env, hooks="[send]\nenabled = true\n", project_hooks="[send]\nenabled = false\n",
+                trusted=False).send is True                          # an untrusted project changes nothing

@@ -20,6 +20,8 @@ import pytest
 from wrapagent.hooks.config_model import CheckpointSettings
 from wrapagent.session import checkpoints
 from wrapagent.session.records import new_session_id
+from wrapagent.session.checkpoint_access import UndoConflict
+from wrapagent.session.undo import undo_files
 
 CAFE = "café ü.txt"
 
@@ -198,7 +200,7 @@ def test_undo_restores_the_sessions_files_and_nothing_else(tmp_path: Path) -> No
     expected = snapshot_files(repo)
     state = git_state(repo)
     info = run_session(repo)["checkpoints"]
-    restored = checkpoints.undo(info)
+    restored = undo_files(info)
     assert sorted(p for _, p in restored) == sorted(
         ["clean.txt", "new.txt", "newdir/inner/made.txt", "doomed.txt", CAFE])
     after_undo = snapshot_files(repo)
@@ -216,8 +218,8 @@ def test_undo_refuses_when_a_file_changed_after_the_session(tmp_path: Path) -> N
     write(repo / "new.txt", "the user kept working on it\n")
     (repo / "clean.txt").unlink()
     files, state = snapshot_files(repo), git_state(repo)
-    with pytest.raises(checkpoints.UndoConflict) as caught:
-        checkpoints.undo(info)
+    with pytest.raises(UndoConflict) as caught:
+        undo_files(info)
     assert sorted(caught.value.paths) == ["clean.txt", "new.txt"]
     assert "new.txt" in str(caught.value) and "nothing was changed" in str(caught.value)
     assert snapshot_files(repo) == files
@@ -228,7 +230,7 @@ def test_undo_ignores_files_the_session_did_not_touch(tmp_path: Path) -> None:
     repo = user_repo(tmp_path)
     info = run_session(repo)["checkpoints"]
     write(repo / "unstaged.txt", "the user went on editing this one\n")
-    checkpoints.undo(info)
+    undo_files(info)
     assert (repo / "unstaged.txt").read_text() == "the user went on editing this one\n"
     assert (repo / "clean.txt").read_text() == "clean.txt committed\n"
 
@@ -238,13 +240,13 @@ def test_undo_keeps_line_endings_with_autocrlf(tmp_path: Path) -> None:
     git(repo, "config", "core.autocrlf", "true")
     (repo / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
     info = run_session(repo, work=lambda r: (r / "crlf.txt").write_bytes(b"one\r\nchanged\r\n"))["checkpoints"]
-    checkpoints.undo(info)
+    undo_files(info)
     assert (repo / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n"
 
 
 def test_undo_without_checkpoints_says_why(tmp_path: Path) -> None:
     with pytest.raises(checkpoints.CheckpointError, match="not a git repository"):
-        checkpoints.undo({"status": "skipped", "note": "not a git repository"})
+        undo_files({"status": "skipped", "note": "not a git repository"})
 
 
 # --------------------------------------------------------------------------- prune
@@ -276,7 +278,8 @@ def test_private_index_lives_in_the_git_dir(tmp_path: Path) -> None:
     repo = user_repo(tmp_path)
     run_session(repo, work=lambda r: None)
     assert (repo / ".git" / "wrapagent" / "index").is_file()
-    leftovers = [p.name for p in (repo / ".git" / "wrapagent").iterdir() if p.name != "index"]
+    leftovers = [p.name for p in (repo / ".git" / "wrapagent").iterdir()
+                 if p.name not in ("index", checkpoints.PRUNE_MARK)]
     assert leftovers == []
     assert os.environ.get("GIT_INDEX_FILE") is None
 
@@ -379,7 +382,7 @@ def test_submodules_are_recorded_as_their_commit(tmp_path: Path) -> None:
 
     info = run_session(repo, work=work)["checkpoints"]
     assert checkpoints.Repo.find(repo).changes(info["before"], info["after"]) == [("A", "top.txt")]
-    checkpoints.undo(info)
+    undo_files(info)
     assert not (repo / "top.txt").exists()
     assert (repo / "vendor" / "lib" / "lib.txt").read_text() == "edited inside the submodule\n"
     assert git_state(repo)["index"] == state["index"]
@@ -401,7 +404,7 @@ def test_undo_of_type_changes_file_to_folder_and_back_and_modes(tmp_path: Path) 
         os.symlink("clean.txt", r / "link")
 
     info = run_session(repo, work=work)["checkpoints"]
-    checkpoints.undo(info)
+    undo_files(info)
     assert snapshot_files(repo) == expected
     assert not (repo / "link").is_symlink()
     assert (repo / "tool.sh").stat().st_mode & 0o111 == 0
@@ -418,7 +421,7 @@ def test_a_session_that_commits_is_diffed_and_undone_by_content(tmp_path: Path) 
     info = run_session(repo, work=work)["checkpoints"]
     assert info["head"] == head and info["head_after"] != head
     assert checkpoints.Repo.find(repo).changes(info["before"], info["after"]) == [("M", "clean.txt")]
-    checkpoints.undo(info)
+    undo_files(info)
     assert (repo / "clean.txt").read_text() == "clean.txt committed\n"
     assert git(repo, "rev-parse", "HEAD").strip() == info["head_after"]  # the commit stays
 

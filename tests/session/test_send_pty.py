@@ -19,10 +19,11 @@ import pexpect
 
 from wrapagent.commands.sessions_show import render_show
 
-from test_turns_pty import World, quit_demo, ready, type_text, world  # noqa: F401 - fixture
+from test_turns_pty import World, quit_demo, ready, say, type_text, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 
+SEND = "[send]\nenabled = true\n"
 WAITING = '[waiting_for_input]\ncommand = "echo fired {{turn}} >> {events}"\nquiet_secs = 2\n'
 
 
@@ -84,7 +85,7 @@ def submit(child: pexpect.spawn, text: str) -> None:
 
 
 def test_a_send_while_the_agent_thinks_is_the_next_message_after_the_reply(world: World) -> None:
-    world.hooks(WAITING.format(events=world.events))
+    world.hooks(SEND + WAITING.format(events=world.events))
     child = world.spawn()
     ready(child)
     sock = socket_of(world)
@@ -105,16 +106,16 @@ def test_a_send_while_the_agent_thinks_is_the_next_message_after_the_reply(world
     rec = world.record()
     (sent,) = rec["sent"]
     assert sent["text"] == 'CI is green: 12 passed, "0" failed'
-    assert sent["delivered_at"] and sent["turn"] == 2
+    assert sent["status"] == "delivered" and sent["delivered_at"] and sent["turn"] == 2
     assert [t.get("by") for t in rec["turns"]][:2] == [None, "send"]
-    shown = render_show(rec, None)
-    assert "Sent (wrapagent send): 1 message(s), 1 delivered" in shown
-    assert "  delivered as turn 2 at " in shown
+    shown = render_show(rec, None)                # `wrapagent sessions show` lists it
+    assert "Sent (wrapagent send): 1" in shown
+    assert " as turn 2:\n" in shown
     assert '    CI is green: 12 passed, "0" failed\n' in shown
 
 
 def test_two_sends_arrive_in_order_one_per_stop(world: World) -> None:
-    world.hooks(WAITING.format(events=world.events))
+    world.hooks(SEND + WAITING.format(events=world.events))
     child = world.spawn()
     ready(child)
     socket_of(world)
@@ -133,7 +134,7 @@ def test_two_sends_arrive_in_order_one_per_stop(world: World) -> None:
 
 
 def test_a_key_typed_while_a_send_is_pending_defers_it_to_the_next_stop(world: World) -> None:
-    world.hooks(WAITING.format(events=world.events))
+    world.hooks(SEND + WAITING.format(events=world.events))
     child = world.spawn()
     ready(child)
     socket_of(world)
@@ -154,27 +155,27 @@ def test_a_key_typed_while_a_send_is_pending_defers_it_to_the_next_stop(world: W
     assert quit_demo(child) == 0
     assert world.messages() == ["first", "abc", "later"]
     (sent,) = world.record()["sent"]
-    assert sent["deferred"] >= 1 and sent["turn"] == 3
+    assert sent["status"] == "delivered" and sent["turn"] == 3
 
 
 def test_no_running_session_is_refused(world: World) -> None:
     done = send(world, "hello")
     assert done.returncode == 1
-    assert "no running top-level session of this project" in done.stderr
+    assert "no running wrapagent session (top-level) in" in done.stderr
     assert send(world, "--session", "last", "hello").returncode == 1
     empty = send(world, stdin="\n")
     assert empty.returncode == 1 and "empty message" in empty.stderr
 
 
 def test_the_session_ending_while_a_send_is_queued_says_so(world: World) -> None:
-    world.hooks("# no hooks: the demo's starter guards stay off\n")
+    world.hooks(SEND)  # and no guards: the demo's starter guards stay off
     child = world.spawn("--think-secs", "4")
     ready(child)
     socket_of(world)
     submit(child, "first")
     world.wait_event("message 1")
     done = send_bg(world, "--wait", "too late")
-    wait_log(world, "send: message queued")
+    wait_log(world, "send: message 1 queued")
     child.send("/quit\r")                          # read right after the reply: before any stop
     child.expect(pexpect.EOF)
     child.close()
@@ -183,12 +184,12 @@ def test_the_session_ending_while_a_send_is_queued_says_so(world: World) -> None
     assert "not delivered: the session ended" in err
     assert world.messages() == ["first"]
     (sent,) = world.record()["sent"]
-    assert sent["delivered_at"] is None and sent["not_delivered"] == "the session ended"
+    assert sent["status"] == "not delivered" and sent["reason"] == "the session ended"
     assert "not delivered: the session ended" in render_show(world.record(), None)
 
 
 def test_wait_timeout_leaves_the_message_queued(world: World) -> None:
-    world.hooks("# no hooks: the demo's starter guards stay off\n")
+    world.hooks(SEND)  # and no guards: the demo's starter guards stay off
     child = world.spawn("--think-secs", "8")
     ready(child)
     socket_of(world)
@@ -206,7 +207,7 @@ def test_a_waiting_for_input_hook_sends_to_its_own_session(world: World) -> None
     """The README's example: the hook (here: at the first stop only) wakes the agent."""
     command = (f'if [ {{turn}} = 1 ]; then {sys.executable} -m wrapagent send "CI is green"; fi; '
                f"echo fired {{turn}} >> {world.events}")
-    world.hooks(f"[waiting_for_input]\ncommand = '''{command}'''\nquiet_secs = 2\n")
+    world.hooks(SEND + f"[waiting_for_input]\ncommand = '''{command}'''\nquiet_secs = 2\n")
     child = world.spawn()
     ready(child)
     socket_of(world)
@@ -220,12 +221,12 @@ def test_a_waiting_for_input_hook_sends_to_its_own_session(world: World) -> None
 
 def test_a_send_before_the_first_message_waits_for_the_first_stop(world: World) -> None:
     """The first message is the user's, with the blocks; the sent one follows it."""
-    world.hooks('[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n')
+    world.hooks(SEND + '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n')
     child = world.spawn()
     ready(child)
     socket_of(world)
     assert send(world, "from outside").returncode == 0
-    wait_log(world, "send: message queued")
+    wait_log(world, "send: message 1 queued")
     submit(child, "mine")
     child.expect("MOCK-REPLY-2")
     assert quit_demo(child) == 0
@@ -237,7 +238,7 @@ def test_with_a_stop_check_the_send_waits_until_the_check_lets_the_agent_stop(wo
     from test_stop_check_pty import FAIL_ONCE, block, toml_check
 
     counter = world.tmp / "counter"
-    world.hooks(WAITING.format(events=world.events)
+    world.hooks(SEND + WAITING.format(events=world.events)
                 + toml_check(world.events, FAIL_ONCE.format(counter=counter)))
     child = world.spawn()
     ready(child)
@@ -251,3 +252,27 @@ def test_with_a_stop_check_the_send_waits_until_the_check_lets_the_agent_stop(wo
     assert world.messages() == ["fix the tests", block("tests fail: fix them"), "CI is green"]
     rec = world.record()
     assert [t.get("by") for t in rec["turns"]][:3] == [None, "stop_check", "send"]
+
+
+def test_a_send_while_the_agent_waits_goes_at_once_and_wait_says_delivered(world: World) -> None:
+    world.hooks(SEND + WAITING.format(events=world.events))
+    child = world.spawn()
+    ready(child)
+    say(child, "first", 1)
+    world.wait_event("fired 1")
+    done = send(world, "--wait", "from the hook")
+    assert done.returncode == 0 and "delivered" in done.stdout, done.stderr
+    child.expect("MOCK-REPLY-2")
+    assert quit_demo(child) == 0
+    assert world.messages() == ["first", "from the hook"]
+
+
+def test_a_session_without_send_enabled_is_refused_and_has_no_socket(world: World) -> None:
+    world.hooks(WAITING.format(events=world.events))  # interactive, but [send] not enabled
+    child = world.spawn()
+    ready(child)
+    say(child, "first", 1)
+    refused = send(world, "hello")
+    assert refused.returncode == 1 and "[send]" in refused.stderr
+    assert not list(world.state.glob("wrapagent/projects/*/*/send.sock"))
+    assert quit_demo(child) == 0

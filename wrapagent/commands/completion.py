@@ -65,7 +65,7 @@ SPEC: dict[str, Command] = {
         "show": Command("one session", {**_HELP, "--json": None}, _ID),
         "path": Command("the project's sessions repository", {**_HELP, "--project": "dirs"}),
         "diff": Command("what the session changed", {**_HELP, "--stat": None}, _ID),
-        "undo": Command("put the files it changed back", dict(_HELP), _ID),
+        "undo": Command("put the files it changed back", {**_HELP, "--dry-run": None, "--force": None}, _ID),
         "prune": Command("drop old checkpoint refs", {**_HELP, "--older-than": "value", "--project": "dirs"}),
         "resume": Command("continue the session's conversation", dict(_HELP), _ID),
     }),

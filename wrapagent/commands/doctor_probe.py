@@ -249,7 +249,9 @@ def _probe_command(tool: str, extra: Sequence[str], env: Mapping[str, str]) -> t
     from wrapagent.session import resolve
 
     if tool == "demo":
-        return [sys.executable, "-m", "wrapagent.commands.demo_agent", *extra], sys.executable, "demo"
+        from wrapagent.commands.own_process import module_argv  # never the current folder's code
+
+        return module_argv("wrapagent.commands.demo_agent", *extra), sys.executable, "demo"
     path = str(resolve.find_real_tool(tool, env=env))
     return [path, *extra], path, os.path.basename(tool)
 

@@ -1,6 +1,7 @@
 """`wrapagent send`: put a message into a running wrapped session from outside.
 
-The session listens on a Unix socket in its folder (`session.send_channel`);
+A session with `[send] enabled = true` listens on a Unix socket in its folder
+(`session.send_channel`);
 this side only finds the session, connects, hands over the text and, with
 `--wait`, waits for the session's word on the delivery. Nothing here types
 anything: the session does, at the agent's next stop, under the same rules
@@ -34,6 +35,7 @@ sends arrive in order, one per stop. By default: the session this runs in
 top-level session of the current project."""
 
 EPILOG = """\
+needs `[send]` `enabled = true` in hooks.toml (the session takes messages).
 exit codes: 0 queued (with --wait: delivered), 1 refused, 3 not delivered
 (the session ended), 4 --wait timed out (the message stays queued).
 example (a waiting_for_input hook): gh run watch && wrapagent send "CI is green\""""
@@ -131,9 +133,9 @@ def find_session(ref: str | None, env: Mapping[str, str], cwd: Path) -> dict[str
         if ref is None:
             running = [r for r in running if not r.get("parent_session")]
         if not running:
-            which = "running session" if ref is not None else "running top-level session"
-            raise SendError(f"no {which} of this project ({project}): start one with "
-                            "`wrapagent TOOL`, or name one with --session ID")
+            which = "running wrapagent session" if ref is not None else "running wrapagent session (top-level)"
+            raise SendError(f"no {which} in {project}: start one with `wrapagent TOOL`, "
+                            "or name one with --session ID")
         record = running[0]
     else:
         from wrapagent.commands.sessions_find import SessionsError, find_record
@@ -154,6 +156,8 @@ def find_session(ref: str | None, env: Mapping[str, str], cwd: Path) -> dict[str
 
 
 def _session_dir(record: Mapping[str, Any], env: Mapping[str, str]) -> Path:
+    if record.get("_dir"):
+        return Path(str(record["_dir"]))
     from wrapagent import paths
 
     return paths.sessions_root(str(record.get("project_root") or ""), env) / str(record["id"])
@@ -166,16 +170,17 @@ def _send(record: Mapping[str, Any], folder: Path, text: str, guard: str | None,
           timeout: float | None, stdout: TextIO) -> int:
     import socket
 
-    from wrapagent.session.send_channel import connect
+    from wrapagent.session.send_channel import SOCKET_NAME, connect
 
     sid = record["id"]
+    path = str(folder / SOCKET_NAME)
     try:
-        sock = connect(folder, timeout=CONNECT_TIMEOUT_SECS)
+        sock = connect(path, timeout=CONNECT_TIMEOUT_SECS)
     except FileNotFoundError:
-        raise SendError(f"session {sid} takes no messages: it has no send channel (a one-shot run, "
-                        "a session whose tool started before wrapagent watched it, or one ending now)")
+        raise SendError(f"session {sid} does not take messages: add `[send]` with `enabled = true` "
+                        "to hooks.toml (or it is a one-shot run, or it is ending now)") from None
     except OSError as exc:
-        raise SendError(f"session {sid}: cannot connect to its send channel: {exc}") from None
+        raise SendError(f"session {sid} is not taking messages ({exc.strerror or exc})") from None
     with sock:
         try:
             sock.sendall(json.dumps({"text": text, "guard": guard, "wait": wait}).encode() + b"\n")
@@ -183,25 +188,24 @@ def _send(record: Mapping[str, Any], folder: Path, text: str, guard: str | None,
             answer = _line(reader)
         except (OSError, ValueError) as exc:
             raise SendError(f"session {sid}: no answer from its send channel: {exc}") from None
-        if not answer.get("ok"):
+        if "error" in answer or "queued" not in answer:
             raise SendError(f"session {sid} refused the message: {answer.get('error', 'no reason given')}")
-        position = answer.get("position")
         if not wait:
-            stdout.write(f"queued for session {sid} (position {position}): "
+            stdout.write(f"queued for session {sid} (message {answer.get('queued')}): "
                          "delivered when the agent stops and the composer is empty\n")
             return 0
         sock.settimeout(timeout)
         try:
             outcome = _line(reader)
         except socket.timeout:
-            raise SendError(f"timeout: not delivered within {timeout:g} s; the message stays queued "
+            raise SendError(f"timeout: not delivered within {timeout:g}s; the message stays queued "
                             f"in session {sid}", EXIT_TIMEOUT) from None
         except (OSError, ValueError):
-            outcome = {"status": "not delivered", "reason": "the session ended"}
-    if outcome.get("status") == "delivered":
-        stdout.write(f"delivered to session {sid} at {outcome.get('at')}\n")
+            outcome = {"error": "the session ended"}
+    if outcome.get("delivered_at"):
+        stdout.write(f"delivered to session {sid} at {outcome['delivered_at']}\n")
         return 0
-    raise SendError(f"not delivered: {outcome.get('reason') or 'the session ended'}", EXIT_NOT_DELIVERED)
+    raise SendError(f"not delivered: {outcome.get('error') or 'the session ended'}", EXIT_NOT_DELIVERED)
 
 
 def _line(reader) -> dict[str, Any]:

@@ -4,13 +4,13 @@
     sessions show ID [--json]          ID: a unique prefix (case-insensitive), or `last`
     sessions path [--project PATH]     the project's sessions repository (for `git -C … log`)
     sessions diff ID [--stat]          what the session changed in the work tree (git diff)
-    sessions undo ID                   put the files it changed back as they were before it
+    sessions undo ID [--dry-run] [--force]   put the files it changed back as they were before it
     sessions prune [--older-than DAYS] [--project PATH]   drop old checkpoint refs
     sessions resume ID [-- TOOL_ARGS]  the same tool, wrapped, continuing its own session
 
 The parser and dispatch live here; finding a record (`last`, prefixes) in
-`sessions_find.py`, list and show in `sessions_show.py`, diff, undo, prune and
-resume in `sessions_history.py`. list, show and path never write.
+`sessions_find.py`, list and show in `sessions_show.py`, diff, prune and resume
+in `sessions_history.py`, undo in `sessions_undo.py`. list, show and path never write.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from typing import IO, Mapping, Sequence
 
 from wrapagent import paths
 from wrapagent.commands.sessions_find import SessionsError as _SessionsError
-from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, project_records
-from wrapagent.commands.sessions_history import cmd_diff, cmd_prune, cmd_resume, cmd_undo, resume_argv
+from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, pick, project_records
+from wrapagent.commands.sessions_history import cmd_diff, cmd_prune, cmd_resume, resume_argv
+from wrapagent.commands.sessions_undo import cmd_undo
 from wrapagent.commands.sessions_show import (
     DEFAULT_LIMIT,
     cmd_list,
@@ -39,7 +40,7 @@ from wrapagent.commands.sessions_show import (
 # Names other modules (doctor, tests) import from here.
 __all__ = [
     "all_records", "cmd_diff", "cmd_list", "cmd_prune", "cmd_resume", "cmd_show", "cmd_undo",
-    "find_record", "format_exit", "format_time", "hook_rows", "main", "project_records",
+    "find_record", "pick", "format_exit", "format_time", "hook_rows", "main", "project_records",
     "render_list", "render_show", "resume_argv", "visible_text",
 ]
 
@@ -69,16 +70,21 @@ def _parser() -> argparse.ArgumentParser:
                      help=f"at most N sessions (default {DEFAULT_LIMIT}; 0 = all)")
     lst.add_argument("--json", action="store_true", help="a JSON array instead of a table")
     show = sub.add_parser("show", help="one session: record, injected text, hooks, log")
-    show.add_argument("id", metavar="ID", help="session id or a unique prefix of it; `last` = newest")
+    show.add_argument("id", metavar="ID", help="session id or a unique prefix of it; `last` = the newest "
+                      "session of the current project (else of all projects, said on stderr)")
     show.add_argument("--json", action="store_true", help="the record (plus `dir` and `log`) as JSON")
     pth = sub.add_parser("path", help="the project's sessions repository")
     pth.add_argument("--project", metavar="PATH", default=None, help="default: the current project")
-    ref_help = "session id or a unique prefix of it; `last` = newest"
+    ref_help = ("session id or a unique prefix of it; `last` = the newest session of the current project")
     dif = sub.add_parser("diff", help="what the session changed in the work tree, as a git diff")
     dif.add_argument("id", metavar="ID", help=ref_help)
     dif.add_argument("--stat", action="store_true", help="only the diff stat")
     und = sub.add_parser("undo", help="put every file the session changed back as it was before it")
     und.add_argument("id", metavar="ID", help=ref_help)
+    und.add_argument("--dry-run", action="store_true", help="list what undo would do, change nothing")
+    und.add_argument("--force", action="store_true",
+                     help="undo even though another session of this repository ran at the same time "
+                          "(never past a file changed after the session)")
     prn = sub.add_parser("prune", help="drop old sessions' checkpoints (git refs) from the project")
     prn.add_argument("--older-than", metavar="DAYS", type=float, default=30.0,
                      help="sessions older than this many days (default 30; 0 = all)")
@@ -91,26 +97,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(args: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None = None,
-         env: Mapping[str, str] | None = None) -> int:
+         env: Mapping[str, str] | None = None, cwd: str | None = None) -> int:
+    """`cwd` is where the command was typed: `last` means the newest session of that project."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     env = os.environ if env is None else env
     ns = _parser().parse_args(list(args))
+    ns.cwd = os.getcwd() if cwd is None else cwd
     try:
         if ns.action == "list":
             return cmd_list(ns, out, env)
         if ns.action == "show":
-            return cmd_show(ns, out, env)
+            return cmd_show(ns, out, env, err)
         if ns.action == "diff":
-            return cmd_diff(ns, out, env)
+            return cmd_diff(ns, out, env, err)
         if ns.action == "undo":
-            return cmd_undo(ns, out, env)
+            return cmd_undo(ns, out, env, err)
         if ns.action == "prune":
             return cmd_prune(ns, out, env)
         if ns.action == "resume":
             if ns.tool_args[:1] == ["--"]:
                 ns.tool_args = ns.tool_args[1:]
-            return cmd_resume(ns, out, env)
+            return cmd_resume(ns, out, env, err)
         return cmd_path(ns, out, env, err)
     except _SessionsError as exc:
         err.write(f"wrapagent sessions: {exc}\n")

@@ -38,8 +38,46 @@ def project_records(project_root: Path, env: Mapping[str, str] | None = None) ->
     return [r for r in records if r.get("project_root") in (None, str(project_root))]
 
 
+def is_top_level(record: Mapping[str, Any]) -> bool:
+    """A session the user started, not one an agent started inside another session."""
+    return not record.get("parent_session") and not record.get("depth")
+
+
+def last_here(env: Mapping[str, str] | None, cwd: str | Path, *, read_only: bool,
+              back: int = 0) -> tuple[dict[str, Any], str | None]:
+    """What `last` (`last~back`) means typed in `cwd`: (record, a note for the user or None).
+
+    The newest top-level session of the current project (the `back`-th
+    before it): `undo last` typed in project A must never undo project B's
+    newer session, and `resume last` must not pick up a sub-agent's session.
+    With none here, read-only commands fall back to the top-level sessions
+    of all projects and say so (the note); the others refuse.
+    """
+    name = f"last~{back}" if back else "last"
+    root = paths.find_project_root(cwd)
+    here = [r for r in project_records(root, env) if is_top_level(r)]
+    if back < len(here):
+        return here[back], None
+    if here:
+        raise SessionsError(f"{name!r}: only {len(here)} session(s) recorded in this project ({root})")
+    if not read_only:
+        raise SessionsError(f"no session recorded in this project ({root}): `{name}` means the newest "
+                            "session of the current project; give a session id (see `wrapagent sessions list`)")
+    everywhere = [r for r in all_records(env) if is_top_level(r)]
+    if back >= len(everywhere):
+        raise SessionsError(f"{name!r}: only {len(everywhere)} session(s) recorded" if everywhere
+                            else "no sessions recorded yet")
+    record = everywhere[back]
+    return record, (f"no session recorded in this project ({root}): `{name}` is taken among all projects, "
+                    f"{record.get('id')} in {record.get('project_root') or '-'}")
+
+
 def find_record(ref: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The record whose id starts with `ref` (case-insensitive); `last` = the newest, `last~N` before it."""
+    """The record whose id starts with `ref` (case-insensitive), among every project's; `last` = the
+    newest one, `last~N` before it.
+
+    The `sessions` commands use `pick`, where `last` means the current project's.
+    """
     records = all_records(env)
     ref = ref.strip()
     if not ref:
@@ -55,6 +93,28 @@ def find_record(ref: str, env: Mapping[str, str] | None = None) -> dict[str, Any
         if not records:
             raise SessionsError("no sessions recorded yet")
         return records[0]
+    return _by_prefix(ref, records)
+
+
+def pick(ref: str, env: Mapping[str, str] | None, cwd: str | Path, *,
+         read_only: bool) -> tuple[dict[str, Any], str | None]:
+    """The record a command's ID argument names: (record, a note for the user or None).
+
+    An id or a unique prefix of one, among every project's records; `last`
+    (or `latest`, `last~N`) as `last_here` decides.
+    """
+    from wrapagent.commands.sessions_ids import relative_index
+
+    ref = ref.strip()
+    if not ref:
+        raise SessionsError("empty session id")
+    back = relative_index(ref)
+    if back is not None or ref.lower() in LATEST_ALIASES:
+        return last_here(env, cwd, read_only=read_only, back=back or 0)
+    return _by_prefix(ref, all_records(env)), None
+
+
+def _by_prefix(ref: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     wanted = ref.upper()
     matches = [r for r in records if str(r.get("id", "")).upper().startswith(wanted)]
     exact = [r for r in matches if str(r.get("id", "")).upper() == wanted]

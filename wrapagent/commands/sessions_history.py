@@ -1,6 +1,6 @@
-"""`sessions diff`, `undo`, `prune` and `resume`: act on a session's history.
+"""`sessions diff`, `prune` and `resume`: act on a session's history (`undo`: sessions_undo.py).
 
-diff, undo and prune work on the checkpoints of `session/checkpoints.py`;
+diff and prune work on the checkpoints of `session/checkpoints.py`;
 resume on the native ids of `session/transcripts.py`.
 """
 
@@ -11,30 +11,33 @@ import os
 import sys
 from typing import IO, Any, Mapping, Sequence
 
+from wrapagent import paths
 from wrapagent.commands.sessions_find import SessionsError as _SessionsError
-from wrapagent.commands.sessions_find import _resolve_project, find_record
-from wrapagent.commands.sessions_show import visible_text
+from wrapagent.commands.sessions_find import _resolve_project, pick
 
 
 # --------------------------------------------------------------------------- diff, undo, prune, resume
 
 
-def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    record = find_record(ns.id, env)
+def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str], err: IO[str], *,
+                    read_only: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    record, note = pick(ns.id, env, ns.cwd, read_only=read_only)
+    if note:
+        err.write(f"wrapagent sessions: {note}\n")
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         raise _SessionsError(f"session {record.get('id')} has no checkpoints (recorded before they existed)")
     return record, info
 
 
-def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
     from wrapagent import gitcmd
-    from wrapagent.session import checkpoints
+    from wrapagent.session import checkpoint_access, checkpoints
 
-    _, info = _checkpoints_of(ns, env)
+    _, info = _checkpoints_of(ns, env, err, read_only=True)
     try:
-        repo, args = checkpoints.diff_args(info, ns.stat, env)
+        repo, args = checkpoint_access.diff_args(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
     from wrapagent.commands.colour import git_color_args
@@ -49,24 +52,6 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> in
         raise _SessionsError(str(exc)) from None
 
 
-def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
-    from wrapagent.session import checkpoints
-
-    record, info = _checkpoints_of(ns, env)
-    try:
-        restored = checkpoints.undo(info, env)
-    except checkpoints.CheckpointError as exc:
-        raise _SessionsError(str(exc)) from None
-    if not restored:
-        out.write(f"session {record.get('id')} changed no file: nothing to undo\n")
-        return 0
-    verbs = {"A": "removed (created by the session)", "D": "restored (deleted by the session)"}
-    out.write(f"undid session {record.get('id')} in {info.get('repo')}:\n")
-    for status, path in restored:
-        out.write(f"  {visible_text(path)}: {verbs.get(status, 'restored')}\n")
-    return 0
-
-
 def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
     from wrapagent.session import checkpoints
 
@@ -77,6 +62,7 @@ def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> i
         dropped = checkpoints.prune(root, ns.older_than, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
+    checkpoints.note_pruned(dropped, paths.all_sessions_roots(env))
     out.write(f"dropped the checkpoints of {len(dropped)} session(s) older than {ns.older_than:g} day(s)"
               f" in {root}\n")
     for session_id in dropped:
@@ -100,9 +86,9 @@ def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, l
     return str(record.get("tool") or tool), args, str(record.get("cwd") or ".")
 
 
-def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """Start the same tool, wrapped, in the session's directory, continuing its conversation."""
-    record = find_record(ns.id, env)
+    record, _ = pick(ns.id, env, ns.cwd, read_only=False)
     tool, args, cwd = resume_argv(record, ns.tool_args)
     try:
         os.chdir(cwd)
@@ -110,8 +96,11 @@ def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> 
         raise _SessionsError(f"cannot enter the session's directory {cwd}: {exc.strerror}") from None
     out.flush()
     # A fresh wrapagent, as if the user typed `wrapagent TOOL ARGS` there: its
-    # own session record, hooks and signal dispositions.
-    argv = [sys.executable, "-m", "wrapagent", "--", tool, *args]
+    # own session record, hooks and signal dispositions. This wrapagent, by its
+    # real location: `python -m wrapagent` would run a `wrapagent/` of that folder.
+    from wrapagent.commands.own_process import module_argv
+
+    argv = module_argv("wrapagent", "--", tool, *args)
     try:
         os.execve(sys.executable, argv, dict(env))
     except OSError as exc:

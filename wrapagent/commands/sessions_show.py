@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
-from wrapagent.commands.sessions_find import _resolve_project, all_records, find_record, project_records
+from wrapagent.commands.sessions_find import _resolve_project, all_records, pick, project_records
 from wrapagent.session.records import LOG_NAME, dumps
 from wrapagent.visible import field as _cell
 from wrapagent.visible import json_text
@@ -233,9 +233,8 @@ def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str |
         if inj.get("first_key_delay_ms") is not None:
             details.append(f"first key held {_cell(inj['first_key_delay_ms'])} ms")
         message = inj.get("message") or 1
-        conversation = _cell(inj.get("conversation", "?"))
-        what = (f"Injection after reset, conversation {conversation}" if message == 1 else
-                f"Injection for message {_cell(message)} of conversation {conversation}")
+        what = (f"Injection after reset, conversation {_cell(inj.get('conversation', '?'))}" if message == 1
+                else f"Injection for message {_cell(message)} of conversation {_cell(inj.get('conversation', '?'))}")
         out.append(f"{what}: {', '.join(details)}")
         out.extend(f"  note: {visible_text(str(n))}" for n in inj.get("notes") or [])
         text = inj.get("text")
@@ -282,6 +281,22 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _sent_rows(record: Mapping[str, Any]) -> list[str]:
+    """Messages from `wrapagent send`: when each came, its text, when it went in (or why not)."""
+    sent = record.get("sent")
+    if not sent:
+        return []
+    out = ["", f"Sent (wrapagent send): {len(sent)}"]
+    for item in sent:
+        if item.get("status") == "delivered":
+            how = f"delivered {format_time(item.get('delivered_at'))} as turn {item.get('turn')}"
+        else:
+            how = f"{visible_text(str(item.get('status')))}: {visible_text(str(item.get('reason') or '-'))}"
+        out.append(f"  #{item.get('n')}  came {format_time(item.get('at'))}, {how}:")
+        out.extend(f"    {visible_text(line)}" for line in str(item.get("text") or "").split("\n"))
+    return out
+
+
 def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
     """`[stop_check]`: its runs, each continuation wrapagent submitted (verbatim), what was not sent."""
     entry = record.get("stop_check")
@@ -301,24 +316,6 @@ def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
     if failing:
         out.append(f"  still failing at turn {failing.get('turn')} after "
                    f"{failing.get('after_continues')} continuation(s) in a row: the agent was let stop")
-    return out
-
-
-def _sent_rows(record: Mapping[str, Any]) -> list[str]:
-    """`wrapagent send`: each message (verbatim), when it arrived and whether it was delivered."""
-    sent = record.get("sent") or []
-    if not sent:
-        return []
-    delivered = sum(1 for item in sent if item.get("delivered_at"))
-    out = ["", f"Sent (wrapagent send): {len(sent)} message(s), {delivered} delivered"]
-    for item in sent:
-        if item.get("delivered_at"):
-            how = f"delivered as turn {_cell(item.get('turn'))} at {_cell(format_time(item.get('delivered_at')))}"
-        else:
-            how = f"not delivered: {_cell(item.get('not_delivered') or 'the session ended')}"
-        deferred = f", deferred {_cell(item['deferred'])}x" if item.get("deferred") else ""
-        out.append(f"  {how} (sent {_cell(format_time(item.get('at')))}{deferred}):")
-        out.extend(f"    {visible_text(line)}" for line in str(item.get("text") or "").split("\n"))
     return out
 
 
@@ -424,10 +421,12 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
         return out
     out.append(f"  checkpoints {_cell(str(info.get('before', ''))[:12])} → {_cell(str(info.get('after', ''))[:12])} "
                f"({_cell(info.get('ref'))}/…, in {_cell(info.get('repo'))})")
-    from wrapagent.session import checkpoints
+    if info.get("undone_at"):
+        out.append(f"  undone      on {format_time(info['undone_at'])} (`wrapagent sessions undo`)")
+    from wrapagent.session import checkpoint_access, checkpoints
 
     try:
-        stat = checkpoints.diff_stat(info)
+        stat = checkpoint_access.diff_stat(info)
     except checkpoints.CheckpointError as exc:
         out.append(f"  ({visible_text(str(exc))})")
         return out
@@ -437,8 +436,10 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
-    record = find_record(ns.id, env)
+def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
+    record, note = pick(ns.id, env, ns.cwd, read_only=True)
+    if note:
+        err.write(f"wrapagent sessions: {note}\n")
     log = read_log(record)
     if ns.json:
         data = {k: v for k, v in record.items() if k != "_dir"}

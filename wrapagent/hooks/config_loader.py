@@ -60,7 +60,7 @@ _EVENT_KEYS = ("enabled", "command", "timeout_secs")
 _STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
-_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes")
+_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days")
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -196,13 +196,14 @@ class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
         self.guards = guards  # None: the file does not define prompt_guard
         self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
         self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
+        self.send: bool | None = None  # [send] enabled, when this file says
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
@@ -333,6 +334,7 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hoo
     guards: tuple[GuardSpec, ...] | None = None
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
+    send: bool | None = None
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -345,6 +347,11 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hoo
             checkpoints = _parse_checkpoints(check, value)
         elif key == "stop_check":
             stop_check = _parse_stop_check(check, value)
+        elif key == "send":
+            table = _check_table(check, value, "send", ("send",))
+            if table is not None:
+                check.unknown_keys(table, ("enabled",), "send.", ("send",))
+                send = _check_bool(check, table, "enabled", True, "send.", ("send",))
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -355,11 +362,12 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hoo
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = _did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check"))
+            hint = _did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
     parsed.stop_check = stop_check
+    parsed.send = send
     return parsed
 
 
@@ -402,6 +410,13 @@ def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:
             out[key] = _check_bool(check, table, key, getattr(defaults, key), prefix, parts)
     if "budget_secs" in table:
         out["budget_secs"] = _check_timeout(check, table, "budget_secs", defaults.budget_secs, prefix, parts)
+    if "keep_days" in table:
+        days = table["keep_days"]
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
+            check.error(f"{prefix}keep_days", f"expected a number of days >= 0 (0 = keep all), got {days!r}",
+                        (*parts, "keep_days"))
+        else:
+            out["keep_days"] = float(days)
     if "max_transcript_bytes" in table:
         size = table["max_transcript_bytes"]
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
@@ -574,6 +589,7 @@ def load_config(
     guards: tuple[GuardSpec, ...] = ()
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
+    send = False
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
@@ -583,6 +599,8 @@ def load_config(
         checkpoints.update(hooks_file.checkpoints)
         if hooks_file.stop_check is not None:
             stop_check = hooks_file.stop_check  # a project's [stop_check] replaces the global one
+        if hooks_file.send is not None:
+            send = hooks_file.send
     return Config(
         lifecycle=_frozen_map(lifecycle),
         guards=guards,
@@ -590,4 +608,5 @@ def load_config(
         layers=(global_layer, config_layer, project_layer),
         checkpoints=CheckpointSettings(**checkpoints),
         stop_check=stop_check or None,
+        send=send,
     )

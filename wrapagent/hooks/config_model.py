@@ -161,12 +161,13 @@ class CheckpointSettings(Frozen):
     A project file's keys override the global file's, key by key.
     """
 
-    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "source")
+    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "source")
     _defaults = {
         "enabled": True,
         "budget_secs": 2.0,
         "transcripts": True,
         "max_transcript_bytes": 16 * 1024 * 1024,
+        "keep_days": 30.0,
         "source": DEFAULT_SOURCE,
     }
 
@@ -178,6 +179,8 @@ class CheckpointSettings(Frozen):
     """Copy the tool's own transcripts into the session folder."""
     max_transcript_bytes: int
     """Size cap for all of one session's transcripts together."""
+    keep_days: float
+    """Checkpoint refs of sessions older than this are dropped at a later session's end (0 = never)."""
     source: str
 
 
@@ -190,7 +193,7 @@ def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str,
 class Config(Frozen):
     """The effective configuration for one project."""
 
-    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check")
+    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send")
     _defaults = {
         "lifecycle": Factory(_frozen_map),
         "guards": (),
@@ -198,6 +201,7 @@ class Config(Frozen):
         "layers": (),
         "checkpoints": Factory(CheckpointSettings),
         "stop_check": None,
+        "send": False,
     }
 
     lifecycle: Mapping[str, LifecycleHook]
@@ -207,6 +211,8 @@ class Config(Frozen):
     checkpoints: CheckpointSettings
     stop_check: StopCheckSpec | None
     """None when not configured or `enabled = false`."""
+    send: bool
+    """`[send] enabled = true`: the session takes messages from `wrapagent send`."""
 
     @property
     def problems(self) -> tuple[Problem, ...]:

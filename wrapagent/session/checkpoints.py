@@ -1,8 +1,8 @@
 """Snapshots of the project's work tree as git commits the user never sees.
 
 Before the tool starts and after it exits, the work tree (tracked and
-untracked files, minus what git ignores) is written as a commit with git
-plumbing only:
+untracked files, minus what git ignores at that moment) is written as a
+commit with git plumbing only:
 
     GIT_INDEX_FILE=<private index> git add -A      # never the user's index
     GIT_INDEX_FILE=<private index> git write-tree
@@ -141,6 +141,8 @@ class Repo:
         private, work = self._index_paths()
         self._seed_index(private, work)
         try:
+            # First: `add` would write the new content of a file ignored since into the object store.
+            self._forget_ignored(work, deadline)
             # --ignore-errors: a file that vanishes or cannot be read mid-scan
             # (an editor's swap file) must not cost the whole snapshot.
             added = self.run(["add", "-A", "--ignore-errors", "--", "."], index=work, deadline=deadline,
@@ -154,6 +156,82 @@ class Repo:
         finally:
             _unlink(work)
             _unlink(work + ".lock")  # left by a git process killed at the end of the budget
+
+    def _forget_ignored(self, work: str, deadline: float | None) -> None:
+        """Make the private index hold exactly the user's tracked files plus untracked, non-ignored ones.
+
+        `git add -A` never removes an entry and never adds an ignored file:
+        a `.env` snapshotted once while untracked would stay in every later
+        snapshot, rotated secret included, after the user ignores it, and a
+        file the user force-adds (`git add -f dist/app.js`) after the first
+        snapshot would never be in one. Runs before `add`, which would write
+        the ignored file's new content into the object store. Costs two
+        `ls-files` (~2.5 ms each on 10,000 files) and, when the private index
+        holds untracked files, one `check-ignore` of those alone (matching
+        every entry against the ignore rules costs ~10 ms).
+        """
+        listing = ["ls-files", "-z", "--cached"]
+        ours = set(self.run(listing, index=work, deadline=deadline).stdout.split(b"\0"))
+        user_index = os.path.join(self.git_dir, "index")
+        theirs: set[bytes] = set()
+        if os.path.exists(user_index):
+            theirs = set(self.run(listing, index=user_index, deadline=deadline).stdout.split(b"\0"))
+        drop = self._ignored(sorted(p for p in ours - theirs if p), deadline)
+        if drop:
+            self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work,
+                     deadline=deadline, input=b"\0".join(drop) + b"\0")
+        # Tracked by the user since, and ignored (`add -A` takes in the others): as files.
+        add = [p for p in self._ignored(sorted(p for p in theirs - ours if p), deadline)
+               if self._is_file(p)]
+        if add:
+            self.run(["update-index", "-z", "--add", "--stdin"], index=work,
+                     deadline=deadline, input=b"\0".join(add) + b"\0")
+
+    def _ignored(self, paths: Sequence[bytes], deadline: float | None) -> list[bytes]:
+        """Those of `paths` git's ignore rules match now (tracked or not)."""
+        if not paths:
+            return []
+        proc = self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline, check=False,
+                        input=b"\0".join(paths) + b"\0")
+        if proc.returncode not in (0, 1):
+            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
+        return [p for p in proc.stdout.split(b"\0") if p]
+
+    def _is_file(self, path: bytes) -> bool:
+        import stat
+
+        try:
+            mode = os.lstat(os.path.join(os.fsencode(self.top), path)).st_mode
+        except OSError:
+            return False
+        return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+
+    def untracked_reason(self, cwd: str | None, deadline: float | None = None) -> str | None:
+        """Why this work tree is not snapshotted although it is a repository; None when it is.
+
+        A dotfiles repository (`git init ~`, `status.showUntrackedFiles no`)
+        would otherwise put the whole home folder, `~/.ssh` included, into
+        `~/.git` from any folder under it.
+        """
+        home = os.path.realpath(os.path.expanduser("~") if self.env is None
+                                else self.env.get("HOME") or os.path.expanduser("~"))
+        if os.path.realpath(self.top) == home:
+            return HOME_NOTE
+        value = self.run(["config", "--get", "status.showUntrackedFiles"], check=False,
+                         deadline=deadline).stdout.decode("utf-8", "replace").strip().lower()
+        if value in ("no", "false", "off", "0"):
+            return ("status.showUntrackedFiles is `no` in this repository: untracked files are not "
+                    "its business, so no checkpoints by default")
+        if cwd:
+            rel = os.path.relpath(os.path.realpath(cwd), os.path.realpath(self.top))
+            if rel != "." and not rel.startswith(".."):
+                inside = self.run(["ls-files", "-z", "--cached", "--", f":(literal){rel}"],
+                                  deadline=deadline).stdout
+                if not inside:
+                    return (f"the session's folder ({rel}) holds no file the repository tracks: "
+                            "no checkpoints by default")
+        return None
 
     def snapshot(self, ref: str, message: str, parent: str | None,
                  deadline: float | None = None) -> str:
@@ -240,7 +318,7 @@ def skip_reason(*, enabled: bool, depth: int, parent: str | None) -> str | None:
 
 
 def take(project_root: str | Path, session_id: str, which: str, info: dict,
-         *, budget: float, env: Mapping[str, str] | None = None) -> None:
+         *, budget: float, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
     """Take the `before` or `after` snapshot of one session, recording the outcome in `info`.
 
     `info` is the record's `checkpoints` object. Never raises: a failed
@@ -263,8 +341,12 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
                              f"(remove {os.path.join(repo.git_dir, 'wrapagent', OVER_BUDGET_MARK)} to retry now)")
             return
         if which == "before":
+            reason = repo.untracked_reason(cwd, deadline)
+            if reason is not None:
+                info.update(status="skipped", note=reason)
+                return
             parent = repo.rev("HEAD", deadline)
-            info.update(repo=repo.top, ref=REF_PREFIX + session_id, head=parent)
+            info.update(repo=repo.top, git_dir=repo.git_dir, ref=REF_PREFIX + session_id, head=parent)
         else:
             parent = info.get("before")
             # the agent may have committed: diff and undo still compare work trees
@@ -288,92 +370,39 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
 # --------------------------------------------------------------------------- commands
 
 
-def _session_commits(info: Mapping[str, object]) -> tuple[str, str]:
-    before, after = info.get("before"), info.get("after")
-    if info.get("status") != "taken" or not before or not after:
-        note = info.get("note") or "the session has no complete checkpoints"
-        raise CheckpointError(f"no checkpoints for this session: {note}")
-    return str(before), str(after)
+def note_record(session_dir: str | Path, **fields: object) -> bool:
+    """Add `fields` to the `checkpoints` object of the record in `session_dir`; False when there is none.
 
-
-def open_repo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> Repo:
-    top = info.get("repo")
-    repo = Repo.find(str(top), env) if top and os.path.isdir(str(top)) else None
-    if repo is None:
-        raise CheckpointError(f"the session's repository {top!r} is gone")
-    return repo
-
-
-def diff_stat(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> str:
-    """`git diff --stat before after` as text, for `sessions show`."""
-    before, after = _session_commits(info)
-    repo = open_repo(info, env)
-    return repo.run(["-c", "core.quotepath=off", "diff", "--stat", "--no-color", "--no-ext-diff",
-                     before, after]).stdout.decode("utf-8", "replace")
-
-
-def diff_args(info: Mapping[str, object], stat: bool,
-              env: Mapping[str, str] | None = None) -> tuple[Repo, list[str]]:
-    """The repository and `git diff` arguments that show the session's changes (run on the user's terminal)."""
-    before, after = _session_commits(info)
-    repo = open_repo(info, env)
-    return repo, ["diff", *(["--stat"] if stat else []), before, after]
-
-
-class UndoConflict(CheckpointError):
-    """Files the session changed were changed again afterwards."""
-
-    def __init__(self, paths: Sequence[str]) -> None:
-        self.paths = list(paths)
-        shown = "\n".join(f"  {p}" for p in self.paths)
-        super().__init__("refusing to undo: these files changed after the session ended "
-                         f"(nothing was changed):\n{shown}")
-
-
-def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """Put every file the session changed back to its `before` content.
-
-    Checks first that each of those files is still exactly as the session
-    left it (a fresh snapshot compared with `after`), and changes nothing
-    otherwise. Returns (status, path) of the session's changes, as restored.
+    How undo and prune leave their mark ("undone on …", "pruned on …") for
+    the next `sessions` command. The file is rewritten atomically, as the
+    record module writes it.
     """
-    before, after = _session_commits(info)
-    repo = open_repo(info, env)
-    changed = repo.changes(before, after)
-    if not changed:
-        return []
-    paths = [p for _, p in changed]
-    now = repo.write_tree()
-    moved = [p for _, p in repo.changes(after, now, paths)]
-    if moved:
-        raise UndoConflict(moved)
-    # Created paths go first: a file the session turned into a folder (or
-    # back) must be out of the way before the old one is written again.
-    for path in (p for status, p in changed if status == "A"):
-        _remove_created(repo.top, path)
-    repo.checkout_paths(before, [p for status, p in changed if status != "A"])
-    return changed
+    from pathlib import Path
 
+    from wrapagent.session.records import RECORD_NAME, atomic_write, dumps, load_record
 
-def _remove_created(top: str, path: str) -> None:
-    """Remove a file the session created, then the folders it left empty."""
-    full = os.path.join(top, path)
+    folder = Path(session_dir)
+    record = load_record(folder)
+    info = record.get("checkpoints") if record is not None else None
+    if not isinstance(info, dict):
+        return False
+    info.update(fields)
     try:
-        os.unlink(full)
-    except FileNotFoundError:
-        pass
-    folder = os.path.dirname(full)
-    while folder != top and folder.startswith(top + os.sep):
-        try:
-            os.rmdir(folder)
-        except OSError:
-            return
-        folder = os.path.dirname(folder)
+        atomic_write(folder / RECORD_NAME, dumps(record).encode() + b"\n")
+    except OSError:
+        return False
+    return True
 
 
-def list_refs(root: str | Path, env: Mapping[str, str] | None = None) -> list[str]:
-    proc = git(root, ["for-each-ref", "--format=%(refname)", REF_PREFIX], env=env)
-    return proc.stdout.decode("utf-8", "surrogateescape").split()
+def note_pruned(session_ids: Sequence[str], sessions_roots: Sequence[str | Path]) -> None:
+    """Note in each record found under `sessions_roots` that its checkpoints were pruned now."""
+    import datetime as dt
+
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat()
+    for root in sessions_roots:
+        for session_id in session_ids:
+            if os.path.isdir(os.path.join(str(root), session_id)):
+                note_record(os.path.join(str(root), session_id), pruned_at=stamp)
 
 
 def ulid_time(session_id: str) -> float | None:
@@ -394,31 +423,85 @@ def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | Non
     repo = Repo.find(root, env)
     if repo is None:
         raise CheckpointError(f"{root} is not in a git repository")
+    return _prune_repo(repo, older_than_days, now)
+
+
+def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
+                deadline: float | None = None) -> list[str]:
     cutoff = (time.time() if now is None else now) - older_than_days * 86400
     doomed: dict[str, list[str]] = {}
-    for ref in list_refs(repo.top, env):
+    listed = repo.run(["for-each-ref", "--format=%(refname)", REF_PREFIX], deadline=deadline)
+    for ref in listed.stdout.decode("utf-8", "surrogateescape").split():
         session_id = ref[len(REF_PREFIX):].split("/", 1)[0]
         stamp = ulid_time(session_id)
         if stamp is not None and stamp < cutoff:
             doomed.setdefault(session_id, []).append(ref)
     if doomed:
         lines = "".join(f"delete {ref}\n" for refs in doomed.values() for ref in refs)
-        repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"))
+        repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"), deadline=deadline)
     return sorted(doomed)
+
+
+PRUNE_MARK = "pruned"  # in $GIT_DIR/wrapagent/: when old sessions' refs were last looked for
+PRUNE_EVERY_SECS = 24 * 3600
+
+
+def expire_old(info: Mapping[str, object], keep_days: float, sessions_root: str | Path | None,
+               env: Mapping[str, str] | None = None, *, budget: float = 2.0,
+               now: float | None = None) -> list[str]:
+    """At a session's end: drop the refs of this repository's sessions older than `keep_days`.
+
+    Cheap: one `stat` of a mark file, and git only when it is a day old
+    (then one `for-each-ref`, plus `update-ref` when there are such refs).
+    The pruned sessions' records under `sessions_root` say so. Never raises;
+    `keep_days` <= 0 keeps everything.
+    """
+    top, git_dir = info.get("repo"), info.get("git_dir")
+    if keep_days <= 0 or not top or not git_dir:
+        return []
+    now = time.time() if now is None else now
+    mark = os.path.join(str(git_dir), "wrapagent", PRUNE_MARK)
+    try:
+        if now - os.stat(mark).st_mtime < PRUNE_EVERY_SECS:
+            return []
+    except OSError:
+        pass
+    try:
+        dropped = _prune_repo(Repo(str(top), str(git_dir), env), keep_days, now, time.monotonic() + budget)
+        with open(mark, "w", encoding="utf-8") as f:
+            f.write(f"wrapagent drops checkpoints older than {keep_days:g} days ([checkpoints] keep_days)\n")
+    except (OSError, CheckpointError):
+        return []
+    if dropped and sessions_root is not None:
+        note_pruned(dropped, [sessions_root])
+    return dropped
 
 
 # --------------------------------------------------------------------------- lifecycle hooks
 
 
+HOME_NOTE = ("the repository's top is the home folder (a dotfiles repository?): checkpoints would hold "
+             "every file under it, so none by default")
+
+
 def before_skip_reason(settings, *, depth: int, parent: str | None,
-                       project_root: str | Path) -> str | None:
+                       project_root: str | Path, env: Mapping[str, str] | None = None) -> str | None:
     """Why this session takes no `before` snapshot; None when it takes one (decided without git)."""
     reason = skip_reason(enabled=settings.enabled, depth=depth, parent=parent)
-    if reason is None and not os.path.exists(os.path.join(str(project_root), ".git")):
+    if reason is not None:
+        return reason
+    root = str(project_root)
+    home = (os.environ if env is None else env).get("HOME") or os.path.expanduser("~")
+    home = os.path.realpath(home)
+    if not os.path.exists(os.path.join(root, ".git")):
         # The project root is the nearest folder holding `.git` (paths.project_root_of), and
         # snapshots strip GIT_DIR & co.: no `.git` there means no repository, without forking git.
-        reason = "not a git repository"  # no `.git` found: no git process at all on start-up
-    return reason
+        if root.startswith(home + os.sep) and os.path.exists(os.path.join(home, ".git")):
+            return "not a git repository (the one at the home folder does not count: no checkpoints there)"
+        return "not a git repository"  # no `.git` found: no git process at all on start-up
+    if os.path.realpath(root) == home:
+        return HOME_NOTE
+    return None
 
 
 def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
@@ -426,16 +509,22 @@ def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, st
     info: dict = {"status": None}
     record["checkpoints"] = info
     reason = before_skip_reason(settings, depth=int(record.get("depth") or 0),
-                                parent=record.get("parent_session"), project_root=project_root)
+                                parent=record.get("parent_session"), project_root=project_root, env=env)
     if reason is not None:
         info.update(status="skipped", note=reason)
         return
-    take(project_root, str(record["id"]), "before", info, budget=settings.budget_secs, env=env)
+    take(project_root, str(record["id"]), "before", info, budget=settings.budget_secs, env=env,
+         cwd=record.get("cwd"))
 
 
 def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
-    """After the tool exited: the `after` snapshot, when there is a `before` one."""
+    """After the tool exited: the `after` snapshot, when there is a `before` one; then old
+    sessions' refs past `[checkpoints] keep_days` go (`expire_old`, at most once a day)."""
     info = record.get("checkpoints")
     if not isinstance(info, dict) or info.get("status") != "taken":
         return
     take(project_root, str(record["id"]), "after", info, budget=settings.budget_secs, env=env)
+    from wrapagent.paths import sessions_root_str
+
+    expire_old(info, getattr(settings, "keep_days", 30.0), sessions_root_str(project_root, env), env,
+               budget=settings.budget_secs)

@@ -122,7 +122,7 @@ class Conversation:
     """The interceptor of a terminal session and everything it drives, until `report`."""
 
     def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
-                 sending: bool = False) -> None:
+                 sends: bool = False) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
         from wrapagent.proxy.terminal import get_winsize
 
@@ -140,23 +140,22 @@ class Conversation:
         adapter = live.launch.adapter
         self.outgoing = None
         self.gate = None
-        self.sender = None
-        if stop_check is not None or sending:
+        self.server = None
+        if stop_check is not None or sends:
             from wrapagent.inject.outgoing import Outgoing
-
-            self.outgoing = Outgoing(adapter, size[0], size[1], wake=self.prefix.poke, log=live.record.log)
-        fire_waiting = self.firer.fire if self.firer is not None else None
-        if sending:  # `wrapagent send` (send_channel): its messages go where waiting_for_input fires
-            from wrapagent.session.send_channel import SendChannel
-
-            self.sender = SendChannel(live, self.outgoing, self.turns)
-            self.sender.start()
-            fire_waiting = self.turns.fire = self.sender.wrap_stop(fire_waiting)
-        if stop_check is not None:
             from wrapagent.session.stop_gate import StopGate
 
-            self.gate = StopGate(live, stop_check, self.turns, self.outgoing, fire_waiting)
+            self.outgoing = Outgoing(adapter, size[0], size[1], wake=self.prefix.poke, log=live.record.log)
+            self.gate = StopGate(live, stop_check, self.turns, self.outgoing,
+                                 self.firer.fire if self.firer is not None else None, sends=sends)
             self.turns.fire = self.gate.stopped
+        if sends:
+            from wrapagent.session.send_channel import SendServer
+
+            try:
+                self.server = SendServer(live, self.gate)
+            except OSError as exc:
+                live.record.warn(f"send: cannot take messages: {exc}")
         every = (first or resets) and any(g.every_message for g in live.cfg.guards)
         self.interceptor = FirstMessageInjector(
             adapter, rows=size[0], cols=size[1],
@@ -179,17 +178,17 @@ class Conversation:
                   and bool(live.launch.adapter.reset_commands))
         wait_hook = live.cfg.hook_for("waiting_for_input")
         stop_check = live.cfg.stop_check
-        from wrapagent.session.planning import prompt_plan
+        sends = live.cfg.send
+        if stop_check is not None or sends:
+            from wrapagent.session.planning import prompt_plan
 
-        oneshot = (plan or prompt_plan(live.launch)).oneshot
-        if stop_check is not None and oneshot:
-            live.record.log("stop_check: not used: a one-shot run has no composer to continue in")
-            stop_check = None
-        sending = live.launch.interactive and not oneshot  # `wrapagent send` (send_channel)
-        if not (first or resets or wait_hook is not None or stop_check is not None or sending):
+            if (plan or prompt_plan(live.launch)).oneshot:
+                live.record.log("stop_check and send: not used: a one-shot run has no composer")
+                stop_check, sends = None, False
+        if not (first or resets or wait_hook is not None or stop_check is not None or sends):
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
-                   sending=sending)
+                   sends=sends)
 
     # -- per conversation ----------------------------------------------------------
 
@@ -201,8 +200,9 @@ class Conversation:
     def _run_guards(self, ctx, generation: int, message) -> None:
         """Guards + pre_session in a thread: they run while the tool starts (or the user types).
 
-        After a reset this is called on the proxy's input thread, whose mask
-        blocks the signals: the guard thread starts with an empty one.
+        After a reset, or on a later message's first key, this is called on the
+        proxy's input thread, whose mask blocks the signals: the guard thread
+        starts with an empty one.
         """
         from wrapagent.hooks.hook_runner import start_hook_thread
 
@@ -285,11 +285,10 @@ class Conversation:
             if any(r["status"] == "lost" for r in later):
                 live.failures.append("injection after a reset not delivered")
         self.turns.record_into(record)
+        if self.server is not None:
+            self.server.close()
         if self.gate is not None:
             self.gate.record_into(record)
-        if self.sender is not None:
-            self.sender.close()
-            self.sender.record_into(record)
         self._close_waiting_hook()
         self.prefix.close()
 
@@ -303,4 +302,3 @@ class Conversation:
         self.live.record.add_hook(entry)
         if entry["failed"]:
             self.live.failures.append(f"waiting_for_input: {entry['failed']} of {entry['runs']} runs failed")
-

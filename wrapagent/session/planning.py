@@ -144,7 +144,7 @@ def tool_goes_first(launch: Launch, cfg) -> bool:
     for wrapagent's own imports and files.
     """
     if not launch.interactive or cfg.hook_for("pre_run") is not None \
-            or cfg.hook_for("waiting_for_input") is not None or cfg.stop_check is not None \
+            or cfg.hook_for("waiting_for_input") is not None or cfg.stop_check is not None or cfg.send \
             or wants_injection(launch, cfg):
         return False
     from wrapagent.session import checkpoints

@@ -77,9 +77,8 @@ def run_tool(live: Live):
         if plan.reason:
             inj["notes"].append(plan.reason)
         live.child_env = launch.adapter.child_env(live.child_env)
-    elif launch.interactive:
-        # A continuation or a `wrapagent send` is delivered like the blocks: the same settings
-        # (opencode's paste).
+    elif (live.cfg.stop_check is not None or live.cfg.send) and launch.interactive:
+        # A continuation is delivered like the blocks: the same settings (opencode's paste).
         live.child_env = launch.adapter.child_env(live.child_env)
     env = live.child_env
     argv = list(launch.argv)
