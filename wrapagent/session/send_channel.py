@@ -81,9 +81,17 @@ def bind_private(path: str) -> socket.socket:
     fresh 0700 folder beside `path`, chmod'ed there, then renamed into place.
     """
     import socket
-    import tempfile
 
-    private = tempfile.mkdtemp(prefix=".send-", dir=os.path.dirname(path))  # 0700
+    # Not tempfile (its imports would land on the tool's start): the session's
+    # folder is its own, one name is enough. mkdir's mode is at most 0700 (the
+    # umask only takes bits away); chmod makes sure the owner may use it.
+    private = os.path.join(os.path.dirname(path), f".send-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(private, "s"))
+    with contextlib.suppress(FileNotFoundError, OSError):
+        os.rmdir(private)
+    os.mkdir(private, 0o700)
+    os.chmod(private, 0o700)
     inner = os.path.join(private, "s")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
