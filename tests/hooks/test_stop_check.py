@@ -178,3 +178,22 @@ def test_send_is_opt_in_and_a_project_may_switch_it(project, env):
                 project_hooks="[send]\nenabled = false\n").send is False
     assert load(project, env, hooks="[send]\nenabled = true\n", project_hooks="[send]\nenabled = false\n",
                 trusted=False).send is True                          # an untrusted project changes nothing
+
+
+def test_config_check_shows_them(project, env):
+    from wrapagent.hooks.config_check import describe
+
+    cfg = load(project, env, hooks='''
+        [stop_check]
+        command = "make test"
+        max_continues = 2
+        [send]
+        [[prompt_guard]]
+        name = "clock"
+        builtin = "date"
+        every_message = true
+    ''')
+    text = describe(cfg)
+    assert "  stop_check        make test\n" in text and "max 2 continuations in a row" in text
+    assert "  send              enabled" in text
+    assert "timeout 10s, every message, from" in text

@@ -276,3 +276,20 @@ def test_a_session_without_send_enabled_is_refused_and_has_no_socket(world: Worl
     assert refused.returncode == 1 and "[send]" in refused.stderr
     assert not list(world.state.glob("wrapagent/projects/*/*/send.sock"))
     assert quit_demo(child) == 0
+
+
+def test_a_session_that_is_not_interactive_is_refused(world: World) -> None:
+    world.hooks(SEND)
+    proc = subprocess.Popen([sys.executable, "-m", "wrapagent", "sleep", "60"], cwd=str(world.project),
+                            env=send_env(world), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 30
+        while not list(world.state.glob("wrapagent/projects/*/*/session.json")):
+            assert time.monotonic() < end, "no record"
+            time.sleep(0.05)
+        refused = send(world, "hello")
+        assert refused.returncode == 1 and "not interactive" in refused.stderr, refused.stderr
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
