@@ -46,9 +46,9 @@ subcommands:
                     tab completion: eval "$(wrapagent completion bash)" in ~/.bashrc
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
-  send [--session ID] [--guard NAME] [--wait] TEXT
-                    the next message of a running session (needs [send] enabled)
   trust [PATH] [--revoke] [--list]
+  send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
+                    the next message of a running session (TEXT or stdin; needs [send] enabled)
   uninstall [--yes] [--dry-run] [--config]
                     remove the shims, then (asked) the state folder and checkpoint refs
 

@@ -1,9 +1,15 @@
-"""`wrapagent send [--session ID|last] [--guard NAME] [--wait] [TEXT…]`: the next user message of a
-running wrapped session, from outside it (a file watcher, CI, a waiting_for_input hook).
+"""`wrapagent send`: put a message into a running wrapped session from outside.
 
-The session takes it through its socket (`session/send_channel.py`) and types
-and submits it when the agent has stopped and the user's composer is empty.
-Exit 0 once queued (or, with `--wait`, once delivered); 1 with the reason.
+A session with `[send] enabled = true` listens on a Unix socket in its folder
+(`session.send_channel`);
+this side only finds the session, connects, hands over the text and, with
+`--wait`, waits for the session's word on the delivery. Nothing here types
+anything: the session does, at the agent's next stop, under the same rules
+as the stop check's continuation.
+
+Exit codes: 0 queued (or, with --wait, delivered); 1 refused (no running
+session, not interactive, no channel, empty text); 2 usage; 3 not delivered
+(the session ended first); 4 --wait timed out (the message stays queued).
 """
 
 from __future__ import annotations
@@ -11,113 +17,202 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 from pathlib import Path
-from typing import IO, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TextIO
+
+EXIT_REFUSED = 1
+EXIT_NOT_DELIVERED = 3
+EXIT_TIMEOUT = 4
+CONNECT_TIMEOUT_SECS = 10.0
+
+DESCRIPTION = """\
+Send TEXT (or stdin) to a running wrapped session: it becomes the agent's
+next user message, typed and submitted when the agent has stopped (as for
+waiting_for_input), the composer is empty and you are not typing. Several
+sends arrive in order, one per stop. By default: the session this runs in
+(a hook's or an agent's: WRAPAGENT_SESSION_ID), else the newest running
+top-level session of the current project."""
+
+EPILOG = """\
+needs `[send]` `enabled = true` in hooks.toml (the session takes messages).
+exit codes: 0 queued (with --wait: delivered), 1 refused, 3 not delivered
+(the session ended), 4 --wait timed out (the message stays queued).
+example (a waiting_for_input hook): gh run watch && wrapagent send "CI is green\""""
 
 
 class SendError(Exception):
-    """One line for the user, exit 1."""
+    """One line for the user on stderr, and the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
 
 
-def _running_session(ref: str | None, env: Mapping[str, str]) -> dict[str, Any]:
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wrapagent send", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--session", metavar="ID|last",
+                   help="a session id (prefix), or `last`: the newest running session of this project")
+    p.add_argument("--guard", metavar="NAME",
+                   help='wrap the text as <prompt-guard name="NAME">…</prompt-guard> (machine-sent context)')
+    p.add_argument("--wait", action="store_true", help="wait until the message was delivered")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="with --wait: give up after S seconds (the message stays queued)")
+    p.add_argument("text", nargs="*", metavar="TEXT", help="the message (words joined by spaces); "
+                   "none: read stdin")
+    return p
+
+
+def main(args: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, env: Mapping[str, str] | None = None,
+         cwd: Path | None = None) -> int:
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    ns = parser().parse_args(list(args))
+    if ns.timeout is not None and (not ns.wait or ns.timeout <= 0):
+        stderr.write("wrapagent send: --timeout needs --wait and a positive number of seconds\n")
+        return 2
+    try:
+        text = _text(ns.text, stdin)
+        record = find_session(ns.session, env if env is not None else os.environ, cwd or Path.cwd())
+        folder = _session_dir(record, env if env is not None else os.environ)
+        return _send(record, folder, text, ns.guard, ns.wait, ns.timeout, stdout)
+    except SendError as exc:
+        stderr.write(f"wrapagent send: {exc}\n")
+        return exc.code
+
+
+def _text(words: list[str], stdin: TextIO) -> str:
+    if words:
+        text = " ".join(words)
+    elif stdin.isatty():
+        raise SendError("no text: give it as arguments or on stdin")
+    else:
+        text = stdin.read().rstrip("\n")  # `echo hi |` ends with a newline nobody meant to send
+    if not text.strip():
+        raise SendError("empty message: nothing to send")
+    return text
+
+
+# -- which session -------------------------------------------------------------------
+
+
+def _is_running(record: Mapping[str, Any]) -> bool:
+    from wrapagent.session.records import owner_alive
+
+    return record.get("state") == "running" and owner_alive(record)
+
+
+def _running_in(root: Path) -> list[dict[str, Any]]:
+    """Running sessions under one sessions root, newest first (one listdir of its markers)."""
+    from wrapagent.session.records import load_record, running_markers
+
+    out = []
+    for sid in running_markers(root, ""):
+        record = load_record(root / sid)
+        if record is not None and _is_running(record):
+            out.append(record)
+    out.sort(key=lambda r: str(r.get("id", "")), reverse=True)  # ULIDs: newest first
+    return out
+
+
+def find_session(ref: str | None, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
+    """The record of the session to send to; a SendError that says why there is none."""
     from wrapagent import paths
-    from wrapagent.commands.sessions_find import SessionsError, find_record, project_records
 
-    if ref:
+    project = paths.find_project_root(cwd)
+    own = env.get("WRAPAGENT_SESSION_ID")
+    if ref is None and own:
+        # A hook of a session, or the agent inside it: its own session, not whichever is newest.
+        ref = own
+    if ref is None or ref.strip().lower() in ("last", "latest"):
+        root = paths.sessions_root(project, env)
+        running = [r for r in _running_in(root) if r.get("project_root") in (None, str(project))]
+        if ref is None:
+            running = [r for r in running if not r.get("parent_session")]
+        if not running:
+            which = "running wrapagent session" if ref is not None else "running wrapagent session (top-level)"
+            raise SendError(f"no {which} in {project}: start one with `wrapagent TOOL`, "
+                            "or name one with --session ID")
+        record = running[0]
+    else:
+        from wrapagent.commands.sessions_find import SessionsError, find_record
+
         try:
             record = find_record(ref, env)
         except SessionsError as exc:
             raise SendError(str(exc)) from None
-        if record.get("state") != "running":
-            raise SendError(f"session {record.get('id')} is not running ({record.get('state')})")
-        return record
-    root = paths.find_project_root(Path.cwd())
-    running = [r for r in project_records(root, env)
-               if r.get("state") == "running" and not (r.get("depth") or 0)]
-    if not running:
-        raise SendError(f"no running wrapagent session in {root}")
-    return running[0]  # newest first
+        if not _is_running(record):
+            state = record.get("state") or "unknown"
+            if state == "running":
+                state = "abandoned: its wrapagent is gone"
+            raise SendError(f"session {record.get('id')} is not running ({state})")
+    if record.get("mode") != "pty":
+        raise SendError(f"session {record.get('id')} is not interactive (its tool runs without a "
+                        "terminal): there is no composer to type a message into")
+    return record
 
 
-def _socket_path(record: Mapping[str, Any]) -> str:
-    from wrapagent.session.send_channel import SOCKET_NAME
+def _session_dir(record: Mapping[str, Any], env: Mapping[str, str]) -> Path:
+    if record.get("_dir"):
+        return Path(str(record["_dir"]))
+    from wrapagent import paths
 
-    folder = record.get("_dir")
-    path = os.path.join(str(folder), SOCKET_NAME) if folder else ""
-    if not path or not os.path.exists(path):
-        why = ("it is not interactive" if record.get("mode") != "pty" else
-               "it does not take messages: add `[send]` with `enabled = true` to hooks.toml")
-        raise SendError(f"session {record.get('id')}: {why}")
-    return path
+    return paths.sessions_root(str(record.get("project_root") or ""), env) / str(record["id"])
 
 
-def send(text: str, record: Mapping[str, Any], *, guard: str | None, wait: bool,
-         timeout: float | None) -> dict[str, Any]:
-    """Queue `text` in the session; with `wait`, the delivery's outcome. Raises SendError."""
-    from wrapagent.session.send_channel import short_path
+# -- the exchange ----------------------------------------------------------------------
 
-    path = _socket_path(record)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+def _send(record: Mapping[str, Any], folder: Path, text: str, guard: str | None, wait: bool,
+          timeout: float | None, stdout: TextIO) -> int:
+    import socket
+
+    from wrapagent.session.send_channel import SOCKET_NAME, connect
+
+    sid = record["id"]
+    path = str(folder / SOCKET_NAME)
     try:
-        with short_path(path) as where:
-            try:
-                sock.connect(where)
-            except OSError as exc:
-                raise SendError(f"session {record.get('id')} is not taking messages ({exc.strerror})") from None
-        sock.sendall(json.dumps({"text": text, "guard": guard, "wait": wait}).encode("utf-8") + b"\n")
-        sock.settimeout(timeout)
-        reader = sock.makefile("rb")
-        answers = []
+        sock = connect(path, timeout=CONNECT_TIMEOUT_SECS)
+    except FileNotFoundError:
+        raise SendError(f"session {sid} does not take messages: add `[send]` with `enabled = true` "
+                        "to hooks.toml (or it is a one-shot run, or it is ending now)") from None
+    except OSError as exc:
+        raise SendError(f"session {sid} is not taking messages ({exc.strerror or exc})") from None
+    with sock:
         try:
-            for line in reader:
-                answers.append(json.loads(line))
-                if "error" in answers[-1] or not wait or "delivered_at" in answers[-1]:
-                    break
-        except (socket.timeout, TimeoutError):
-            raise SendError(f"not delivered within {timeout:g}s (still queued in the session)") from None
-    finally:
-        sock.close()
-    if not answers:
-        raise SendError("the session closed the connection without an answer")
-    last = answers[-1]
-    if "error" in last:
-        raise SendError(f"not delivered: {last['error']}")
-    if wait and "delivered_at" not in last:
-        raise SendError("not delivered: the session ended")
-    return last
+            sock.sendall(json.dumps({"text": text, "guard": guard, "wait": wait}).encode() + b"\n")
+            reader = sock.makefile("rb")
+            answer = _line(reader)
+        except (OSError, ValueError) as exc:
+            raise SendError(f"session {sid}: no answer from its send channel: {exc}") from None
+        if "error" in answer or "queued" not in answer:
+            raise SendError(f"session {sid} refused the message: {answer.get('error', 'no reason given')}")
+        if not wait:
+            stdout.write(f"queued for session {sid} (message {answer.get('queued')}): "
+                         "delivered when the agent stops and the composer is empty\n")
+            return 0
+        sock.settimeout(timeout)
+        try:
+            outcome = _line(reader)
+        except socket.timeout:
+            raise SendError(f"timeout: not delivered within {timeout:g}s; the message stays queued "
+                            f"in session {sid}", EXIT_TIMEOUT) from None
+        except (OSError, ValueError):
+            outcome = {"error": "the session ended"}
+    if outcome.get("delivered_at"):
+        stdout.write(f"delivered to session {sid} at {outcome['delivered_at']}\n")
+        return 0
+    raise SendError(f"not delivered: {outcome.get('error') or 'the session ended'}", EXIT_NOT_DELIVERED)
 
 
-def main(args: Sequence[str], *, stdin: IO[str] | None = None, out: IO[str] | None = None,
-         err: IO[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="wrapagent send",
-        description="Send TEXT (or stdin) as the next user message of a running wrapped session: "
-                    "typed and submitted when the agent has stopped and your composer is empty.")
-    parser.add_argument("text", nargs="*", help="the message (default: read stdin)")
-    parser.add_argument("--session", metavar="ID", default=None,
-                        help="a session id (prefix) or `last` (default: the newest running session of this project)")
-    parser.add_argument("--guard", metavar="NAME", default=None,
-                        help='wrap the text as <prompt-guard name="NAME">…</prompt-guard>')
-    parser.add_argument("--wait", action="store_true", help="wait until it was delivered")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECS", help="with --wait: give up after SECS")
-    ns = parser.parse_args(list(args))
-    stdin = sys.stdin if stdin is None else stdin
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
-    env = os.environ if env is None else env
-    text = " ".join(ns.text) if ns.text else stdin.read()
-    try:
-        if not text.strip():
-            raise SendError("nothing to send")
-        record = _running_session(ns.session, env)
-        answer = send(text, record, guard=ns.guard, wait=ns.wait, timeout=ns.timeout)
-    except SendError as exc:
-        err.write(f"wrapagent send: {exc}\n")
-        return 1
-    if "delivered_at" in answer:
-        out.write(f"delivered to session {record.get('id')} at {answer['delivered_at']}\n")
-    else:
-        out.write(f"queued for session {record.get('id')} (message {answer.get('queued')})\n")
-    return 0
+def _line(reader) -> dict[str, Any]:
+    line = reader.readline()
+    if not line:
+        raise ValueError("the connection closed")
+    answer = json.loads(line.decode("utf-8"))
+    if not isinstance(answer, dict):
+        raise ValueError("not a JSON object")
+    return answer
