@@ -21,6 +21,8 @@ class InjectionReport:
     notes: list[str] = field(default_factory=list)
     conversation: int = 1
     """1 for the session's first conversation, +1 after each reset command."""
+    message: int = 1
+    """Which message of its conversation got these blocks (>1: `every_message` guards only)."""
 
 
 def close_unsubmitted(report: InjectionReport, *, unfinished: str | None, bare: list[str]) -> str:
