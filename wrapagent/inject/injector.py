@@ -47,12 +47,19 @@ if TYPE_CHECKING:
     from typing import Callable
 
 from wrapagent.inject.adapters.base import Adapter
-from wrapagent.inject.composer import Composer, Submission
-from wrapagent.inject.delivery import delivered_text, delivery_chunks, now_iso
+from wrapagent.inject.block_delivery import BlocksDelivery
+from wrapagent.inject.composer import Composer
+from wrapagent.inject.conversations import Conversations
 from wrapagent.inject.held import HeldKeys
-from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, PASTE_END, PASTE_START, REPLY,
-                                   TEXT, Token, blank_paste, tokenize)
+from wrapagent.inject.keys import tokenize
+from wrapagent.inject.message_keys import MessageKeys
+from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.report import InjectionReport, close_unsubmitted
+from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLDING,
+                                     SETTLING, STARTING, WAIT_READY)
+
+__all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOLDING", "DELIVERING",
+           "SETTLING", "AWAIT_SUBMIT", "CHATTING", "DONE"]
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -69,25 +76,19 @@ if TYPE_CHECKING:
 
 # --- the injector -------------------------------------------------------------
 
-STARTING = "starting"
-WAIT_READY = "wait-ready"   # after a reset: keys pass, until the composer shows again
-ARMED = "armed"
-COMMAND = "command"
-HOLDING = "holding"
-DELIVERING = "delivering"
-SETTLING = "settling"
-AWAIT_SUBMIT = "await-submit"
-CHATTING = "chatting"
-DONE = "done"
-
-_HOLD_STATES = (HOLDING, DELIVERING, SETTLING)
-
 BP_ON = b"\x1b[?2004h"
 READY_CHECK_INTERVAL = 0.05
 
 
-class FirstMessageInjector:
-    """The proxy's interceptor for interactive sessions (see module docstring)."""
+class FirstMessageInjector(MessageKeys, BlocksDelivery, Conversations, OutgoingHooks):
+    """The proxy's interceptor for interactive sessions (see module docstring).
+
+    Its parts, one concern each, share this object's state: the user's keys
+    (`message_keys.py`), the delivery of the blocks (`block_delivery.py`),
+    conversations and later messages (`conversations.py`), wrapagent's own
+    messages (`outgoing_hooks.py`). Here: the proxy's entry points, readiness,
+    the end of the session.
+    """
 
     def __init__(self, adapter: Adapter, *, rows: int, cols: int,
                  get_prefix: Callable[[], str | None], wake_fd: int | None,
@@ -158,10 +159,7 @@ class FirstMessageInjector:
         due = self._keys.next_due()
         if due is not None and (own is None or due < own):
             own = due
-        if self.outgoing is not None:
-            theirs = self.outgoing.deadline(self.last_output)
-            if theirs is not None:
-                own = theirs if own is None else min(own, theirs)
+        own = self._outgoing_deadline(own)
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
@@ -187,10 +185,6 @@ class FirstMessageInjector:
                            self._delivered_at + self.adapter.settle_max_secs)
             return self._delivered_at + self.adapter.settle_max_secs
         return None
-
-    @property
-    def _output_since_delivery(self) -> bool:
-        return self._delivered_at is not None and self.last_output > self._delivered_at
 
     def on_resize(self, rows: int, cols: int) -> None:
         self._size = (rows, cols)
@@ -271,12 +265,8 @@ class FirstMessageInjector:
             self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
 
     def _on_input(self, data: bytes, now: float) -> bytes:
-        if self.outgoing is not None:
-            if self.outgoing.busy:
-                self.outgoing.held += data  # they follow wrapagent's Enter, in order
-                return b""
-            if any(tok.kind != REPLY for tok in tokenize(data)):
-                self.outgoing.last_user_key = now
+        if self._outgoing_holds(data, now):
+            return b""
         if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
             # The composer is drawn but its quiet period is not over: a key now
             # starts a message, so the blocks must go before it, not after.
@@ -360,287 +350,6 @@ class FirstMessageInjector:
         self._begun_early = True
         self._note("a paste begun before the composer was ready goes without the blocks; "
                    "the next message gets them")
-
-    # -- the user's keys, one token at a time -----------------------------------
-
-    def _feed(self, data: bytes, now: float) -> bytes:
-        """Forward what may go to the child now; hold the rest from the first key of a message."""
-        if self.state in _HOLD_STATES:
-            self._keys.hold(now, data)
-            return b""
-        offset = 0
-        tokens = tokenize(data)
-        for i, tok in enumerate(tokens):
-            if self.state == ARMED and self._triggers(tok) and not blank_paste(tokens, i):
-                self._trigger(now, data[offset:])
-                return data[:offset]
-            before, early = self.state, self._begun_early
-            sub = self._composer.feed(tok)
-            self._state_token(tok, sub)
-            if sub is not None:
-                self._went_bare(sub, before, early)
-                self._submitted(sub, before, now)
-            offset += len(tok.data)
-        return data
-
-    def _triggers(self, tok: Token) -> bool:
-        """The first key of a message: a paste's start, or typed text that is not blank or a command.
-
-        Blank text (spaces) is no message: blocks put in front of it would be
-        submitted alone by the Enter after it, and the real message go bare.
-        """
-        if self._in_paste:
-            return False
-        return tok.kind == PASTE_START or (tok.kind == TEXT and bool(tok.data.strip())
-                                           and not self._is_command(tok.data.lstrip()))
-
-    def _state_token(self, tok: Token, sub: Submission | None) -> None:
-        state = self.state
-        if state == ARMED:
-            if tok.kind == TEXT:
-                self.state = COMMAND
-            elif sub is not None and self._message == 1:
-                self._note("a submission with no typed text (history recall?) was not injected; "
-                           "the next message gets the blocks")
-        elif state == COMMAND:
-            self._command_token(tok, sub)
-        elif state == AWAIT_SUBMIT:
-            if sub is not None:
-                self.report.status = "submitted"
-                n, m = self.report.conversation, self.report.message
-                self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
-                         f"injection: conversation {n}, message {m}: submitted with the blocks")
-                self._finish()
-            elif self._clears(tok):
-                self._note("composer cleared before submit; injection re-armed")
-                self.state = ARMED
-                self._rearm()
-
-    def _submitted(self, sub: Submission, before: str, now: float) -> None:
-        """A submission reached the child: a reset starts a new conversation, the rest are turns."""
-        if not self.whole_session:
-            return
-        if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
-            later = self._message > 1 and before in (ARMED, COMMAND)  # armed for a later message
-            if (before == CHATTING or later) and self.on_reset is not None:
-                self._new_conversation(sub.text.strip(), now)
-            return
-        if self.turns is None:
-            return
-        if sub.empty:
-            self.turns.resumed(now)
-        else:
-            self.turns.submitted(now)
-
-    def _went_bare(self, sub: Submission, before: str, early: bool) -> None:
-        """Note a message that reached the tool without the blocks (the record and log say why)."""
-        if not self.inject or sub.empty:
-            return
-        if before == ARMED:
-            if sub.unknown:  # (blank text or a blank paste is no message)
-                self._bare.append("a message was submitted with no typed text (history recall?)")
-        elif before == COMMAND and early:
-            self._bare.append("a message begun before the composer was ready was submitted")
-        elif before == WAIT_READY and not sub.is_command_like(self.adapter.command_prefixes):
-            self._bare.append("a message was submitted before the composer showed again")
-
-    def _clears(self, tok: Token) -> bool:
-        """Ctrl-C empties the composer; a lone Esc only if the adapter says so (else: unknown,
-        and the blocks already in the composer are taken to be still there)."""
-        return tok.kind == INTERRUPT or (tok.kind == ESCAPE and self.adapter.esc_clears_composer)
-
-    def _is_command(self, text: bytes) -> bool:
-        return any(text.startswith(p.encode()) for p in self.adapter.command_prefixes)
-
-    def _command_token(self, tok: Token, sub: Submission | None) -> None:
-        if tok.kind == PASTE_START:
-            self._in_paste = True
-        elif tok.kind == PASTE_END:
-            self._in_paste = False
-        elif self._in_paste:
-            return
-        elif tok.kind == BACKSPACE:
-            # The composer erased a whole character (UTF-8 aware); counting bytes here
-            # left `/é` + two Backspaces a command, and the next message went bare.
-            if not self._composer.has_text:
-                self.state = ARMED
-                self._begun_early = False
-        elif sub is not None or tok.kind == ENTER or self._clears(tok):
-            self.state = ARMED
-            if tok.kind == ENTER and not self._begun_early and self._message == 1:
-                self._note("first input was a command: passed through, injection re-armed")
-            self._begun_early = False
-
-    def _trigger(self, now: float, held: bytes) -> None:
-        self._keys.hold(now, held)
-        self._trigger_at = now
-        self.state = HOLDING
-        # While keys are held, output moves the deadline EARLIER (settling ends
-        # `settle_secs` after the composer redrew, not at `settle_max_secs`):
-        # the proxy must call on_output so the main thread is woken to re-read
-        # it. With watch_output false it only stores `last_output`, and a lone
-        # first key waited for the next key or for settle_max_secs (issue 21).
-        self.watch_output = True
-
-    def _new_conversation(self, command: str, now: float) -> None:
-        """A reset command was submitted: fresh blocks for the next message, as for the first."""
-        assert self.on_reset is not None
-        self.on_reset()
-        if self._message > 1 and self.report.status == "pending":
-            self.reports.remove(self.report)  # armed for a later message that never came
-        self._conversation += 1
-        self._message = 1
-        self.report = InjectionReport(conversation=self._conversation)
-        self.reports.append(self.report)
-        self._bare = []
-        self._prefix = None
-        self._trigger_at = None
-        self._in_paste = False
-        self._rearm()
-        self._wait_ready_again(now)
-        self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
-
-    def _next_message(self) -> None:
-        """`every_message` guards: the next message of this conversation gets their blocks."""
-        assert self.on_message is not None
-        self._message += 1
-        self.on_message(self._conversation, self._message)
-        self.report = InjectionReport(conversation=self._conversation, message=self._message)
-        self.reports.append(self.report)
-        self._bare = []
-        self._prefix = None
-        self._trigger_at = None
-        self._in_paste = False
-        self._rearm()
-        self.state = ARMED
-
-    def _poll_outgoing(self, now: float) -> bytes:
-        """wrapagent's own message: only between the user's messages, never over their typing."""
-        outgoing = self.outgoing
-        assert outgoing is not None
-        if not outgoing.busy and (self.state not in (CHATTING, ARMED) or not outgoing.pending()):
-            return b""
-        out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text)
-        if submitted and self.turns is not None:
-            self.turns.submitted(now)
-        if not outgoing.busy and outgoing.held:
-            out += self._feed(outgoing.take_held(), now)  # the user's keys held meanwhile, in order
-        return out
-
-    def _wait_ready_again(self, now: float) -> None:
-        """After a reset the tool may show a dialog first (codex asks where the new chat runs).
-
-        With `reset_ready_patterns`, the next message waits until they show on a fresh
-        emulator fed only with what the tool draws from now on; without, until output
-        has been quiet `reset_quiet_secs` since the reset (no emulator, no copy).
-        """
-        self.state = WAIT_READY
-        self._reset_at = now
-        self._screen_dirty = False
-        self._next_check = None
-        if not self._reset_patterns:
-            return
-        from wrapagent.inject.screen import Screen
-
-        self.screen = Screen(*self._size)
-        self.watch_output = True
-
-    # -- delivery -------------------------------------------------------------------
-    def _start_delivery(self, now: float) -> bytes:
-        if self._prefix is None:
-            self._drain_wake()
-            prefix = self.get_prefix()
-            if prefix is None:
-                return b""  # guards still running; the wake fd tells us when they finish
-            self._prefix = prefix
-        if not self._prefix:
-            self.report.status = "none"
-            self.report.notes.append("all blocks empty: nothing injected")
-            return self._release(now, finished=True)
-        self.report.attempts += 1
-        self.report.text = delivered_text(self.adapter, self._prefix)  # what the model will read
-        self._outbox = delivery_chunks(self.adapter, self._prefix, now)
-        self.state = DELIVERING
-        return self._due_chunks(now)
-
-    def _due_chunks(self, now: float) -> bytes:
-        out = bytearray()
-        while self._outbox and self._outbox[0][0] <= now:
-            out += self._outbox.pop(0)[1]
-        if not self._outbox:
-            self.state = SETTLING
-            self._delivered_at = now
-        return bytes(out)
-
-    def _maybe_release(self, now: float) -> bytes:
-        assert self._delivered_at is not None
-        quiet = self._output_since_delivery and now - self.last_output >= self.adapter.settle_secs
-        timed_out = now - self._delivered_at >= self.adapter.settle_max_secs
-        if not (quiet or timed_out):
-            return b""
-        if timed_out and not self._output_since_delivery:
-            self._note("the screen did not change after delivery; released the keys anyway")
-        self.report.status = "delivered"
-        self.report.at = now_iso()
-        return self._release(now, finished=False)
-
-    def _release(self, now: float, *, finished: bool) -> bytes:
-        """Give the held keys to the child, read as if they had just been typed.
-
-        They go through `_feed` in the new state, so an Enter among them
-        submits, and a reset among them (fast typing) still counts. The first
-        read goes now, the others when their turn comes (`held.HeldKeys`).
-        """
-        if self._trigger_at is not None:
-            self.report.first_key_delay_ms = round((now - self._trigger_at) * 1000, 1)
-        self.watch_output = self._keep_watching  # no deadline depends on output any more (a re-hold sets it again)
-        size, count, first = self._keys.release(now)
-        if finished:
-            self._finish()
-        else:
-            self.state = AWAIT_SUBMIT
-            self._in_paste = False
-        self.log(f"injection: released {size} held bytes in {count} reads after "
-                 f"{self.report.first_key_delay_ms} ms ({self.report.status})")
-        out = self._feed(first, now)
-        self._rehold_replay()
-        return out + self._due_replay(now)  # reads that came together go together
-
-    def _due_replay(self, now: float) -> bytes:
-        """Replayed reads whose time has come, fed as if typed now."""
-        out = bytearray()
-        while self.state not in _HOLD_STATES:
-            data = self._keys.pop_due(now)
-            if data is None:
-                break
-            out += self._on_input(data, now)
-            self._rehold_replay()
-        if not self._keys.replay and self.state == DONE:
-            self.done = True  # held back by `_finish` until the last replayed key went
-        return bytes(out)
-
-    def _rehold_replay(self) -> None:
-        """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
-        if self._keys.replay and self.state in _HOLD_STATES:
-            self._keys.rehold()
-
-    def _rearm(self) -> None:
-        """Back to waiting for a first message; the prefix is kept and delivered again."""
-        self._outbox.clear()
-        self._delivered_at = None
-        self.report.status = "pending"
-
-    def _finish(self) -> None:
-        """This conversation's injection is over: stay for the session, or be dropped."""
-        self.screen.close()
-        self.watch_output = self._keep_watching
-        if self.whole_session:
-            self.state = CHATTING
-            if self.on_message is not None:
-                self._next_message()
-            return
-        self.state = DONE
-        self.done = not self._keys.replay  # else once the last replayed key went (`_due_replay`)
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:

@@ -1,0 +1,100 @@
+"""Conversations and their messages: resets, `every_message` guards, turns, one report each.
+
+In a whole session the injector stays attached after the first message: a
+submitted reset command starts a new conversation (fresh blocks, wait for
+the composer again, a new report), with `every_message` guards each later
+message of a conversation gets blocks too (a report per message), and every
+other submission goes to the turn tracker. A mixin of `FirstMessageInjector`:
+it shares the injector's state.
+"""
+
+from __future__ import annotations
+
+from wrapagent.inject.report import InjectionReport
+from wrapagent.inject.states import ARMED, CHATTING, COMMAND, DONE, WAIT_READY
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from wrapagent.inject.composer import Submission
+
+
+class Conversations:
+    """What follows a submission (part of `FirstMessageInjector`)."""
+
+    def _submitted(self, sub: Submission, before: str, now: float) -> None:
+        """A submission reached the child: a reset starts a new conversation, the rest are turns."""
+        if not self.whole_session:
+            return
+        if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
+            later = self._message > 1 and before in (ARMED, COMMAND)  # armed for a later message
+            if (before == CHATTING or later) and self.on_reset is not None:
+                self._new_conversation(sub.text.strip(), now)
+            return
+        if self.turns is None:
+            return
+        if sub.empty:
+            self.turns.resumed(now)
+        else:
+            self.turns.submitted(now)
+
+    def _new_conversation(self, command: str, now: float) -> None:
+        """A reset command was submitted: fresh blocks for the next message, as for the first."""
+        assert self.on_reset is not None
+        self.on_reset()
+        if self._message > 1 and self.report.status == "pending":
+            self.reports.remove(self.report)  # armed for a later message that never came
+        self._conversation += 1
+        self._message = 1
+        self.report = InjectionReport(conversation=self._conversation)
+        self.reports.append(self.report)
+        self._bare = []
+        self._prefix = None
+        self._trigger_at = None
+        self._in_paste = False
+        self._rearm()
+        self._wait_ready_again(now)
+        self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
+
+    def _next_message(self) -> None:
+        """`every_message` guards: the next message of this conversation gets their blocks."""
+        assert self.on_message is not None
+        self._message += 1
+        self.on_message(self._conversation, self._message)
+        self.report = InjectionReport(conversation=self._conversation, message=self._message)
+        self.reports.append(self.report)
+        self._bare = []
+        self._prefix = None
+        self._trigger_at = None
+        self._in_paste = False
+        self._rearm()
+        self.state = ARMED
+
+    def _wait_ready_again(self, now: float) -> None:
+        """After a reset the tool may show a dialog first (codex asks where the new chat runs).
+
+        With `reset_ready_patterns`, the next message waits until they show on a fresh
+        emulator fed only with what the tool draws from now on; without, until output
+        has been quiet `reset_quiet_secs` since the reset (no emulator, no copy).
+        """
+        self.state = WAIT_READY
+        self._reset_at = now
+        self._screen_dirty = False
+        self._next_check = None
+        if not self._reset_patterns:
+            return
+        from wrapagent.inject.screen import Screen
+
+        self.screen = Screen(*self._size)
+        self.watch_output = True
+
+    def _finish(self) -> None:
+        """This conversation's injection is over: stay for the session, or be dropped."""
+        self.screen.close()
+        self.watch_output = self._keep_watching
+        if self.whole_session:
+            self.state = CHATTING
+            if self.on_message is not None:
+                self._next_message()
+            return
+        self.state = DONE
+        self.done = not self._keys.replay  # else once the last replayed key went (`_due_replay`)
