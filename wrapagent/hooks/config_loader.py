@@ -132,6 +132,11 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
         except ImportError:
             check.error(None, "cannot parse TOML on this Python: install tomli")
             return None
+    deep = _too_many_key_parts(text)
+    if deep is not None:
+        check.error(None, f"invalid TOML: a key or table name of more than {MAX_KEY_PARTS} dotted parts "
+                          "(wrapagent does not parse it)", line=deep)
+        return None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -140,6 +145,34 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
         message = str(exc)
         check.error(None, f"invalid TOML: {message}", line=toml_error_line(exc))
         return None
+    except RecursionError:  # `a = [[[[…` or `{b = {c = …`: tomllib recurses per level
+        check.error(None, "invalid TOML: arrays or inline tables nested too deeply")
+        return None
+
+
+MAX_KEY_PARTS = 32
+"""The most dotted parts in one key or table name (`a.b.c` has 3). tomllib's
+time grows with the square of a key's parts (each part re-walks the path), and
+with a header's parts times the keys under it: a project file of 1 MiB made of
+one long dotted key kept every start waiting for hours. No real config nests
+more than a few levels."""
+
+
+def _too_many_key_parts(text: str) -> int | None:
+    """The line of the first dotted chain of more than MAX_KEY_PARTS parts, else None.
+
+    Lexical and conservative: a chain is found anywhere, inside a string too
+    (a string holding 33 dot-separated words is no real hooks command). Each
+    start is at a word boundary, so the scan stays linear on any text.
+    """
+    if text.count(".") <= MAX_KEY_PARTS:
+        return None  # every usual file: no regex import
+    import re
+
+    part = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""
+    chain = re.compile(rf"""(?<![A-Za-z0-9_"'-]){part}(?:[ \t]*\.[ \t]*{part}){{{MAX_KEY_PARTS},}}""")
+    found = chain.search(text)
+    return None if found is None else text.count("\n", 0, found.start()) + 1
 
 
 # --------------------------------------------------------------------------- value checks
