@@ -89,3 +89,46 @@ def test_ordinary_dotted_keys_still_parse(project):
     config = load_config(project, env=os.environ)
     assert not config.has_errors
     assert config.lifecycle["pre_run"].command == "echo a.b.c.d"
+
+
+def many_unknown_keys() -> str:
+    return "".join(f"k{i} = 1\n" for i in range(60_000))
+
+
+def many_empty_guards() -> str:
+    return "[[prompt_guard]]\n" * 60_000
+
+
+@pytest.mark.parametrize("make", [many_unknown_keys, many_empty_guards], ids=lambda make: make.__name__)
+def test_a_file_of_many_problems_cannot_stall_the_start(project, make):
+    """Tens of thousands of problems in a cloned repository's untrusted file: the tool
+    runs, and stderr names the file a bounded number of times (the rest counted in one line)."""
+    path = project / ".wrapagent" / "hooks.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(make())
+    assert path.stat().st_size <= 1024 * 1024
+    try:
+        proc = subprocess.run([sys.executable, "-m", "wrapagent", "sh", "-c", "echo tool ran; exit 7"],
+                              cwd=project, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"wrapagent was still validating {make.__name__} after 60 s: the tool never started")
+    assert proc.stdout == "tool ran\n" and proc.returncode == 7, proc.stderr[-3000:]
+    said = [line for line in proc.stderr.splitlines() if str(path) in line]
+    assert 2 <= len(said) <= 60, f"{len(said)} lines name the file"
+    assert any("more, not listed" in line for line in said), proc.stderr[-3000:]
+    assert "skipping untrusted project hooks" in said[-1]
+
+
+def test_problems_past_the_cap_still_count(project):
+    """Only listed problems are capped: an error past the cap still makes the file unusable."""
+    from wrapagent.hooks.config_loader import load_config
+
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "wrapagent" / "hooks.toml"
+    path.parent.mkdir(parents=True)
+    unknown = "".join(f"k{i} = 1\n" for i in range(200))
+    path.write_text(unknown + '[pre_run]\ncommand = 5\n')
+    config = load_config(project, env=os.environ)
+    assert config.has_errors and "pre_run" not in config.lifecycle
+    assert not config.layers[0].used
+    assert any(p.severity == "error" and "1 error and" in p.message for p in config.layers[0].problems)
