@@ -108,6 +108,45 @@ def test_trust_listing_inert(hostile_project: Path) -> None:
     assert_inert(proc.stdout)
 
 
+class _Terminal:
+    """A stream that says it is a terminal (cmd_trust asks a person only at one)."""
+
+    def __init__(self, text: str = "") -> None:
+        import io
+
+        self.buffer = io.StringIO(text)
+
+    def isatty(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str):
+        return getattr(self.buffer, name)
+
+
+def test_every_trust_line_naming_the_file_inert(hostile_project: Path) -> None:
+    """Refusal, revoke, yes, no, already trusted: each names the hooks file, each inert."""
+    import io
+
+    from wrapagent.commands.trust import cmd_trust
+
+    hooks = hostile_project / ".wrapagent" / "hooks.toml"
+    hooks.parent.mkdir()
+    hooks.write_text('[pre_run]\ncommand = "true"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRAPAGENT_")}
+
+    def trust(*, answer: str | None = None, revoke: bool = False) -> str:
+        out, err = (_Terminal(), io.StringIO()) if answer is not None else (io.StringIO(), io.StringIO())
+        stdin = _Terminal(answer) if answer is not None else io.StringIO()
+        cmd_trust(None, revoke=revoke, list_=False, stdin=stdin, stdout=out, stderr=err, env=env,
+                  cwd=hostile_project)
+        return out.getvalue() + err.getvalue()
+
+    said = [trust(), trust(revoke=True), trust(answer="n\n"), trust(answer="y\n"), trust(), trust(revoke=True)]
+    for text in said:
+        assert "evil" in text and "hooks.toml" in text, text
+        assert_inert(text.encode("utf-8", "surrogateescape"))
+
+
 # --------------------------------------------------------------------------- sessions list / show
 
 

@@ -238,11 +238,12 @@ def cmd_trust(
     if list_:
         return _list(store, stdout)
     file = _target(path, Path(cwd) if cwd is not None else Path.cwd())
+    shown = field(str(file))  # a folder name may hold escape sequences: printed inert, every time
     if revoke:
         if store.revoke(file):
-            print(f"revoked trust for {file}", file=stdout)
+            print(f"revoked trust for {shown}", file=stdout)
         else:
-            print(f"{file} was not trusted; nothing to revoke", file=stdout)
+            print(f"{shown} was not trusted; nothing to revoke", file=stdout)
         return 0
     try:
         content = _read_hooks(file)  # once; the review, the check and the pin all use these bytes
@@ -250,19 +251,19 @@ def cmd_trust(
         print(visible(f"wrapagent: cannot read {file}: {exc.strerror or exc}"), file=stderr)
         return 1
     if store.check(file, content) == TRUSTED:
-        print(f"{file} is already trusted (this exact content)", file=stdout)
+        print(f"{shown} is already trusted (this exact content)", file=stdout)
         return 0
     reason = _refusal(stdin, stdout, env)
     if reason is not None:
-        print(f"wrapagent: {reason}: wrapagent trust {shell_word(str(file))}", file=stderr)
+        print(f"wrapagent: {reason}: wrapagent trust {field(shell_word(str(file)))}", file=stderr)
         return 1
     stdout.write(describe_content(file, content) + "\n")
     stdout.write("Trust this file? [y/N] ")
     stdout.flush()
     answer = stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
-        print(f"not trusted: {file}", file=stdout)
+        print(f"not trusted: {shown}", file=stdout)
         return 1
     store.trust(file, content)  # the bytes shown above, even if the file changed meanwhile
-    print(f"trusted {file}; any edit to it needs `wrapagent trust` again", file=stdout)
+    print(f"trusted {shown}; any edit to it needs `wrapagent trust` again", file=stdout)
     return 0
