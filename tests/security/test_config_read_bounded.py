@@ -113,3 +113,31 @@ def test_at_the_limit_is_read(project):
         f.truncate(MAX_CONFIG_BYTES)
     config = load_config(project, env=os.environ)
     assert config.lifecycle["pre_run"].command == "true" and not config.has_errors
+
+
+@pytest.mark.parametrize("render", ["text", "json"])
+def test_config_check_does_not_read_the_project_file_again(project, render):
+    """`config check` reports trust as the loader decided it on the bytes it read: a FIFO
+    swapped in after the load (a checkout, a sync tool) must not block the report."""
+    import threading
+
+    from wrapagent.hooks.config_check import as_json, describe
+    from wrapagent.hooks.config_loader import load_config
+
+    path = config_path("project", project)
+    path.parent.mkdir(parents=True)
+    path.write_text('[pre_run]\ncommand = "true"\n')
+    config = load_config(project, env=os.environ)
+    assert config.layers[2].trusted is False
+    path.unlink()
+    os.mkfifo(path)
+    out: list[object] = []
+    worker = threading.Thread(target=lambda: out.append((describe if render == "text" else as_json)(config)),
+                              daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # unblock the reader so the thread ends with the test
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+    assert out, "config check blocked reading the project file again"
+    assert "untrusted" in str(out[0]).lower() or "NOT TRUSTED" in str(out[0])
