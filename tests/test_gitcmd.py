@@ -131,6 +131,16 @@ def test_check_raises_with_the_reason(repo: Path):
         gitcmd.run(repo, ["rev-parse", "--verify", "nosuchref"], check=True)
 
 
+def test_the_reason_is_gits_fatal_line_not_the_hint_after_it(repo: Path):
+    """A held ref lock: git says `fatal: cannot lock ref …`, then a paragraph of hints ending in
+    "remove the file manually to continue." Before, that last hint was all the user saw."""
+    branch = gitcmd.run(repo, ["symbolic-ref", "HEAD"], check=True).text().strip()
+    (repo / ".git" / f"{branch}.lock").write_bytes(b"")
+    with pytest.raises(gitcmd.GitError) as failed:
+        gitcmd.run(repo, ["commit", "-q", "--allow-empty", "-m", "x"], check=True, identity=True)
+    assert "fatal: " in str(failed.value) and "lock" in str(failed.value)
+
+
 def test_limit_truncates_stdout(repo: Path):
     big = repo / "big.txt"
     big.write_text("x" * 300_000)

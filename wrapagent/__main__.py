@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "trust", "uninstall", "completion",
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "send", "trust", "uninstall", "completion",
                "_complete", "help")
 
 

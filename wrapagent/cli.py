@@ -47,6 +47,8 @@ subcommands:
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
   trust [PATH] [--revoke] [--list]
+  send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
+                    the next message of a running session (TEXT or stdin; needs [send] enabled)
   uninstall [--yes] [--dry-run] [--config]
                     remove the shims, then (asked) the state folder and checkpoint refs
 
@@ -242,6 +244,12 @@ def cmd_sessions(args: Sequence[str], *, strict: bool) -> int:
     return sessions_main(list(args))
 
 
+def cmd_send(args: Sequence[str], *, strict: bool) -> int:
+    from wrapagent.commands.send import main as send_main
+
+    return send_main(list(args))
+
+
 def cmd_doctor(args: Sequence[str], *, strict: bool) -> int:
     from wrapagent.commands.doctor import main as doctor_main
 
@@ -295,6 +303,7 @@ COMMANDS = {
     "init": cmd_init,
     "trust": cmd_trust,
     "sessions": cmd_sessions,
+    "send": cmd_send,
     "doctor": cmd_doctor,
     "uninstall": cmd_uninstall,
     "completion": cmd_completion,

@@ -124,8 +124,11 @@ class Result:
         return self.stdout.decode("utf-8", "surrogateescape")
 
     def last_error_line(self) -> str:
+        """The line that says why: git's last `fatal:`/`error:` line (a hint such as "remove the
+        file manually to continue." may follow it), else its last line."""
         lines = self.stderr.decode("utf-8", "replace").strip().splitlines()
-        return lines[-1] if lines else f"exit {self.code}"
+        said = [line for line in lines if line.startswith(("fatal: ", "error: "))]
+        return said[-1] if said else lines[-1] if lines else f"exit {self.code}"
 
 
 def is_location_var(name: str) -> bool:

@@ -42,7 +42,8 @@ def test_top_level_offers_subcommands_and_tools():
     got = names([""])
     assert {"demo", "sessions", "completion", "uninstall", "codex", "claude"} <= set(got)
     assert "_complete" not in got  # the hidden helper stays hidden
-    assert names(["se"]) == ["sessions"]
+    assert names(["ses"]) == ["sessions"]
+    assert names(["sen"]) == ["send"]
     assert set(names(["--"])) >= {"--no-hooks", "--strict", "--shim-dir", "--version"}
     assert names(["--shim-dir", ""]) == [DIRS]
     assert names(["--strict", "con"]) == ["config"]

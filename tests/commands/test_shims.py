@@ -84,7 +84,7 @@ def test_invalid_tool_names(bad):
 def test_wrapagent_command_is_absolute():
     command = shims.wrapagent_command()
     assert os.path.isabs(command[0])
-    assert command == [str(Path(sys.executable).parent / "wrapagent")] or command[1:] == ["-m", "wrapagent"]
+    assert command == [str(Path(sys.executable).parent / "wrapagent")] or command[1] == "-I"
 
 
 def test_install_is_idempotent_and_rewrites_changed_shims(env, tmp_path):

@@ -130,3 +130,27 @@ def test_hidden_untracked_files_or_an_untracked_session_folder_mean_no_checkpoin
     assert hidden["status"] == "skipped" and "showUntrackedFiles" in hidden["note"]
     refs = git(repo, env, "for-each-ref", "--format=%(refname)", "refs/wrapagent/").split()
     assert all(tracked["ref"] in r for r in refs) and len(refs) == 2
+
+
+def test_file_names_that_read_as_pathspec_magic_break_neither_snapshots_nor_undo(tmp_path: Path) -> None:
+    """`git check-ignore` reads its paths as pathspecs and has no `literal` mode: before, a file
+    named `:!README.md` or `:(x)y` made it die, so undo of the session that made it failed and
+    every later snapshot of the repository failed too ("pathspec magic not supported")."""
+    env = isolated_env(tmp_path / "iso")
+    repo = make_repo(tmp_path / "proj", env)
+    names = [":!README.md", ":(bad)x", ":(glob)*", ":/top"]
+    expected = user_state(repo, env)
+    run_session(repo, env, lambda r: [write(r / name, "the agent's\n") for name in names])
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert user_state(repo, env) == expected
+
+    for name in names:
+        write(repo / name, "the user's own\n")
+    kept = run_session(repo, env)["checkpoints"]
+    assert kept["status"] == "taken", kept.get("note")
+    assert set(names) <= set(tree_paths(repo, env, kept["after"]))
+    (repo / ".gitignore").write_text(".env\n*.log\n:*\n")  # now the user ignores them
+    dropped = run_session(repo, env)["checkpoints"]
+    assert dropped["status"] == "taken", dropped.get("note")
+    assert not set(names) & set(tree_paths(repo, env, dropped["after"]))

@@ -79,3 +79,33 @@ def test_demo_in_a_folder_shipping_wrapagent_runs_the_real_demo_agent(tmp_path: 
     assert not marker.exists(), "the demo ran the repository's wrapagent/commands/demo_agent.py"
     assert proc.returncode == 0, proc.stderr
     assert b"--- end of message 1 ---" in proc.stdout and b"reply: MOCK-REPLY-1" in proc.stdout
+
+
+def test_a_shim_of_a_wrapagent_run_from_a_checkout_never_runs_the_current_folders_code(
+        tmp_path: Path, monkeypatch) -> None:
+    """`wrapagent shims install` from an interpreter with no `wrapagent` script (a checkout run
+    without installing) wrote shims running `python -m wrapagent`: typed in a cloned repository
+    shipping `wrapagent/__main__.py`, `codex` ran that repository's code."""
+    from wrapagent.commands import shims
+
+    env = isolated_env(tmp_path / "iso")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "mytool"
+    tool.write_text('#!/bin/sh\necho "the real tool: $*"\n')
+    tool.chmod(0o755)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: os.path.basename(path) != "wrapagent"
+                        and real_access(path, mode, **kw))
+    report = shims.install_shims(["mytool"], shim_dir=tmp_path / "shims", env=env)
+    monkeypatch.undo()
+    assert report.created == ["mytool"]
+    env["PATH"] = os.pathsep.join([str(tmp_path / "shims"), str(bin_dir), env["PATH"]])
+    repo = tmp_path / "cloned"
+    marker = tmp_path / "MARKER"
+    hostile_checkout(repo, marker, "wrapagent.__main__")
+    proc = subprocess.run(["mytool", "hello"], cwd=repo, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=60)
+    assert not marker.exists(), "the shim ran the repository's wrapagent/__main__.py"
+    assert proc.returncode == 0, proc.stderr
+    assert b"the real tool: hello" in proc.stdout

@@ -160,6 +160,30 @@ def test_a_commit_killed_half_way_blocks_nothing(tmp_path: Path) -> None:
     assert not (root / ".running" / f"{killed}.lock").exists()
 
 
+def test_a_commit_killed_while_moving_its_branch_blocks_nothing(tmp_path: Path) -> None:
+    """SIGKILL while `git commit` moves the branch leaves `refs/heads/<branch>.lock` and
+    `HEAD.lock` beside `index.lock`.
+
+    Before: only `index.lock` was cleared, and every later session's commit failed for good
+    (`cannot lock ref 'HEAD'`), its files left staged in the sessions repository."""
+    project = tmp_path / "project"
+    project.mkdir()
+    env = clean_env()
+    assert _wrapagent(project, env).returncode == 0
+    (root,) = sessions_roots(env)
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    locks = [root / ".git" / f"{branch}.lock", root / ".git" / "HEAD.lock", root / ".git" / "index.lock"]
+    for lock in locks:
+        lock.write_bytes(b"")
+
+    after = _wrapagent(project, env)
+    assert after.returncode == 0, after.stderr
+    assert after.stderr == ""
+    assert not [lock for lock in locks if lock.exists()]
+    assert {f"{r['id']}/session.json" for r in records(root)} <= committed_paths(root)
+    assert sessions_status(root) == ""
+
+
 def test_an_unborn_sessions_repository_is_completed(tmp_path: Path) -> None:
     """`git init` done, its first commit never made (killed in between): repaired in place,
     nothing set aside. Before: `.git` existed, so nothing was checked, and each session's

@@ -280,3 +280,123 @@ def test_a_session_still_running_in_the_repository_makes_undo_refuse(tmp_path: P
     code, out, err = sessions(env, repo, "undo", finished["id"])
     assert code == 1 and running["id"] in err and "mine.txt" in err and one_line(err)
     assert user_state(repo, env) == state
+
+
+def test_a_file_name_holding_a_newline_cannot_add_lines_to_what_undo_says(tmp_path: Path, env) -> None:
+    """Before: the listing kept newlines and tabs in a path: a file the agent named
+    `x\\n  .ssh/id_ed25519: removed (created by the session)` printed as a line of its own."""
+    repo = make_repo(tmp_path / "proj", env)
+    name = "x\n  .ssh/id_ed25519: removed (created by the session)\tsee"
+    run_session(repo, env, lambda r: write(r / name, "agent\n"))
+    for args in (("--dry-run",), ()):
+        code, out, err = sessions(env, repo, "undo", "last", *args)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert len(lines) == 3, out  # the header, the one path, where the session's version stays
+        assert lines[1] == "  x\\x0a  .ssh/id_ed25519: removed (created by the session)\\x09see: removed (created by the session)"
+    assert not (repo / name).exists()
+
+
+def test_undo_keeps_a_read_only_file_read_only(tmp_path: Path, env) -> None:
+    """Before: the content came back through git, which writes with the umask's bits: the
+    user's 0444 file was left 0644 (writable) by an undo of a session that had kept it 0444."""
+    repo = make_repo(tmp_path / "proj", env, {"README.md": "r\n", "locked.cfg": "the user's settings\n",
+                                              "run.sh": "#!/bin/sh\necho hi\n"})
+    os.chmod(repo / "locked.cfg", 0o444)
+    os.chmod(repo / "run.sh", 0o555)
+    expected = user_state(repo, env)
+
+    def agent(r: Path) -> None:
+        for name in ("locked.cfg", "run.sh"):
+            mode = os.stat(r / name).st_mode
+            os.chmod(r / name, 0o644)
+            (r / name).write_text("the agent's\n")
+            os.chmod(r / name, mode)
+
+    run_session(repo, env, agent)
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert (repo / "locked.cfg").read_text() == "the user's settings\n"
+    assert user_state(repo, env) == expected  # files with their modes, status, index
+
+
+def test_a_file_saved_between_the_checks_and_the_changes_is_not_overwritten(tmp_path: Path, env) -> None:
+    """Undo racing the user's editor, made deterministic: its checks pass, then the user saves a
+    file undo restores (its time stamps differ, as any save's do). Before: undo wrote the
+    session's `before` version over that edit."""
+    from wrapagent.session import checkpoint_access
+    from wrapagent.session import undo as undo_mod
+
+    repo = make_repo(tmp_path / "proj", env, {"README.md": "r\n", "app.py": "v1\n"})
+    record = run_session(repo, env, lambda r: ((r / "app.py").write_text("v2 by the agent\n"),
+                                               write(r / "new.py", "the agent's\n")))
+    info = load_record(record)["checkpoints"]
+    repo_obj = checkpoint_access.open_repo(info, env)
+    plan = undo_mod.plan(repo_obj, *checkpoint_access.session_commits(info, repo_obj))
+    assert plan.acted_on == ["new.py", "app.py"]
+
+    (repo / "app.py").write_text("v3 typed by the user\n")
+    stamp = os.stat(repo / "app.py").st_mtime_ns + 5_000_000_000
+    os.utime(repo / "app.py", ns=(stamp, stamp))
+    state = user_state(repo, env)
+    with pytest.raises(undo_mod.UndoRefused) as refused:
+        undo_mod.apply(plan)
+    assert "app.py" in str(refused.value) and "\n" not in str(refused.value)
+    assert user_state(repo, env) == state
+
+
+def test_undo_of_a_session_that_created_more_files_than_a_command_line_holds(tmp_path: Path, env) -> None:
+    """An agent vendoring a large library: more paths than fit on one command line.
+
+    Before: undo (and its dry run) gave every path to `git diff-tree` as an argument and
+    failed with "Argument list too long": such a session could not be undone at all."""
+    repo = make_repo(tmp_path / "proj", env)
+    limit = os.sysconf("SC_ARG_MAX") if hasattr(os, "sysconf") else 1 << 20
+    name = "n" * 180
+    per_folder = 100
+    folders = limit // (per_folder * (len(name) + 30)) + 2
+
+    def agent(r: Path) -> None:
+        for i in range(folders):
+            folder = r / "vendor" / f"pkg{i:04d}"
+            folder.mkdir(parents=True)
+            for j in range(per_folder):
+                (folder / f"{name}{j:03d}.py").write_bytes(b"")
+
+    expected = user_state(repo, env)
+    run_session(repo, env, agent)
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert len(out.splitlines()) == folders * per_folder + 2
+    assert user_state(repo, env) == expected
+
+
+def test_a_file_ignored_only_by_info_exclude_or_the_global_excludes_is_never_deleted(tmp_path: Path, env) -> None:
+    """The snapshots hold the `.gitignore` files, not `.git/info/exclude` nor the global excludes
+    file. Before: an agent that emptied those made the user's `.env` and key (never touched)
+    show up in `after`, and undo deleted them as "created by the session"."""
+    import time
+
+    repo = make_repo(tmp_path / "proj", env, ignore="*.log\n")
+    exclude = repo / ".git" / "info" / "exclude"
+    write(exclude, ".env\n")
+    global_ignore = Path(env["XDG_CONFIG_HOME"]) / "git" / "ignore"
+    write(global_ignore, "*.key\n")
+    write(repo / ".env", "SECRET=the user's\n")
+    write(repo / "id.key", "the user's private key\n")
+    made = max(os.lstat(repo / name).st_ctime for name in (".env", "id.key"))
+    while time.time() < int(made) + 1:  # the session starts in a later second than the files were made
+        time.sleep(0.05)
+
+    def agent(r: Path) -> None:
+        exclude.write_text("")
+        global_ignore.write_text("")
+        write(r / "notes.txt", "the agent's\n")
+
+    run_session(repo, env, agent)
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert (repo / ".env").read_text() == "SECRET=the user's\n"
+    assert (repo / "id.key").read_text() == "the user's private key\n"
+    assert "notes.txt: removed" in out and not (repo / "notes.txt").exists()
+    assert ".env: kept" in out and "id.key: kept" in out

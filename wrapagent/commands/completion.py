@@ -74,6 +74,8 @@ SPEC: dict[str, Command] = {
     "uninstall": Command("remove what wrapagent created",
                          {**_HELP, "--yes": None, "-y": None, "--dry-run": None, "--config": None,
                           "--dir": "dirs"}),
+    "send": Command("the next message of a running session",
+                    {**_HELP, "--session": "ids", "--guard": "value", "--wait": None, "--timeout": "value"}),
     "help": Command("the usage"),
 }
 TOP = Command("", {"--no-hooks": None, "--strict": None, "--shim-dir": "dirs", "-h": None, "--help": None,

@@ -223,7 +223,8 @@ def _bytes(n: Any) -> str:
 
 
 def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None) -> list[str]:
-    """One line per conversation started by a reset; its text only when it differs from the first."""
+    """One line per later delivery (a reset's conversation, an every_message guard's later message);
+    its text only when it differs from the first."""
     out: list[str] = []
     for inj in injections[1:]:
         details = [_cell(inj.get("status") or "none")]
@@ -231,8 +232,10 @@ def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str |
             details.append(f"at {_cell(format_time(inj['at']))}")
         if inj.get("first_key_delay_ms") is not None:
             details.append(f"first key held {_cell(inj['first_key_delay_ms'])} ms")
-        out.append(f"Injection after reset, conversation {_cell(inj.get('conversation', '?'))}: "
-                   f"{', '.join(details)}")
+        message = inj.get("message") or 1
+        what = (f"Injection after reset, conversation {_cell(inj.get('conversation', '?'))}" if message == 1
+                else f"Injection for message {_cell(message)} of conversation {_cell(inj.get('conversation', '?'))}")
+        out.append(f"{what}: {', '.join(details)}")
         out.extend(f"  note: {visible_text(str(n))}" for n in inj.get("notes") or [])
         text = inj.get("text")
         if text and text != first_text:
@@ -269,11 +272,50 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
         quiet = turn.get("quiet_at")
         waits = f", {turn['waits']} waits" if turn.get("waits") else ""
         # quiet_at is when the output went quiet; waiting_for_input fires quiet_secs after that
-        out.append(f"  #{_cell(turn.get('n'))}  submitted {_cell(format_time(turn.get('at')))}"
+        by = f" by {_cell(turn['by'])}" if turn.get("by") else ""
+        out.append(f"  #{_cell(turn.get('n'))}  submitted{by} {_cell(format_time(turn.get('at')))}"
                    + (f", output quiet from +{_seconds_between(turn.get('at'), quiet)} (seen waiting "
                       f"quiet_secs later){waits}" if quiet else ", not seen waiting"))
     if total > TURNS_SHOWN:
         out.append(f"  ... {total - TURNS_SHOWN} more")
+    return out
+
+
+def _sent_rows(record: Mapping[str, Any]) -> list[str]:
+    """Messages from `wrapagent send`: when each came, its text, when it went in (or why not)."""
+    sent = record.get("sent")
+    if not sent:
+        return []
+    out = ["", f"Sent (wrapagent send): {len(sent)}"]
+    for item in sent:
+        if item.get("status") == "delivered":
+            how = f"delivered {format_time(item.get('delivered_at'))} as turn {item.get('turn')}"
+        else:
+            how = f"{visible_text(str(item.get('status')))}: {visible_text(str(item.get('reason') or '-'))}"
+        out.append(f"  #{item.get('n')}  came {format_time(item.get('at'))}, {how}:")
+        out.extend(f"    {visible_text(line)}" for line in str(item.get("text") or "").split("\n"))
+    return out
+
+
+def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
+    """`[stop_check]`: its runs, each continuation wrapagent submitted (verbatim), what was not sent."""
+    entry = record.get("stop_check")
+    if not entry:
+        return []
+    runs = entry.get("runs") or []
+    conts = entry.get("continuations") or []
+    out = ["", f"Stop check: {len(runs)} run(s), {len(conts)} continuation(s) "
+               f"(max {entry.get('max_continues', '?')} in a row)"]
+    for cont in conts:
+        out.append(f"  continuation as turn {cont.get('turn')} (after turn {cont.get('after_turn')}) "
+                   f"at {format_time(cont.get('at'))}:")
+        out.extend(f"    {visible_text(line)}" for line in str(cont.get("text") or "").split("\n"))
+    for item in entry.get("not_sent") or []:
+        out.append(f"  after turn {item.get('after_turn')}: not sent ({visible_text(str(item.get('reason')))})")
+    failing = entry.get("still_failing")
+    if failing:
+        out.append(f"  still failing at turn {failing.get('turn')} after "
+                   f"{failing.get('after_continues')} continuation(s) in a row: the agent was let stop")
     return out
 
 
@@ -333,6 +375,8 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
         out.append("  (no injected text)")
     out.extend(_later_injections(record.get("injections") or [], text))
     out.extend(_turn_rows(record))
+    out.extend(_stop_check_rows(record))
+    out.extend(_sent_rows(record))
 
     out.append("")
     out.append("Hooks:")

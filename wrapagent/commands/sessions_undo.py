@@ -23,7 +23,8 @@ import os
 from typing import IO, Any, Mapping
 
 from wrapagent.commands.sessions_find import SessionsError, all_records, is_top_level, pick
-from wrapagent.commands.sessions_show import format_time, visible_text
+from wrapagent.commands.sessions_show import format_time
+from wrapagent.visible import field
 
 
 def _stamp(iso: Any, default: float) -> float:
@@ -130,21 +131,23 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         out.write(f"session {sid} changed no file: nothing to undo\n")
         return 0
     if ns.dry_run:
-        out.write(f"dry run: undo of session {sid} in {visible_text(repo.top)} would do this "
+        out.write(f"dry run: undo of session {sid} in {field(repo.top)} would do this "
                   "(nothing was changed):\n")
     else:
         try:
             undo_mod.apply(plan)
+        except checkpoint_access.UndoRefused as exc:  # the work tree changed since the checks
+            raise SessionsError(str(exc)) from None
         except (OSError, checkpoints.CheckpointError) as exc:
             raise SessionsError(f"undo stopped part-way: {exc}; the session's files are all in "
                                 f"{after} (git restore --source={after[:12]} -- PATH)") from None
         if plan.acted_on:
             _note_undone(record)
-        out.write(f"undid session {sid} in {visible_text(repo.top)}:\n")
+        out.write(f"undid session {sid} in {field(repo.top)}:\n")
     for path, what in lines:
-        out.write(f"  {visible_text(path)}: {what}\n")
+        out.write(f"  {field(path)}: {what}\n")  # one line per path: a newline in a name is escaped
     for note in notes:
-        out.write(f"note: {visible_text(note)}\n")
+        out.write(f"note: {field(note)}\n")
     ref = f"{info.get('ref')}/after" if info.get("ref") else "its after checkpoint"
     out.write(f"the session's version of every file stays in {ref} ({after[:12]}): "
               f"`git restore --source={after[:12]} -- PATH` brings one back\n")

@@ -88,9 +88,11 @@ def wrapagent_command() -> list[str]:
 
     The console script belonging to the running interpreter (pip, pipx,
     editable installs) by absolute path — not the one `which` finds, which
-    may be a pyenv shim that picks another Python per directory; else
-    `python -m wrapagent` with this interpreter (a checkout run without
-    installing).
+    may be a pyenv shim that picks another Python per directory; else this
+    interpreter running this wrapagent by its real location (a checkout run
+    without installing): not `python -m wrapagent`, which a shim runs in
+    whatever folder the user is in, and which there runs a cloned
+    repository's `wrapagent/__main__.py`.
     """
     import sysconfig
 
@@ -98,7 +100,9 @@ def wrapagent_command() -> list[str]:
         script = folder / "wrapagent"
         if script.is_file() and os.access(script, os.X_OK):
             return [str(script)]
-    return [sys.executable, "-m", "wrapagent"]
+    from wrapagent.commands.own_process import module_argv
+
+    return module_argv("wrapagent")
 
 
 def resolve_shim_dir(shim_dir: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None) -> Path:

@@ -94,6 +94,16 @@ def describe(config: Config) -> str:
         else:
             out.append(f"  {event:<17} (none)")
 
+    check = config.stop_check
+    if check is None:
+        out.append(f"  {'stop_check':<17} (none)")
+    else:
+        quiet = "quiet " + _fmt_seconds(check.quiet_secs) if check.quiet_secs is not None else "quiet: as for waiting"
+        out.append(f"  {'stop_check':<17} {check.command}")
+        out.append(f"  {'':<17} {quiet}, timeout {_fmt_seconds(check.timeout_secs)}, "
+                   f"max {check.max_continues} continuations in a row, from {check.source}")
+    out.append(f"  {'send':<17} {'enabled: wrapagent send is taken' if config.send else '(not enabled)'}")
+
     out.append("")
     out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
     for number, guard in enumerate(config.guards, 1):
@@ -104,7 +114,8 @@ def describe(config: Config) -> str:
         else:
             what = f"command {guard.command}"
         out.append(f"  {number}. {guard.name}: {what}")
-        out.append(f"     timeout {_fmt_seconds(guard.timeout_secs)}, from {guard.source}")
+        every = ", every message" if guard.every_message else ""
+        out.append(f"     timeout {_fmt_seconds(guard.timeout_secs)}{every}, from {guard.source}")
 
     out.append("")
     pre = config.pre_session

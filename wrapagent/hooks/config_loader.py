@@ -58,7 +58,8 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
 )
 
 _EVENT_KEYS = ("enabled", "command", "timeout_secs")
-_GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs")
+_STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
+_GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
 _CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days")
 
@@ -164,12 +165,14 @@ class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
         self.guards = guards  # None: the file does not define prompt_guard
         self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
+        self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
+        self.send: bool | None = None  # [send] enabled, when this file says
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
@@ -237,6 +240,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
     command = _check_str(check, table, "command", prefix, parts, required=False)
     builtin = _check_str(check, table, "builtin", prefix, parts, required=False)
     timeout = _check_timeout(check, table, "timeout_secs", DEFAULT_GUARD_TIMEOUT, prefix, parts)
+    every_message = _check_bool(check, table, "every_message", False, prefix, parts)
     has_command, has_builtin = "command" in table, "builtin" in table
     if has_command == has_builtin:
         what = "both" if has_command else "neither"
@@ -269,6 +273,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
         args=tuple(args.items()),
         timeout_secs=timeout,
         source=str(check.path),
+        every_message=every_message,
     )
 
 
@@ -297,6 +302,8 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hoo
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] | None = None
     checkpoints: dict[str, Any] = {}
+    stop_check: Any = None
+    send: bool | None = None
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -307,6 +314,13 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hoo
             guards = _parse_guards(check, value)
         elif key == "checkpoints":
             checkpoints = _parse_checkpoints(check, value)
+        elif key == "stop_check":
+            stop_check = _parse_stop_check(check, value)
+        elif key == "send":
+            table = _check_table(check, value, "send", ("send",))
+            if table is not None:
+                check.unknown_keys(table, ("enabled",), "send.", ("send",))
+                send = _check_bool(check, table, "enabled", True, "send.", ("send",))
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -317,11 +331,38 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hoo
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints"))
+            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
+    parsed.stop_check = stop_check
+    parsed.send = send
     return parsed
+
+
+def _parse_stop_check(check: _FileCheck, value: Any):
+    """The file's `[stop_check]`: a StopCheckSpec, False when `enabled = false`, None when invalid."""
+    from wrapagent.hooks.config_model import DEFAULT_MAX_CONTINUES, DEFAULT_STOP_CHECK_TIMEOUT, StopCheckSpec
+
+    parts, prefix = ("stop_check",), "stop_check."
+    table = _check_table(check, value, "stop_check", parts)
+    if table is None:
+        return None
+    check.unknown_keys(table, _STOP_CHECK_KEYS, prefix, parts)
+    enabled = _check_bool(check, table, "enabled", True, prefix, parts)
+    command = _check_str(check, table, "command", prefix, parts, required=enabled)
+    timeout = _check_timeout(check, table, "timeout_secs", DEFAULT_STOP_CHECK_TIMEOUT, prefix, parts)
+    quiet = _check_timeout(check, table, "quiet_secs", 1.0, prefix, parts) if "quiet_secs" in table else None
+    limit = table.get("max_continues", DEFAULT_MAX_CONTINUES)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        check.error(f"{prefix}max_continues", f"expected a whole number >= 0, got {limit!r}",
+                    (*parts, "max_continues"))
+        limit = DEFAULT_MAX_CONTINUES
+    if not enabled:
+        return False
+    if command is None:
+        return None
+    return StopCheckSpec(command, True, timeout, limit, quiet, str(check.path))
 
 
 def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:
@@ -517,6 +558,8 @@ def load_config(
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] = ()
     checkpoints: dict[str, Any] = {}
+    stop_check: Any = None
+    send = False
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
@@ -524,10 +567,16 @@ def load_config(
         if hooks_file.guards is not None:
             guards = hooks_file.guards
         checkpoints.update(hooks_file.checkpoints)
+        if hooks_file.stop_check is not None:
+            stop_check = hooks_file.stop_check  # a project's [stop_check] replaces the global one
+        if hooks_file.send is not None:
+            send = hooks_file.send
     return Config(
         lifecycle=_frozen_map(lifecycle),
         guards=guards,
         pre_session=pre_session,
         layers=(global_layer, config_layer, project_layer),
         checkpoints=CheckpointSettings(**checkpoints),
+        stop_check=stop_check or None,
+        send=send,
     )

@@ -82,13 +82,38 @@ class LifecycleHook(Frozen):
 class GuardSpec(Frozen):
     """One `[[prompt_guard]]`: exactly one of `command` / `builtin` is set."""
 
-    __slots__ = ("name", "command", "builtin", "args", "timeout_secs", "source")
+    __slots__ = ("name", "command", "builtin", "args", "timeout_secs", "source", "every_message")
+    _defaults = {"every_message": False}
 
     name: str
     command: str | None
     builtin: str | None
     args: tuple[tuple[str, object], ...]
     timeout_secs: float
+    source: str
+    every_message: bool
+    """Run again for every later message of a conversation (default: its first message only)."""
+
+
+DEFAULT_STOP_CHECK_TIMEOUT = 300.0
+DEFAULT_MAX_CONTINUES = 3
+STOP_CHECK = "stop_check"
+
+
+class StopCheckSpec(Frozen):
+    """`[stop_check]`: run when the agent stops; exit 2 with stdout sends it on (a continuation)."""
+
+    __slots__ = ("command", "enabled", "timeout_secs", "max_continues", "quiet_secs", "source")
+    _defaults = {"enabled": True, "timeout_secs": DEFAULT_STOP_CHECK_TIMEOUT,
+                 "max_continues": DEFAULT_MAX_CONTINUES, "quiet_secs": None, "source": DEFAULT_SOURCE}
+
+    command: str
+    enabled: bool
+    timeout_secs: float
+    max_continues: int
+    """Continuations in a row; the count restarts when the user submits a message."""
+    quiet_secs: float | None
+    """Output quiet this long means the agent stopped (None: waiting_for_input's, else the tool's)."""
     source: str
 
 
@@ -168,13 +193,15 @@ def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str,
 class Config(Frozen):
     """The effective configuration for one project."""
 
-    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints")
+    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send")
     _defaults = {
         "lifecycle": Factory(_frozen_map),
         "guards": (),
         "pre_session": None,
         "layers": (),
         "checkpoints": Factory(CheckpointSettings),
+        "stop_check": None,
+        "send": False,
     }
 
     lifecycle: Mapping[str, LifecycleHook]
@@ -182,6 +209,10 @@ class Config(Frozen):
     pre_session: PreSessionHook | None
     layers: tuple[Layer, ...]
     checkpoints: CheckpointSettings
+    stop_check: StopCheckSpec | None
+    """None when not configured or `enabled = false`."""
+    send: bool
+    """`[send] enabled = true`: the session takes messages from `wrapagent send`."""
 
     @property
     def problems(self) -> tuple[Problem, ...]:

@@ -56,8 +56,9 @@ def _say(log: Callable[[str], None], message: str) -> None:
         pass
 
 
-def guard_stdin(ctx: GuardContext) -> bytes:
-    """The JSON a command guard reads on stdin (CSA's GuardContext)."""
+def guard_stdin(ctx: GuardContext, message: MessageInfo | None = None) -> bytes:
+    """The JSON a command guard reads on stdin (CSA's GuardContext; in a terminal session also
+    which message of which conversation it runs for)."""
     import json
 
     payload = {
@@ -67,7 +68,21 @@ def guard_stdin(ctx: GuardContext) -> bytes:
         "is_resume": bool(ctx.is_resume),
         "cwd": str(ctx.cwd),
     }
+    if message is not None:
+        payload.update(message=message.message, conversation=message.conversation)
     return json.dumps(payload).encode("utf-8")
+
+
+class MessageInfo:
+    """Which message the guards run for: `message` 1-based within `conversation`; `turn` (the
+    turn this message starts) is `{turn}` and WRAPAGENT_TURN for an every_message guard."""
+
+    __slots__ = ("message", "conversation", "turn")
+
+    def __init__(self, message: int, conversation: int, turn: int | None) -> None:
+        self.message = message
+        self.conversation = conversation
+        self.turn = turn
 
 
 def _body_from(result: HookResult, label: str, log: Callable[[str], None]) -> tuple[str, str | None]:
@@ -124,18 +139,24 @@ def run_pre_session(
 
 
 def run_command_guard(
-    guard: GuardSpec, ctx: GuardContext, *, base_env: Mapping[str, str], log: Callable[[str], None]
+    guard: GuardSpec, ctx: GuardContext, *, base_env: Mapping[str, str], log: Callable[[str], None],
+    message: MessageInfo | None = None,
 ) -> GuardRun:
-    from wrapagent.hooks.hook_runner import hook_env, run_command
+    from wrapagent.hooks.hook_runner import hook_env, run_command, substitute
 
+    command = guard.command or ""
+    extra = None
+    if message is not None and message.turn is not None and guard.every_message:
+        command = substitute(command, {"turn": str(message.turn)})
+        extra = {"WRAPAGENT_TURN": str(message.turn)}
     result = run_command(
-        guard.command or "",
+        command,
         name=guard.name,
         kind="guard",
         cwd=ctx.project_root,
-        env=hook_env(base_env, ctx),
+        env=hook_env(base_env, ctx, extra),
         timeout=guard.timeout_secs,
-        stdin=guard_stdin(ctx),
+        stdin=guard_stdin(ctx, message),
         log=log,
         capture_stdout=True,
     )
@@ -182,14 +203,20 @@ def collect(
     prompt: str | None,
     prompt_source: str,
     log: Callable[[str], None],
+    message: MessageInfo | None = None,
 ) -> Collected:
-    """Run pre_session (if it applies) then every guard in order; build the prefix."""
+    """Run pre_session (if it applies) then every guard in order; build the prefix.
+
+    For a later message of a conversation (`message.message` > 1) only the
+    `every_message` guards run, and pre_session does not.
+    """
     from wrapagent.inject.blocks import build_prefix
 
     runs: list[GuardRun] = []
     pre_session_body = ""
+    later = message is not None and message.message > 1
     hook = config.pre_session
-    if hook is not None and hook.enabled and hook.command and hook.applies_to(ctx.tool):
+    if not later and hook is not None and hook.enabled and hook.command and hook.applies_to(ctx.tool):
         run = run_pre_session(
             hook, ctx, base_env=base_env, prompt=prompt, prompt_source=prompt_source, log=log
         )
@@ -198,10 +225,12 @@ def collect(
 
     guard_bodies: list[tuple[str, str]] = []
     for guard in config.guards:
+        if later and not guard.every_message:
+            continue
         if guard.builtin is not None:
             run = run_builtin_guard(guard, ctx, log=log)
         else:
-            run = run_command_guard(guard, ctx, base_env=base_env, log=log)
+            run = run_command_guard(guard, ctx, base_env=base_env, log=log, message=message)
         runs.append(run)
         if run.body:
             guard_bodies.append((guard.name, run.body))

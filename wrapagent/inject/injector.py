@@ -45,11 +45,13 @@ if TYPE_CHECKING:
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.composer import Composer, Submission
 from wrapagent.inject.delivery import delivery_chunks, now_iso
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, PASTE_END, PASTE_START, TEXT, Token,
-                                   tokenize)
+from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, PASTE_END, PASTE_START, REPLY, TEXT,
+                                   Token, tokenize)
 
 if TYPE_CHECKING:
     from typing import Protocol
+
+    from wrapagent.inject.outgoing import Outgoing
 
     class TurnListener(Protocol):
         """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
@@ -92,6 +94,8 @@ class InjectionReport:
     notes: list[str] = field(default_factory=list)
     conversation: int = 1
     """1 for the session's first conversation, +1 after each reset command."""
+    message: int = 1
+    """Which message of its conversation got these blocks (>1: `every_message` guards only)."""
 
 
 class FirstMessageInjector:
@@ -103,7 +107,9 @@ class FirstMessageInjector:
                  clock: Callable[[], float] = time.monotonic,
                  inject: bool = True,
                  turns: TurnListener | None = None,
-                 on_reset: Callable[[], None] | None = None) -> None:
+                 on_reset: Callable[[], None] | None = None,
+                 on_message: Callable[[int, int], None] | None = None,
+                 outgoing: Outgoing | None = None) -> None:
         from wrapagent.inject.screen import Screen
 
         self.adapter = adapter
@@ -117,7 +123,14 @@ class FirstMessageInjector:
         """False: no blocks at all, only turns are followed (keys are never held)."""
         self.turns = turns
         self.on_reset = on_reset
+        self.on_message = on_message
+        """`every_message` guards: called with (conversation, message) when a later message is armed."""
+        self.outgoing = outgoing
+        """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
+        self._keep_watching = outgoing is not None and outgoing.screen is not None
         self.whole_session = turns is not None or on_reset is not None
+        self._conversation = 1
+        self._message = 1
         self.state = STARTING
         self.done = False
         self.watch_output = True
@@ -147,10 +160,14 @@ class FirstMessageInjector:
     # -- Interceptor protocol -------------------------------------------------
 
     def wake_fd(self) -> int | None:
-        return self._wake_fd if self.state == HOLDING else None
+        return self._wake_fd if self.state == HOLDING or self.outgoing is not None else None
 
     def deadline(self) -> float | None:
         own = self._own_deadline()
+        if self.outgoing is not None:
+            theirs = self.outgoing.deadline(self.last_output)
+            if theirs is not None:
+                own = theirs if own is None else min(own, theirs)
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
@@ -183,6 +200,8 @@ class FirstMessageInjector:
 
     def on_resize(self, rows: int, cols: int) -> None:
         self._size = (rows, cols)
+        if self.outgoing is not None:
+            self.outgoing.on_resize(rows, cols)
         if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
@@ -210,7 +229,13 @@ class FirstMessageInjector:
         if self.done:
             return b""
         try:
+            if self.outgoing is not None:
+                # One wake pipe for the guards and the outgoing queue: drained before
+                # either looks, so a wake-up that comes after its look is never lost.
+                self._drain_wake()
             out = self._poll(now)
+            if self.outgoing is not None:
+                out += self._poll_outgoing(now)
             if self.turns is not None and self.state != STARTING:
                 self.turns.poll(now, self.last_output)
             return out
@@ -234,6 +259,8 @@ class FirstMessageInjector:
 
     def _on_output(self, data: bytes, now: float) -> None:
         self.last_output = now
+        if self.outgoing is not None:
+            self.outgoing.on_output(data)
         if self.state in (STARTING, WAIT_READY):
             # The emulator is only needed to see the ready screen; after
             # that, output costs the proxy one timestamp.
@@ -247,6 +274,12 @@ class FirstMessageInjector:
             self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
 
     def _on_input(self, data: bytes, now: float) -> bytes:
+        if self.outgoing is not None:
+            if self.outgoing.busy:
+                self.outgoing.held += data  # they follow wrapagent's Enter, in order
+                return b""
+            if any(tok.kind != REPLY for tok in tokenize(data)):
+                self.outgoing.last_user_key = now
         if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
             # The composer is drawn but its quiet period is not over: a key now
             # starts a message, so the blocks must go before it, not after.
@@ -299,7 +332,7 @@ class FirstMessageInjector:
     def _became_ready(self, now: float) -> None:
         self._screen_dirty = False
         self._next_check = None
-        self.watch_output = False
+        self.watch_output = self._keep_watching
         self.screen.close()
         if self.state == WAIT_READY:
             self._arm()
@@ -359,7 +392,7 @@ class FirstMessageInjector:
         if state == ARMED:
             if tok.kind == TEXT:
                 self.state = COMMAND
-            elif sub is not None:
+            elif sub is not None and self._message == 1:
                 self._note("a submission with no typed text (history recall?) was not injected; "
                            "the next message gets the blocks")
         elif state == COMMAND:
@@ -367,9 +400,9 @@ class FirstMessageInjector:
         elif state == AWAIT_SUBMIT:
             if sub is not None:
                 self.report.status = "submitted"
-                n = self.report.conversation
-                self.log("injection: first message submitted with the blocks" if n == 1 else
-                         f"injection: conversation {n}: message submitted with the blocks")
+                n, m = self.report.conversation, self.report.message
+                self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
+                         f"injection: conversation {n}, message {m}: submitted with the blocks")
                 self._finish()
             elif tok.kind == INTERRUPT:
                 self._note("composer cleared before submit; injection re-armed")
@@ -381,7 +414,8 @@ class FirstMessageInjector:
         if not self.whole_session:
             return
         if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
-            if before == CHATTING and self.on_reset is not None:
+            later = self._message > 1 and before in (ARMED, COMMAND)  # armed for a later message
+            if (before == CHATTING or later) and self.on_reset is not None:
                 self._new_conversation(sub.text.strip(), now)
             return
         if self.turns is None:
@@ -409,7 +443,7 @@ class FirstMessageInjector:
                 self._begun_early = False
         elif sub is not None or tok.kind in (ENTER, INTERRUPT):
             self.state = ARMED
-            if tok.kind == ENTER and not self._begun_early:
+            if tok.kind == ENTER and not self._begun_early and self._message == 1:
                 self._note("first input was a command: passed through, injection re-armed")
             self._begun_early = False
 
@@ -422,7 +456,11 @@ class FirstMessageInjector:
         """A reset command was submitted: fresh blocks for the next message, as for the first."""
         assert self.on_reset is not None
         self.on_reset()
-        self.report = InjectionReport(conversation=len(self.reports) + 1)
+        if self._message > 1 and self.report.status == "pending":
+            self.reports.remove(self.report)  # armed for a later message that never came
+        self._conversation += 1
+        self._message = 1
+        self.report = InjectionReport(conversation=self._conversation)
         self.reports.append(self.report)
         self._prefix = None
         self._trigger_at = None
@@ -430,6 +468,32 @@ class FirstMessageInjector:
         self._rearm()
         self._wait_ready_again(now)
         self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
+
+    def _next_message(self) -> None:
+        """`every_message` guards: the next message of this conversation gets their blocks."""
+        assert self.on_message is not None
+        self._message += 1
+        self.on_message(self._conversation, self._message)
+        self.report = InjectionReport(conversation=self._conversation, message=self._message)
+        self.reports.append(self.report)
+        self._prefix = None
+        self._trigger_at = None
+        self._in_paste = False
+        self._rearm()
+        self.state = ARMED
+
+    def _poll_outgoing(self, now: float) -> bytes:
+        """wrapagent's own message: only between the user's messages, never over their typing."""
+        outgoing = self.outgoing
+        assert outgoing is not None
+        if not outgoing.busy and (self.state not in (CHATTING, ARMED) or not outgoing.pending()):
+            return b""
+        out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text)
+        if submitted and self.turns is not None:
+            self.turns.submitted(now)
+        if not outgoing.busy and outgoing.held:
+            out += self._feed(outgoing.take_held(), now)  # the user's keys held meanwhile, in order
+        return out
 
     def _wait_ready_again(self, now: float) -> None:
         """After a reset the tool may show a dialog first (codex asks where the new chat runs).
@@ -516,9 +580,11 @@ class FirstMessageInjector:
     def _finish(self) -> None:
         """This conversation's injection is over: stay for the session, or be dropped."""
         self.screen.close()
-        self.watch_output = False
+        self.watch_output = self._keep_watching
         if self.whole_session:
             self.state = CHATTING
+            if self.on_message is not None:
+                self._next_message()
             return
         self.state = DONE
         self.done = True
@@ -542,6 +608,12 @@ class FirstMessageInjector:
         `reports` holds every conversation's.
         """
         report = self.report
+        if self.outgoing is not None:
+            self.outgoing.cancel_all("the tool ended")
+            self.outgoing.close()
+        if report.message > 1 and self.state in (ARMED, COMMAND):
+            self.reports.remove(report)  # armed for a later message that never came
+            return self.reports[0]
         if report.status == "lost" or self.state not in (STARTING, WAIT_READY, ARMED, COMMAND, HOLDING):
             return self.reports[0]
         if not self.inject:

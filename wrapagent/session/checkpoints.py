@@ -76,7 +76,7 @@ def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None 
         removed = f" (removed the {len(exc.removed)} temporary file(s) it left)" if exc.removed else ""
         raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget{removed}") from None
     except gitcmd.GitError as exc:
-        raise CheckpointError(str(exc) if exc.code is not None else f"cannot run git: {exc}") from None
+        raise CheckpointError(str(exc)) from None  # gitcmd's own words ("cannot run git: …" when it could not start)
 
 
 class Repo:
@@ -188,15 +188,34 @@ class Repo:
                      deadline=deadline, input=b"\0".join(add) + b"\0")
 
     def _ignored(self, paths: Sequence[bytes], deadline: float | None) -> list[bytes]:
-        """Those of `paths` git's ignore rules match now (tracked or not)."""
+        """Those of `paths` git's ignore rules match now (tracked or not).
+
+        A path below something that is no longer a folder (a tracked
+        `vendor/lib.py` after `vendor` became a symlink) is not in the work
+        tree, so not ignored: asked about it, `check-ignore` dies ("beyond a
+        symbolic link") and every snapshot of the repository failed with it.
+        """
+        paths = [p for p in paths if self._under_folders(p)]
         if not paths:
             return []
-        proc = self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline, check=False,
-                        input=b"\0".join(paths) + b"\0")
-        if proc.returncode not in (0, 1):
-            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
-        return [p for p in proc.stdout.split(b"\0") if p]
+        return check_ignore(self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline,
+                                     check=False, input=ignore_query(paths)))
+
+    def _under_folders(self, path: bytes) -> bool:
+        """Whether every leading part of `path` is a real folder (not a link, a file), or absent."""
+        import stat
+
+        folder = os.fsencode(self.top)
+        for part in path.split(b"/")[:-1]:
+            folder = os.path.join(folder, part)
+            try:
+                if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                    return False
+            except FileNotFoundError:
+                return True  # a folder that is gone: check-ignore takes the path as it is
+            except OSError:
+                return False
+        return True
 
     def _is_file(self, path: bytes) -> bool:
         import stat
@@ -266,15 +285,23 @@ class Repo:
     # -- comparing and restoring ------------------------------------------------
 
     def changes(self, before: str, after: str, paths: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """(status letter, path) for every file that differs between two trees or commits."""
-        args = ["diff-tree", "-r", "-z", "--no-renames", "--name-status", "--no-ext-diff",
-                before, after]
-        if paths is not None:
-            if not paths:
-                return []
-            args += ["--", *(f":(literal){p}" for p in paths)]
+        """(status letter, path) for every file that differs between two trees or commits.
+
+        With `paths`, only those paths and what lies below them. They are
+        matched here, not given to git as pathspecs: a session that created
+        40,000 files (a vendored library) would make the command line longer
+        than the system allows (E2BIG), and undo impossible. git compares
+        only the subtrees that differ, so the full list costs what changed.
+        """
+        if paths is not None and not paths:
+            return []
+        args = ["diff-tree", "-r", "-z", "--no-renames", "--name-status", "--no-ext-diff", before, after]
         out = self.run(args).stdout.decode("utf-8", "surrogateescape").split("\0")
-        return [(out[i][:1], out[i + 1]) for i in range(0, len(out) - 1, 2) if out[i]]
+        found = [(out[i][:1], out[i + 1]) for i in range(0, len(out) - 1, 2) if out[i]]
+        if paths is None:
+            return found
+        wanted = set(paths)
+        return [(status, path) for status, path in found if _at_or_below(path, wanted)]
 
     def checkout_paths(self, tree: str, paths: Sequence[str]) -> None:
         """Write `paths` as they are in `tree` into the work tree, leaving the user's index alone.
@@ -299,6 +326,37 @@ class Repo:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def ignore_query(paths: Sequence[bytes]) -> bytes:
+    """`check-ignore --stdin` input naming exactly these paths: each as `./path`.
+
+    check-ignore reads its paths as pathspecs and supports no `literal`
+    magic: a file named `:!README.md` or `:(x)y` (an agent's, anybody's)
+    made it die, and with it undo and every snapshot of the repository.
+    Magic is only read at a pathspec's start; `./` keeps it from being one.
+    """
+    return b"".join(b"./" + p + b"\0" for p in paths)
+
+
+def check_ignore(proc: gitcmd.Result) -> list[bytes]:
+    """The ignored paths of a `check-ignore -z --stdin` run on `ignore_query` input."""
+    if proc.returncode not in (0, 1):
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
+    return [p[2:] if p.startswith(b"./") else p for p in proc.stdout.split(b"\0") if p]
+
+
+def _at_or_below(path: str, wanted: set[str]) -> bool:
+    """Whether `path` is one of `wanted` or lies below one (as git's `:(literal)` pathspec matches)."""
+    if path in wanted:
+        return True
+    cut = path.find("/")
+    while cut != -1:
+        if path[:cut] in wanted:
+            return True
+        cut = path.find("/", cut + 1)
+    return False
 
 
 # --------------------------------------------------------------------------- session wiring

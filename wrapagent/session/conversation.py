@@ -3,8 +3,17 @@
 The interceptor watches the user's keys and the tool's screen; this module
 gives it the blocks for the first message of each conversation (the guards
 run in a thread while the tool starts or the user types), runs the guards
-again after a reset command, follows the turns and fires waiting_for_input,
-and writes what happened into the record when the tool has exited.
+again after a reset command, runs the `every_message` guards for each later
+message, follows the turns, runs the stop check and fires waiting_for_input
+when the agent stops (`stop_gate`), and writes what happened into the record
+when the tool has exited.
+
+`every_message` guards run when the first key of a later message arrives
+(the key is held meanwhile, as for the first message), not ahead of it: the
+point of such a guard is a value as of the message (the time, the git state
+after the agent's edits and yours), and a run ahead would have to guess when
+it went stale. Built-in guards take a few milliseconds; a slow command guard
+is felt on that key, up to its timeout.
 """
 
 from __future__ import annotations
@@ -13,6 +22,8 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Callable
+
     from wrapagent.session.live import Live
 
 
@@ -32,6 +43,8 @@ class _Prefix:
         self.value: str | None = None
         self.done = threading.Event()
         self.generation = 0
+        self.start_later: Callable[[], None] | None = None
+        """Set for a later message: its guards start on the first `get_nowait` (its first key)."""
         self._lock = threading.Lock()
 
     def open_wake(self) -> None:
@@ -51,7 +64,21 @@ class _Prefix:
                     pass
 
     def get_nowait(self) -> str | None:
-        return self.value if self.done.is_set() else None
+        if self.done.is_set():
+            return self.value
+        start, self.start_later = self.start_later, None
+        if start is not None:
+            start()
+        return None
+
+    def poke(self) -> None:
+        """Wake the proxy's main thread (the outgoing queue has a message)."""
+        with self._lock:
+            if self.wake_w >= 0:
+                try:
+                    os.write(self.wake_w, b"x")
+                except OSError:
+                    pass
 
     def reset(self) -> int:
         """A new conversation: no prefix until its guards have run again; returns its generation."""
@@ -59,6 +86,7 @@ class _Prefix:
             self.generation += 1
             self.done.clear()
             self.value = None
+            self.start_later = None
             return self.generation
 
     def close(self) -> None:
@@ -72,12 +100,16 @@ class _Prefix:
                     pass
 
 
-def collect_blocks(live: Live, ctx, prompt: str | None, source: str) -> str:
-    """Run the guards and pre_session once; their runs go into the record, their failures to the user."""
+def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=None) -> str:
+    """Run the guards and pre_session once; their runs go into the record, their failures to the user.
+
+    `message` (a guards.MessageInfo) for a terminal session's message: a later
+    one runs only the every_message guards.
+    """
     from wrapagent.hooks.guards import collect
 
     collected = collect(live.cfg, ctx, base_env=live.env, prompt=prompt, prompt_source=source,
-                        log=live.record.log)
+                        log=live.record.log, message=message)
     for run in collected.runs:
         if run.result is not None:
             live.record.add_hook(run.result.to_record())
@@ -89,25 +121,48 @@ def collect_blocks(live: Live, ctx, prompt: str | None, source: str) -> str:
 class Conversation:
     """The interceptor of a terminal session and everything it drives, until `report`."""
 
-    def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook) -> None:
+    def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
+                 sends: bool = False) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
         from wrapagent.proxy.terminal import get_winsize
 
         self.live = live
         self.plan = plan
         self.wait_hook = wait_hook
+        self._conversation = 1
         self.prefix = _Prefix()
         self.prefix.open_wake()
-        if first:
-            self._run_guards(live.ctx, 0)
         self.firer = self._hook_firer(wait_hook)
-        self.turns = self._turn_tracker(wait_hook)
+        self.turns = self._turn_tracker(wait_hook, stop_check)
+        if first:
+            self._run_guards(live.ctx, 0, self._message_info(1, 1))
         size = get_winsize(0) or (24, 80, 0, 0)
+        adapter = live.launch.adapter
+        self.outgoing = None
+        self.gate = None
+        self.server = None
+        if stop_check is not None or sends:
+            from wrapagent.inject.outgoing import Outgoing
+            from wrapagent.session.stop_gate import StopGate
+
+            self.outgoing = Outgoing(adapter, size[0], size[1], wake=self.prefix.poke, log=live.record.log)
+            self.gate = StopGate(live, stop_check, self.turns, self.outgoing,
+                                 self.firer.fire if self.firer is not None else None, sends=sends)
+            self.turns.fire = self.gate.stopped
+        if sends:
+            from wrapagent.session.send_channel import SendServer
+
+            try:
+                self.server = SendServer(live, self.gate)
+            except OSError as exc:
+                live.record.warn(f"send: cannot take messages: {exc}")
+        every = (first or resets) and any(g.every_message for g in live.cfg.guards)
         self.interceptor = FirstMessageInjector(
-            live.launch.adapter, rows=size[0], cols=size[1],
+            adapter, rows=size[0], cols=size[1],
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
-            on_reset=self._new_conversation if resets else None)
+            on_reset=self._new_conversation if resets else None,
+            on_message=self._next_message if every else None, outgoing=self.outgoing)
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -122,17 +177,32 @@ class Conversation:
         resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
                   and bool(live.launch.adapter.reset_commands))
         wait_hook = live.cfg.hook_for("waiting_for_input")
-        if not (first or resets or wait_hook is not None):
+        stop_check = live.cfg.stop_check
+        sends = live.cfg.send
+        if stop_check is not None or sends:
+            from wrapagent.session.planning import prompt_plan
+
+            if (plan or prompt_plan(live.launch)).oneshot:
+                live.record.log("stop_check and send: not used: a one-shot run has no composer")
+                stop_check, sends = None, False
+        if not (first or resets or wait_hook is not None or stop_check is not None or sends):
             return None
-        return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook)
+        return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
+                   sends=sends)
 
     # -- per conversation ----------------------------------------------------------
 
-    def _run_guards(self, ctx, generation: int) -> None:
+    def _message_info(self, message: int, conversation: int):
+        from wrapagent.hooks.guards import MessageInfo
+
+        return MessageInfo(message, conversation, self.turns.turn + 1)
+
+    def _run_guards(self, ctx, generation: int, message) -> None:
         """Guards + pre_session in a thread: they run while the tool starts (or the user types).
 
-        After a reset this is called on the proxy's input thread, whose mask
-        blocks the signals: the guard thread starts with an empty one.
+        After a reset, or on a later message's first key, this is called on the
+        proxy's input thread, whose mask blocks the signals: the guard thread
+        starts with an empty one.
         """
         from wrapagent.hooks.hook_runner import start_hook_thread
 
@@ -140,7 +210,7 @@ class Conversation:
 
         def work() -> None:
             try:
-                box.set(collect_blocks(live, ctx, None, "none"), generation)
+                box.set(collect_blocks(live, ctx, None, "none", message), generation)
             except Exception as exc:  # a bug in a guard must not hang the first key
                 live.record.warn(f"guards failed: {exc!r}")
                 box.set("", generation)
@@ -153,7 +223,21 @@ class Conversation:
 
         self.live.record.log("conversation reset: running the guards again for the next message")
         generation = self.prefix.reset()
-        self._run_guards(replace(self.live.ctx, is_resume=False), generation)
+        self._conversation += 1
+        self._run_guards(replace(self.live.ctx, is_resume=False), generation,
+                         self._message_info(1, self._conversation))
+
+    def _next_message(self, conversation: int, message: int) -> None:
+        """A later message is armed: its every_message guards run when its first key comes."""
+        from wrapagent.values import replace
+
+        generation = self.prefix.reset()
+        ctx = replace(self.live.ctx, is_resume=False) if conversation > 1 else self.live.ctx
+
+        def start() -> None:
+            self._run_guards(ctx, generation, self._message_info(message, conversation))
+
+        self.prefix.start_later = start
 
     # -- per turn ------------------------------------------------------------------
 
@@ -170,10 +254,12 @@ class Conversation:
 
         return HookFirer(run, log=live.record.log)
 
-    def _turn_tracker(self, wait_hook):
+    def _turn_tracker(self, wait_hook, stop_check):
         from wrapagent.session.turns import TurnTracker
 
-        quiet = wait_hook.quiet_secs if wait_hook is not None and wait_hook.quiet_secs else None
+        quiet = stop_check.quiet_secs if stop_check is not None else None
+        if quiet is None and wait_hook is not None:
+            quiet = wait_hook.quiet_secs
         return TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
                            self.firer.fire if self.firer is not None else None, log=self.live.record.log)
 
@@ -195,10 +281,14 @@ class Conversation:
                 live.failures.append("injection not delivered")
         if self.plan is not None:
             later = [asdict(r) for r in interceptor.reports[1:]]
-            record["injections"] = [dict(inj, conversation=1), *later]
+            record["injections"] = [dict(inj, conversation=1, message=1), *later]
             if any(r["status"] == "lost" for r in later):
                 live.failures.append("injection after a reset not delivered")
         self.turns.record_into(record)
+        if self.server is not None:
+            self.server.close()
+        if self.gate is not None:
+            self.gate.record_into(record)
         self._close_waiting_hook()
         self.prefix.close()
 

@@ -184,30 +184,56 @@ def _write_gitignore(root: Path) -> None:
         path.write_text("".join(f"{line}\n" for line in (*lines, *missing)), encoding="utf-8")
 
 
+LOCK_NAMES = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")
+"""The lock files a `git commit` (or `config`) in the sessions repository takes, besides its branch's."""
+
+
+def _lock_files(dot_git: Path) -> list[Path]:
+    """The lock files present that a killed commit of ours can leave: the index, HEAD, the branch."""
+    found = [dot_git / name for name in LOCK_NAMES if os.path.lexists(dot_git / name)]
+    try:
+        head = (dot_git / "HEAD").read_bytes()
+    except OSError:
+        return found
+    if head.startswith(b"ref: refs/"):
+        ref = os.fsdecode(head[len(b"ref: "):].strip())
+        branch = dot_git / f"{ref}.lock"
+        if ".." not in ref.split("/") and os.path.lexists(branch):
+            found.append(branch)
+    return found
+
+
 def clear_stale_index_lock(root: Path) -> str | None:
-    """Remove `<root>/.git/index.lock` when no git of ours can be writing it; a note when removed.
+    """Remove the lock files of a commit in `<root>/.git` when no git of ours can be writing them;
+    a note when some were removed.
 
     Call under `commit_lock`: then no other wrapagent is committing here,
     and a lock file left behind is a commit that was SIGKILLed (OOM, a
     closed terminal's cgroup), which would otherwise fail every later
-    commit. Still, a git process that names the repository on its command
-    line or works in the sessions root (a killed wrapagent's orphaned
-    `git commit`, a configured session_complete hook, the user looking
-    around) keeps it.
+    commit: `index.lock` for most of the commit's time, the branch's
+    `refs/heads/<name>.lock` (and HEAD's) while it moves the branch. Still,
+    a git process that names the repository on its command line or works in
+    the sessions root (a killed wrapagent's orphaned `git commit`, a
+    configured session_complete hook, the user looking around) keeps them.
     """
-    lock = root / ".git" / "index.lock"
-    if not lock.exists():
+    locks = _lock_files(root / ".git")
+    if not locks:
         return None
     from wrapagent import portable
 
     names = {str(root), os.path.realpath(root)}  # as our argv spells it, as /proc/<pid>/cwd does
     if any(portable.processes_naming(name) for name in names):
         return None
-    try:
-        lock.unlink()
-    except OSError:
+    removed = []
+    for lock in locks:
+        try:
+            lock.unlink()
+        except OSError:
+            continue
+        removed.append(str(lock))
+    if not removed:
         return None
-    return f"removed a stale {lock} (a commit there was killed half-way)"
+    return f"removed stale {', '.join(removed)} (a commit there was killed half-way)"
 
 
 # --------------------------------------------------------------------------- commits

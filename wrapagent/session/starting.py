@@ -77,6 +77,9 @@ def run_tool(live: Live):
         if plan.reason:
             inj["notes"].append(plan.reason)
         live.child_env = launch.adapter.child_env(live.child_env)
+    elif (live.cfg.stop_check is not None or live.cfg.send) and launch.interactive:
+        # A continuation is delivered like the blocks: the same settings (opencode's paste).
+        live.child_env = launch.adapter.child_env(live.child_env)
     env = live.child_env
     argv = list(launch.argv)
     head = _pre_read_stdin(launch, plan)

@@ -53,6 +53,10 @@ class TurnTracker:
         self.turn = 0
         self.turns: list[dict[str, Any]] = []
         self.waits = 0
+        self.quiet_since = 0.0
+        """Monotonic time the agent's output went quiet, for the latest wait (read by `fire`)."""
+        self.next_by: str | None = None
+        """Who makes the next submission when it is not the user ("stop_check"); kept in its entry."""
         self._armed_at: float | None = None
         self._needs_output = False
 
@@ -60,8 +64,12 @@ class TurnTracker:
 
     def submitted(self, now: float) -> None:
         self.turn += 1
+        by, self.next_by = self.next_by, None
         if len(self.turns) < MAX_TURNS_RECORDED:
-            self.turns.append({"n": self.turn, "at": self.to_wall(now), "quiet_at": None})
+            entry = {"n": self.turn, "at": self.to_wall(now), "quiet_at": None}
+            if by:
+                entry["by"] = by
+            self.turns.append(entry)
         self._armed_at = now
         self._needs_output = False
 
@@ -99,6 +107,7 @@ class TurnTracker:
             else:
                 entry["waits"] = entry.get("waits", 1) + 1
         self.log(f"turns: turn {self.turn}: the agent waits (output quiet {self.quiet_secs:g}s)")
+        self.quiet_since = quiet_since
         if self.fire is not None:
             self.fire(self.turn)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from wrapagent.session.checkpoints import Repo
 
 from wrapagent.session.checkpoint_access import UndoConflict, UndoRefused, shown_paths
-from wrapagent.session.checkpoints import CheckpointError, git
+from wrapagent.session.checkpoints import check_ignore, git, ignore_query
 
 GITLINK = "160000"
 
@@ -44,6 +44,7 @@ class UndoPlan:
         self.restore: list[tuple[str, str]] = []  # (status, path): written back from `before`
         self.kept: list[tuple[str, str]] = []  # (path, why): left as they are
         self.not_restored: list[tuple[str, str]] = []  # (path, why): nested repositories
+        self.seen: dict[str, tuple[int, ...] | None] = {}  # path: what `lstat` said just before the check
 
     @property
     def acted_on(self) -> list[str]:
@@ -93,15 +94,39 @@ def ignored_before(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
             repo.run(["read-tree", before], index=index)
             data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in ignores) + b"\0"
             repo.run(["checkout-index", "-z", "--stdin", f"--prefix={tree}/"], index=index, input=data)
-        data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0"
+        data = ignore_query([p.encode("utf-8", "surrogateescape") for p in paths])
         proc = git(tree, ["check-ignore", "--no-index", "-z", "--stdin"], env=repo.env,
                    git_dir=repo.git_dir, input=data, check=False)  # the work tree: `before`'s ignore files
-        if proc.returncode not in (0, 1):
-            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
-        return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+        return {p.decode("utf-8", "surrogateescape") for p in check_ignore(proc)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _unchanged_since(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
+    """Those of `paths` whose inode has not changed since the `before` snapshot was taken.
+
+    The `.gitignore` files of `before` are not all that made git ignore a
+    file: `.git/info/exclude` and the global excludes file are not in the
+    snapshots, and an agent that emptied them made the user's `.env` or
+    key appear in `after` as the session's new file. A file's ctime is set
+    by the system on every change and cannot be set back: one older than
+    the `before` commit (whole seconds, floored) was there, untouched.
+    """
+    if not paths:
+        return set()
+    stamp = repo.run(["show", "-s", "--format=%ct", before]).stdout.decode().strip()
+    try:
+        since = int(stamp)
+    except ValueError:
+        return set()
+    older = set()
+    for path in paths:
+        try:
+            if os.lstat(os.path.join(repo.top, path)).st_ctime < since:
+                older.add(path)
+        except OSError:
+            continue
+    return older
 
 
 def _lstat(path: str) -> os.stat_result | None:
@@ -112,6 +137,21 @@ def _lstat(path: str) -> os.stat_result | None:
     except OSError as exc:
         raise UndoRefused(f"refusing to undo: cannot look at {shown_paths([path])}: {exc.strerror} "
                           "(nothing was changed)") from None
+
+
+def _fingerprint(top: str, path: str) -> tuple[int, ...] | None:
+    """What `lstat` says of a path (type, size, times, inode), None when nothing is there.
+
+    Taken in `plan` before the snapshot that proves the file is as the
+    session left it, and again in `apply`: a file saved in between (an
+    editor's autosave while undo was reading the records) differs, and undo
+    refuses instead of overwriting that edit.
+    """
+    try:
+        st = os.lstat(os.path.join(top, path))
+    except OSError:
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
 def _leading(path: str) -> list[str]:
@@ -134,11 +174,24 @@ def _check_in_the_way(plan: UndoPlan) -> None:
     removing = set(plan.remove)
     blocked: list[str] = []
     why = ""
+    kinds: dict[str, str] = {}  # a leading folder is shared by many paths: looked at once
+
+    def kind(lead: str) -> str:
+        if lead not in kinds:
+            st = _lstat(os.path.join(top, lead))
+            if st is None:
+                kinds[lead] = "absent"
+            elif not stat.S_ISDIR(st.st_mode):
+                kinds[lead] = "other"
+            else:
+                kinds[lead] = "repo" if os.path.exists(os.path.join(top, lead, ".git")) else "folder"
+        return kinds[lead]
+
     for path in plan.acted_on:
         for lead in _leading(path):
-            st = _lstat(os.path.join(top, lead))
-            if st is None or stat.S_ISDIR(st.st_mode):
-                if st is not None and os.path.exists(os.path.join(top, lead, ".git")):
+            found = kind(lead)
+            if found != "other":
+                if found == "repo":
                     blocked.append(lead)
                     why = why or "a nested git repository now stands at"
                 continue
@@ -166,7 +219,8 @@ def _check_in_the_way(plan: UndoPlan) -> None:
     if blocked:
         unique = sorted(set(blocked))
         raise UndoRefused(f"refusing to undo: {why} {shown_paths(unique)} (nothing was changed)")
-    locked = sorted({f for f in (_writable_folder(top, p) for p in plan.acted_on) if f})
+    folders = {os.path.dirname(p) for p in plan.acted_on}
+    locked = sorted({f for f in (_writable_folder(top, os.path.join(d, "-")) for d in folders) if f})
     if locked:
         raise UndoRefused(f"refusing to undo: no permission to write in {shown_paths(locked)} (nothing was changed)")
 
@@ -184,9 +238,12 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
         else:
             result.restore.append((status, path))
     hidden = ignored_before(repo, before, created)
+    older = _unchanged_since(repo, before, [p for p in created if p not in hidden])
     for path in created:
         if path in hidden:
             result.kept.append((path, "git ignored it before the session: it may have existed then"))
+        elif path in older:
+            result.kept.append((path, "unchanged since before the session: it was there then"))
         else:
             result.remove.append(path)
     for path, _ in result.not_restored:  # restoring a file where a nested repository now is
@@ -196,6 +253,7 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
     acted = result.acted_on
     if not acted:
         return result
+    result.seen = {p: _fingerprint(repo.top, p) for p in acted}  # before git reads them: see `apply`
     now = repo.write_tree()
     moved = [p for _, p in repo.changes(after, now, acted)]
     if moved:
@@ -209,26 +267,97 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
 
 def apply(plan: UndoPlan) -> None:
     """Do what `plan` decided. Created paths go first: a file the session turned into a folder
-    (or back) must be out of the way before the old one is written again."""
+    (or back) must be out of the way before the old one is written again.
+
+    The work tree is the user's and may have changed since `plan` (another
+    session, a sync tool, an editor saving): the paths and the files are
+    looked at once more before the first change (`UndoRefused`, nothing
+    changed), and removals never follow a link (`_remove_created`).
+    """
+    _check_in_the_way(plan)
+    edited = [p for p in plan.acted_on if p in plan.seen and _fingerprint(plan.repo.top, p) != plan.seen[p]]
+    if edited:
+        raise UndoConflict(edited)
     for path in plan.remove:
         _remove_created(plan.repo.top, path)
-    plan.repo.checkout_paths(plan.before, [p for _, p in plan.restore])
+    restored = [p for _, p in plan.restore]
+    modes = _read_write_bits(plan.repo.top, restored)
+    plan.repo.checkout_paths(plan.before, restored)
+    _put_back_read_write_bits(plan.repo.top, modes)
+
+
+def _read_write_bits(top: str, paths: Sequence[str]) -> dict[str, int]:
+    """The read/write permission bits of those `paths` that are plain files now.
+
+    git keeps only the executable bit, and writes a file it checks out with
+    the umask's: restoring the content of the user's read-only (0444) file
+    would otherwise leave it writable. The bits a file has when undo starts
+    are the best knowledge there is of what they were before the session.
+    """
+    modes = {}
+    for path in paths:
+        try:
+            st = os.lstat(os.path.join(top, path))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            modes[path] = st.st_mode & 0o666
+    return modes
+
+
+def _put_back_read_write_bits(top: str, modes: Mapping[str, int]) -> None:
+    """After the checkout: each file's read/write bits as they were, its executable bits as git wrote them."""
+    for path, bits in modes.items():
+        try:
+            fd = os.open(os.path.join(top, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                         | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue  # a link or nothing there now: nothing of ours to adjust
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISREG(mode) and mode & 0o666 != bits:
+                os.fchmod(fd, (stat.S_IMODE(mode) & ~0o666) | bits)
+        except OSError:
+            pass  # the content is back; its permissions are a nicety
+        finally:
+            os.close(fd)
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
 def _remove_created(top: str, path: str) -> None:
-    """Remove a file the session created, then the folders it left empty."""
-    full = os.path.join(top, path)
+    """Remove a file the session created, then the folders it left empty; never through a link.
+
+    Each leading folder is opened from the one above it with `O_NOFOLLOW`:
+    one that became a link since the checks (to a folder outside the
+    repository holding a file of that name) stops undo there with an
+    OSError, instead of removing that outside file.
+    """
+    parts = path.split("/")
+    fds = [os.open(top, _FOLDER_FLAGS)]
     try:
-        os.unlink(full)
-    except FileNotFoundError:
-        pass
-    folder = os.path.dirname(full)
-    while folder != top and folder.startswith(top + os.sep):
+        for i, name in enumerate(parts[:-1]):
+            try:
+                fds.append(os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                return  # gone already, and the file with it
+            except OSError as exc:
+                lead = "/".join(parts[: i + 1])
+                raise OSError(exc.errno, f"{shown_paths([lead])} is no longer a folder (a link or a file "
+                                         "appeared there during undo): not followed") from None
         try:
-            os.rmdir(folder)
-        except OSError:
-            return
-        folder = os.path.dirname(folder)
+            os.unlink(parts[-1], dir_fd=fds[-1])
+        except FileNotFoundError:
+            pass
+        for i in range(len(parts) - 1, 0, -1):  # the folders it leaves empty, deepest first
+            try:
+                os.rmdir(parts[i - 1], dir_fd=fds[i - 1])
+            except OSError:
+                return
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,

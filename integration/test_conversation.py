@@ -1,0 +1,172 @@
+"""Per-message guards and the stop check on each real CLI (issue 22), checked at the mock model.
+
+`test_every_message[tool]` (a): three messages with an `every_message` guard whose output
+changes on each run and a plain guard: the first message has both blocks, the second and
+third only the every_message guard's block with its newer value, verbatim.
+
+`test_stop_check[tool]`, one CLI start, three phases steered by files the check reads:
+(b) fails once, then passes: the model gets exactly one continuation, equal to the
+    `<prompt-guard name="stop_check">` block, then nothing more; waiting_for_input fires
+    once, after the passing run;
+(c) always fails with max_continues = 2: exactly two continuations, then waiting_for_input;
+(d) the user types while the check runs: no continuation; the user's message arrives as typed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from .clienv import SPECS, tool_params
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = {"codex": 300, "claude": 300, "gemini": 400, "opencode": 500}
+
+
+def send(term, text: str) -> None:
+    term.type(text)
+    term.wait_for(text[-15:], timeout=15)
+    term.enter(after=0.3)
+
+
+def start(cli_env, hooks: str):
+    spec = SPECS[cli_env.tool]
+    cli_env.write_wrapagent_config(hooks_toml=hooks)
+    term = cli_env.spawn(cli_env.interactive_args())
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    return spec, term
+
+
+def lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def wait_lines(path, count: int, term, timeout: float = 90.0) -> list[str]:
+    end = time.monotonic() + timeout
+    while len(lines(path)) < count:
+        if time.monotonic() > end:
+            raise AssertionError(f"{path.name}: {lines(path)}, expected {count} lines\n" + term.dump("screen"))
+        time.sleep(0.1)
+    return lines(path)
+
+
+# -- (a) every_message ---------------------------------------------------------------------
+
+def guard_block(name: str, body: str) -> str:
+    return f'<prompt-guard name="{name}">\n{body}\n</prompt-guard>'
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_every_message(cli_env, tool):
+    counter = cli_env.root / "clock-runs"
+    hooks = f"""
+[[prompt_guard]]
+name = "static"
+command = "echo static"
+
+[[prompt_guard]]
+name = "clock"
+every_message = true
+command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo clock run $n"
+"""
+    spec, term = start(cli_env, hooks)
+    mock = cli_env.mock
+    mark = mock.mark()
+    messages = ["first message here", "second message here", "third message here"]
+    for n, text in enumerate(messages, 1):
+        send(term, text)
+        mock.wait_for_turns(n, api=spec.api, timeout=spec.reply_timeout, since=mark)
+        term.wait_for(f"MOCK-REPLY-{n}", timeout=spec.reply_timeout)
+        term.wait_quiet(1.0, timeout=30)
+    texts = mock.user_texts(api=spec.api, since=mark)
+    assert texts == [
+        guard_block("static", "static") + "\n" + guard_block("clock", "clock run 1") + "\n\n" + messages[0],
+        guard_block("clock", "clock run 2") + "\n\n" + messages[1],
+        guard_block("clock", "clock run 3") + "\n\n" + messages[2],
+    ], mock.summary()
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = cli_env.sessions()[-1]
+    assert [(i["conversation"], i["message"], i["status"]) for i in record["injections"]] == [
+        (1, 1, "submitted"), (1, 2, "submitted"), (1, 3, "submitted")]
+
+
+# -- (b)-(d) the stop check ---------------------------------------------------------------
+
+def stop_block(text: str) -> str:
+    return f'<prompt-guard name="stop_check">\n{text}\n</prompt-guard>'
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_stop_check(cli_env, tool):
+    root = cli_env.root
+    checks, waits = root / "checks.log", root / "waits.log"
+    fail, always, hold = root / "fail-once", root / "fail-always", root / "hold"
+    check = (f"cat >/dev/null; echo $(date +%s.%N) {{turn}} >> {checks}; "
+             f"if [ -e {fail} ]; then rm -f {fail}; echo 'make test fails: fix it before you stop.'; exit 2; fi; "
+             f"if [ -e {always} ]; then echo 'still failing'; exit 2; fi; "
+             f"if [ -e {hold} ]; then while [ -e {hold} ]; do sleep 0.05; done; echo 'go on'; exit 2; fi; "
+             "exit 0")
+    hooks = f"""
+[stop_check]
+command = '''{check}'''
+max_continues = 2
+
+[waiting_for_input]
+command = "echo $(date +%s.%N) {{turn}} >> {waits}"
+"""
+    fail.touch()
+    spec, term = start(cli_env, hooks)
+    mock = cli_env.mock
+    mark = mock.mark()
+
+    # (b) fails once, then passes
+    send(term, "fix the tests please")
+    texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout + 30, since=mark)
+    assert texts == ["fix the tests please", stop_block("make test fails: fix it before you stop.")], \
+        mock.summary()
+    fired = wait_lines(waits, 1, term)
+    ran = wait_lines(checks, 2, term)
+    assert [line.split()[1] for line in fired] == ["2"]
+    assert float(fired[0].split()[0]) > float(ran[1].split()[0]), "waiting_for_input before the check passed"
+    assert len(mock.user_texts(api=spec.api, since=mark)) == 2
+
+    # (c) always fails, max_continues = 2
+    always.touch()
+    term.wait_quiet(0.5, timeout=10)
+    send(term, "now the lint")
+    wait_lines(waits, 2, term, timeout=240)
+    always.unlink()
+    texts = mock.user_texts(api=spec.api, since=mark)
+    assert texts[2:] == ["now the lint", stop_block("still failing"), stop_block("still failing")], \
+        mock.summary()
+    assert [line.split()[1] for line in lines(waits)] == ["2", "5"]
+
+    # (d) the user types while the check runs
+    hold.touch()
+    term.wait_quiet(0.5, timeout=10)
+    send(term, "one more thing")
+    wait_lines(checks, 6, term)                  # the check runs, and holds
+    term.type("and")                             # the user takes over
+    term.wait_for("and", timeout=15)
+    hold.unlink()
+    wait_lines(waits, 3, term)
+    term.type(" then this")
+    term.wait_for("then this", timeout=15)
+    term.enter(after=0.3)
+    texts = mock.wait_for_turns(7, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts[5:] == ["one more thing", "and then this"], mock.summary()
+
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = cli_env.sessions()[-1]
+    entry = record["stop_check"]
+    assert [c["text"] for c in entry["continuations"]] == [
+        stop_block("make test fails: fix it before you stop."), stop_block("still failing"),
+        stop_block("still failing")]
+    assert entry["still_failing"]["after_continues"] == 2
+    assert [n["status"] for n in entry["not_sent"]] == ["cancelled"]

@@ -1,0 +1,150 @@
+"""wrapagent's own messages (a stop check's continuation) through the injector, on a fake clock.
+
+What must hold, whatever the tool: the text goes in as the blocks do, Enter is a
+write of its own at least ENTER_GAP_SECS after the last text byte, nothing is
+sent over the user (a key since the stop, text in the composer, a screen without
+the empty composer), and keys typed during the delivery follow the Enter in order.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wrapagent.inject.adapters import adapter_for
+from wrapagent.inject.delivery import PASTE_BEGIN, PASTE_FINISH
+from wrapagent.inject.injector import CHATTING, FirstMessageInjector
+from wrapagent.inject.outgoing import ENTER_GAP_SECS, Outgoing, Request
+
+BP_ON = b"\x1b[?2004h"
+READY = {"demo": BP_ON + b"banner\r\ndemo> ",
+         "claude": BP_ON + "────\r\n❯ \r\n────\r\n? for shortcuts".encode(),
+         "opencode": BP_ON + b"\x1b[2J\x1b[3;5HAsk anything\r\n"}
+TEXT = '<prompt-guard name="stop_check">\n' + "tests fail " * 40 + "\n</prompt-guard>"
+
+
+class Turns:
+    def __init__(self) -> None:
+        self.submitted_at: list[float] = []
+
+    def submitted(self, now: float) -> None:
+        self.submitted_at.append(now)
+
+    def resumed(self, now: float) -> None:
+        pass
+
+    def deadline(self, last_output: float) -> None:
+        return None
+
+    def poll(self, now: float, last_output: float) -> None:
+        pass
+
+
+class Rig:
+    """An injector in a chatting session (no blocks), with an Outgoing, driven at fake times."""
+
+    def __init__(self, tool: str) -> None:
+        self.adapter = adapter_for(tool)
+        self.turns = Turns()
+        self.outgoing = Outgoing(self.adapter, 24, 80, wake=lambda: None)
+        self.inj = FirstMessageInjector(self.adapter, rows=24, cols=80, get_prefix=lambda: "",
+                                        wake_fd=None, inject=False, turns=self.turns, outgoing=self.outgoing)
+        self.writes: list[tuple[float, bytes]] = []
+        self.done: list[tuple[str, str]] = []
+        self.output(READY[tool], 0.0)
+        self.poll(1.0)
+        assert self.inj.state == CHATTING
+
+    def output(self, data: bytes, now: float) -> None:
+        if self.inj.watch_output:
+            self.inj.on_output(data, now)
+        else:
+            self.inj.last_output = now
+
+    def poll(self, now: float) -> None:
+        out = self.inj.poll(now)
+        if out:
+            self.writes.append((now, out))
+
+    def key(self, data: bytes, now: float) -> None:
+        out = self.inj.on_input(data, now)
+        if out:
+            self.writes.append((now, out))
+        self.poll(now)
+
+    def post(self, since: float, now: float) -> None:
+        self.outgoing.post(Request(TEXT, since, lambda status, reason, at: self.done.append((status, reason))))
+        self.poll(now)
+
+    def run_until(self, end: float, step: float = 0.001, echo: bool = True) -> None:
+        """Advance the clock; the tool echoes each write (its screen changes) right away."""
+        now = self.writes[-1][0] if self.writes else 2.0
+        seen = len(self.writes)
+        while now < end:
+            now = round(now + step, 6)
+            self.poll(now)
+            if echo and len(self.writes) > seen:
+                seen = len(self.writes)
+                self.output(b"x", now)
+
+
+@pytest.mark.parametrize("tool", ["demo", "claude", "opencode"])
+def test_text_then_enter_as_its_own_write_at_least_the_gap_later(tool):
+    rig = Rig(tool)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(6.0)
+    assert rig.done == [("delivered", "")]
+    *text_writes, (enter_at, enter) = rig.writes
+    assert enter == b"\r"
+    sent = b"".join(data for _, data in text_writes)
+    if rig.adapter.delivery == "typed":
+        assert sent == TEXT.encode() and len(text_writes) > 1
+    else:
+        assert sent == PASTE_BEGIN + TEXT.encode() + PASTE_FINISH
+    assert enter_at - text_writes[-1][0] >= ENTER_GAP_SECS
+    assert rig.turns.submitted_at == [enter_at]      # the continuation is a turn
+
+
+def test_a_key_since_the_stop_cancels():
+    rig = Rig("demo")
+    rig.key(b"h", 1.8)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(4.0)
+    assert rig.done == [("cancelled", "you typed after the agent stopped")]
+    assert rig.writes == [(1.8, b"h")]
+
+
+def test_text_in_the_composer_cancels_even_when_typed_before_the_stop():
+    rig = Rig("demo")
+    rig.key(b"hal", 1.2)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(4.0)
+    assert rig.done == [("cancelled", "the composer holds your text")]
+
+
+def test_a_screen_without_the_empty_composer_cancels():
+    rig = Rig("claude")
+    rig.output("\x1b[2J\x1b[HDo you want to proceed?\r\n› 1. Yes\r\n  2. No".encode(), 1.2)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(4.0)
+    assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
+    assert rig.writes == []
+
+
+def test_keys_during_the_delivery_follow_the_enter_in_order():
+    rig = Rig("claude")                               # typed delivery: it takes a while
+    rig.post(since=1.5, now=2.0)
+    rig.key(b"st", 2.01)
+    rig.key(b"op\r", 2.02)
+    rig.run_until(6.0)
+    datas = [data for _, data in rig.writes]
+    enter = datas.index(b"\r")
+    assert b"".join(datas[:enter]) == TEXT.encode()
+    assert datas[enter + 1:] == [b"stop\r"]          # held, then released after wrapagent's Enter
+    assert len(rig.turns.submitted_at) == 2          # the continuation, then the user's message
+
+
+def test_the_tool_ending_reports_what_was_not_sent():
+    rig = Rig("demo")
+    rig.outgoing.post(Request(TEXT, 1.5, lambda status, reason, at: rig.done.append((status, reason))))
+    rig.inj.finalize()
+    assert rig.done == [("not delivered", "the tool ended")]

@@ -1,0 +1,320 @@
+"""Messages wrapagent itself submits: a stop check's continuation (and later, `wrapagent send`).
+
+The one case where wrapagent presses Enter, and only because the user
+configured it. The rules, measured on the four CLIs (../shared/clis/README.md):
+
+- Only into an empty composer the user is not using: no key from the user
+  since the agent stopped (`since`), nothing typed in the composer, and,
+  for a tool with ready markers (its empty-composer placeholder), those
+  markers on the screen as it is now (a permission dialog hides them: an
+  Enter there would answer it). So the screen is followed all session long
+  (only when such messages are configured), by a terminal emulator in a
+  thread of its own: the output thread only appends each chunk to a buffer,
+  so a tool that prints fast is never slowed to the emulator's pace
+  (~1.2 MB/s of CPU for pyte on TUI output, measured here).
+- The text goes in as the blocks do (bracketed paste, or typed chunks for
+  claude); once the screen took it (output quiet `settle_secs`, at most
+  `settle_max_secs`), Enter follows as its own write, at least
+  ENTER_GAP_SECS after the last text byte.
+- The user's keys during the delivery are held and follow the Enter, in
+  order, RELEASE_GAP_SECS later (never in the Enter's write): the message
+  cannot be cut in half.
+
+Requests come from any thread (`post`); everything else runs on the
+proxy's thread under its lock, called by the injector.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from wrapagent.inject.delivery import delivery_chunks, now_iso
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from wrapagent.inject.adapters.base import Adapter
+
+IDLE_COMPOSER = {
+    # opencode's `Ask anything…` placeholder is gone after the first turn; the composer then
+    # shows the agent and model line (`Build · Mock Model Mock LLM`).
+    "opencode": (r"Ask anything|Build · |Plan · ",),
+}
+"""Screen markers of an empty composer after a turn, where they differ from the ready markers."""
+
+ENTER_GAP_SECS = 0.15
+"""codex takes an Enter within 120 ms of fast input for a newline; gemini within 40 ms of a paste."""
+
+MAX_SCREEN_LAG_BYTES = 4 * 1024 * 1024
+"""Output the emulator may lag behind by before it starts over (see FollowedScreen.feed)."""
+
+SCREEN_CATCH_UP_SECS = 0.5
+"""At most this long (on the proxy's thread) for the emulator to catch up with the output;
+it only lags after a burst, and output has been quiet for `quiet_secs` at a stop."""
+
+RELEASE_GAP_SECS = 0.05
+"""The user's keys held during a delivery go this long after the Enter: never in its write."""
+
+IDLE = "idle"
+DELIVERING = "delivering"
+SETTLING = "settling"
+ENTER_DUE = "enter-due"
+RELEASING = "releasing"
+
+
+class Request:
+    """One message to submit; `done(status, reason, at)` is called once, on the proxy's thread."""
+
+    __slots__ = ("text", "since", "done")
+
+    def __init__(self, text: str, since: float, done: Callable[[str, str, str | None], None]) -> None:
+        self.text = text
+        self.since = since  # monotonic: a user key after this cancels the request
+        self.done = done
+
+
+class Outgoing:
+    """Delivers and submits queued messages into the tool's empty composer (see module docstring)."""
+
+    def __init__(self, adapter: Adapter, rows: int, cols: int, wake: Callable[[], None],
+                 log: Callable[[str], None] = lambda m: None) -> None:
+        import re
+
+        self.adapter = adapter
+        self.log = log
+        self._wake = wake
+        self._lock = threading.Lock()
+        self._queue: deque[Request] = deque()
+        self._patterns = [re.compile(p) for p in IDLE_COMPOSER.get(adapter.name, adapter.ready_patterns)]
+        self._size = (rows, cols)
+        self.screen: FollowedScreen | None = None
+        if self._patterns:
+            # Followed all along: at a stop the screen is quiet, so an emulator
+            # started then would never see the composer that is already drawn.
+            self.screen = FollowedScreen(rows, cols)
+        self.state = IDLE
+        self.current: Request | None = None
+        self.last_user_key = float("-inf")
+        self._outbox: list[tuple[float, bytes]] = []
+        self._last_text_at = 0.0
+        self._delivered_at: float | None = None
+        self._enter_at = 0.0
+        self.held = bytearray()
+
+    # -- any thread ------------------------------------------------------------------
+
+    def post(self, request: Request) -> None:
+        with self._lock:
+            self._queue.append(request)
+        self._wake()
+
+    # -- the proxy's thread ----------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A message is being written: the user's keys wait for its Enter."""
+        return self.state != IDLE
+
+    def pending(self) -> bool:
+        with self._lock:
+            return bool(self._queue)
+
+    def on_output(self, data: bytes) -> None:
+        if self.screen is not None:
+            self.screen.feed(data)
+
+    def on_resize(self, rows: int, cols: int) -> None:
+        self._size = (rows, cols)
+        if self.screen is not None:
+            self.screen.resize(rows, cols)
+
+    def deadline(self, last_output: float) -> float | None:
+        if self.state == DELIVERING and self._outbox:
+            return self._outbox[0][0]
+        if self.state == SETTLING:
+            assert self._delivered_at is not None
+            if last_output > self._delivered_at:
+                return min(last_output + self.adapter.settle_secs,
+                           self._delivered_at + self.adapter.settle_max_secs)
+            return self._delivered_at + self.adapter.settle_max_secs
+        if self.state == ENTER_DUE:
+            return self._enter_at
+        if self.state == RELEASING:
+            return self._enter_at + RELEASE_GAP_SECS
+        return None
+
+    def poll(self, now: float, last_output: float, composer_has_text: bool) -> tuple[bytes, bool]:
+        """(bytes for the child, True when a message was just submitted).
+
+        Held keys are taken (`take_held`) once this is no longer `busy`.
+        """
+        if self.state == RELEASING:
+            if now >= self._enter_at + RELEASE_GAP_SECS:
+                self.state = IDLE
+            return b"", False
+        if self.state == IDLE:
+            return self._start(now, composer_has_text), False
+        if self.state == DELIVERING:
+            return self._due(now), False
+        if self.state == SETTLING:
+            assert self._delivered_at is not None
+            took = last_output > self._delivered_at and now - last_output >= self.adapter.settle_secs
+            if took or now - self._delivered_at >= self.adapter.settle_max_secs:
+                if not took:
+                    self.log("outgoing: the screen did not change after the text; Enter anyway")
+                self.state = ENTER_DUE
+                self._enter_at = max(now, self._last_text_at + ENTER_GAP_SECS)
+            if self.state != ENTER_DUE or now < self._enter_at:
+                return b"", False
+        if self.state == ENTER_DUE and now >= self._enter_at:
+            request = self.current
+            assert request is not None
+            self.state = RELEASING if self.held else IDLE
+            self._enter_at = now
+            self.current = None
+            request.done("delivered", "", now_iso())
+            return b"\r", True
+        return b"", False
+
+    def take_held(self) -> bytes:
+        held = bytes(self.held)
+        self.held.clear()
+        return held
+
+    def cancel_all(self, reason: str) -> None:
+        """The tool ended: what is still queued was not delivered."""
+        with self._lock:
+            queued, self._queue = list(self._queue), deque()
+        if self.current is not None:
+            queued.insert(0, self.current)
+            self.current = None
+        for request in queued:
+            request.done("not delivered", reason, None)
+
+    # -- inside -----------------------------------------------------------------------
+
+    def _start(self, now: float, composer_has_text: bool) -> bytes:
+        with self._lock:
+            request = self._queue.popleft() if self._queue else None
+        if request is None:
+            return b""
+        reason = ""
+        if self.last_user_key > request.since:
+            reason = "you typed after the agent stopped"
+        elif composer_has_text:
+            reason = "the composer holds your text"
+        elif self.screen is not None and not self._composer_shown():
+            reason = "the empty composer is not on the screen (a dialog?)"
+        if reason:
+            self.log(f"outgoing: not sent: {reason}")
+            request.done("cancelled", reason, None)
+            return b""
+        self.current = request
+        self._outbox = delivery_chunks(self.adapter, request.text, now)
+        self.state = DELIVERING
+        return self._due(now)
+
+    def _composer_shown(self) -> bool:
+        assert self.screen is not None
+        text = self.screen.text(timeout=SCREEN_CATCH_UP_SECS)
+        return text is not None and all(p.search(text) for p in self._patterns)
+
+    def close(self) -> None:
+        if self.screen is not None:
+            self.screen.close()
+
+    def _due(self, now: float) -> bytes:
+        out = bytearray()
+        while self._outbox and self._outbox[0][0] <= now:
+            out += self._outbox.pop(0)[1]
+        if out:
+            self._last_text_at = now
+        if not self._outbox:
+            self.state = SETTLING
+            self._delivered_at = now
+        return bytes(out)
+
+
+class FollowedScreen:
+    """The tool's screen, emulated in a background thread from the output it is handed.
+
+    `feed` (the proxy's output path) appends to a buffer and wakes the thread;
+    `text` waits (bounded) until the buffer is drained and returns the screen,
+    or None when the emulator did not catch up in time.
+    """
+
+    def __init__(self, rows: int, cols: int) -> None:
+        from wrapagent.inject.screen import Screen
+
+        self._screen = Screen(rows, cols)
+        self._pending = bytearray()
+        self._size: tuple[int, int] | None = None
+        self._closed = False
+        self._cond = threading.Condition()
+        self._busy = False
+        self._restart = False
+        self._rows_cols = (rows, cols)
+        threading.Thread(target=self._work, name="wrapagent-screen", daemon=True).start()
+
+    def feed(self, data: bytes) -> None:
+        with self._cond:
+            if len(self._pending) > MAX_SCREEN_LAG_BYTES:
+                # Far behind (a tool printing megabytes): start over from here, on a blank
+                # screen. Until the tool redraws its composer, none is seen: the safe side.
+                self._pending.clear()
+                self._restart = True
+            self._pending += data
+            self._cond.notify_all()
+
+    def resize(self, rows: int, cols: int) -> None:
+        with self._cond:
+            self._size = (rows, cols)
+            self._cond.notify_all()
+
+    def text(self, timeout: float) -> str | None:
+        import time
+
+        end = time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._busy or self._size is not None:
+                left = end - time.monotonic()
+                if left <= 0 or self._closed:
+                    return None
+                self._cond.wait(left)
+            return self._screen.text()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and self._size is None and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    self._screen.close()
+                    return
+                data, self._pending = bytes(self._pending), bytearray()
+                size, self._size = self._size, None
+                restart, self._restart = self._restart, False
+                self._busy = True
+            # pyte runs outside the lock: `feed` never waits for it. `text` waits for `_busy`.
+            if size is not None:
+                self._rows_cols = size
+            if restart:
+                from wrapagent.inject.screen import Screen
+
+                self._screen.close()
+                self._screen = Screen(*self._rows_cols)
+            elif size is not None:
+                self._screen.resize(*size)
+            if data:
+                self._screen.feed(data)
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
