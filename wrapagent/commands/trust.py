@@ -74,6 +74,24 @@ def _describe_guard(guard: Any) -> list[str]:
     return lines
 
 
+def _describe_stop_check(spec: Any) -> list[str]:
+    """`[stop_check]`: a command run each time the agent stops; exit 2 sends its stdout to the agent."""
+    from wrapagent.hooks.config_model import DEFAULT_MAX_CONTINUES, DEFAULT_STOP_CHECK_TIMEOUT
+
+    if spec is False:
+        return ["  stop_check: disabled; your global stop check does not run here either"]
+    lines = _block("stop_check (each time the agent stops; exit 2 sends its output to the agent): sh -c",
+                   spec.command)
+    extra = [f"timeout {_seconds(spec.timeout_secs)}"] if spec.timeout_secs != DEFAULT_STOP_CHECK_TIMEOUT else []
+    if spec.max_continues != DEFAULT_MAX_CONTINUES:
+        extra.append(f"at most {spec.max_continues} continuations in a row")
+    if spec.quiet_secs is not None:
+        extra.append(f"after {_seconds(spec.quiet_secs)} of quiet")
+    if extra:
+        lines.append(f"    ({', '.join(extra)})")
+    return lines
+
+
 _CHECKPOINT_EFFECTS = {
     ("enabled", False): "no work-tree checkpoints: `wrapagent sessions diff` and `undo` have nothing for sessions here",
     ("transcripts", False): "the tools' own transcripts are not copied into the session records",
@@ -88,6 +106,11 @@ def _describe_settings(hooks: Any) -> list[str]:
         lines.append("  prompt_guard = []: no prompt guards in this project (your global ones are turned off)")
     elif hooks.guards:
         lines.append("  [[prompt_guard]]: the guards above replace your global prompt guards here")
+    send = getattr(hooks, "send", None)
+    if send is not None:
+        lines.append("  send.enabled = true: any program running as you can type messages into sessions here "
+                     "(`wrapagent send`)" if send else
+                     "  send.enabled = false: `wrapagent send` cannot reach sessions here")
     for key, value in hooks.checkpoints.items():
         if key == "source":
             continue
@@ -131,6 +154,8 @@ def describe_content(file: Path, content: bytes) -> str:
         body.extend(f"  {_problem(p)}" for p in errors)
     commands = [line for hook in hooks.lifecycle.values() for line in _describe_hook(hook)]
     commands += [line for guard in hooks.guards or () for line in _describe_guard(guard)]
+    if getattr(hooks, "stop_check", None) is not None:
+        commands += _describe_stop_check(hooks.stop_check)
     body.append("Commands it would run (sh -c, in the project, around every wrapped agent session;"
                 " each replaces your global one for that event):")
     body.extend(commands or ["  nothing"])
