@@ -226,3 +226,26 @@ def test_session_lines_naming_a_hostile_tool_inert(tmp_path: Path) -> None:
     proc = run([str(tool)], tmp_path)
     assert proc.returncode == 2 and b"refused to start" in proc.stderr
     assert_inert(proc.stderr)
+
+
+def test_sessions_resume_refusal_naming_a_hostile_tool_inert(hostile_session: Path) -> None:
+    """`sessions resume last` of a tool it cannot resume names the tool: inert."""
+    proc = run(["sessions", "resume", "last"], hostile_session)
+    assert proc.returncode != 0 and b"tool" in proc.stderr, proc.stderr
+    assert_inert(proc.stderr)
+
+
+@pytest.mark.parametrize("args", [["sessions", "prune"], ["send", "hello"]], ids=["prune", "send"])
+def test_refusals_naming_a_hostile_folder_inert(tmp_path: Path, args: list[str]) -> None:
+    """Outside a git repository (prune) and with no running session (send): the line names the folder."""
+    folder = tmp_path / HOSTILE
+    folder.mkdir()
+    proc = run(args, folder)
+    assert proc.returncode != 0 and b"evil" in proc.stderr, proc.stderr
+    assert_inert(proc.stderr)
+
+
+def test_unknown_option_quoted_inert(tmp_path: Path) -> None:
+    proc = run([f"--x{HOSTILE}"], tmp_path)
+    assert proc.returncode == 2 and b"unknown option" in proc.stderr
+    assert_inert(proc.stderr)
