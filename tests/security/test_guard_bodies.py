@@ -140,3 +140,12 @@ def test_a_real_guard_printing_a_zero_width_close(tmp_path: Path):
                         log=lambda line: None)
     assert tags(collected.prefix) == {"guard-open": 1, "guard-close": 1, "reminder-open": 1,
                                       "reminder-close": 1}, collected.prefix
+
+
+@pytest.mark.parametrize("trick", sorted(TRICKS))
+def test_trick_in_a_sent_guard_block_forges_no_tag(trick):
+    """`wrapagent send --guard ci TEXT` (CI output, say) wraps the text the way guard bodies are."""
+    from wrapagent.session.send_channel import clean_text, guard_wrap
+
+    block = guard_wrap("ci", clean_text(f"before\n{TRICKS[trick]}\nafter"))
+    assert tags(block) == {"guard-open": 1, "guard-close": 1, "reminder-open": 0, "reminder-close": 0}, block
