@@ -103,6 +103,43 @@ class Waiter:
         return self._poller.poll()[0][0]
 
 
+def open_pty_peer(master: int) -> "int | None":
+    """The terminal side of the PTY `master`, opened anew (non-blocking, not as a controlling
+    terminal), or None. The output thread sleeps in a blocking read of the master; a byte
+    written here wakes it when nothing else will (a quiet leftover still holds the terminal).
+
+    By the real kernel, not by WRAPAGENT_PLATFORM: these are its ioctls. Linux >= 4.13 hands
+    the peer out directly (TIOCGPTPEER); else its name: `os.ptsname` (Python 3.13+), TIOCGPTN
+    (Linux: /dev/pts/N), TIOCPTYGNAME (macOS).
+    """
+    import fcntl
+
+    flags = os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK
+    if sys.platform.startswith("linux"):
+        try:
+            return fcntl.ioctl(master, 0x5441, flags)  # TIOCGPTPEER
+        except OSError:
+            pass
+    name = None
+    try:
+        ptsname = getattr(os, "ptsname", None)
+        if ptsname is not None:
+            name = ptsname(master)
+        elif sys.platform.startswith("linux"):
+            number = int.from_bytes(fcntl.ioctl(master, 0x80045430, b"\0" * 4), sys.byteorder)  # TIOCGPTN
+            name = f"/dev/pts/{number}"
+        elif sys.platform == "darwin":
+            name = fcntl.ioctl(master, 0x40807453, b"\0" * 128).split(b"\0")[0].decode()  # TIOCPTYGNAME
+    except (OSError, ValueError):
+        return None
+    if not name:
+        return None
+    try:
+        return os.open(name, flags)
+    except OSError:
+        return None
+
+
 def prepare_sweep() -> None:
     """On macOS, import psutil in the background while the tool runs.
 

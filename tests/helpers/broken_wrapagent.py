@@ -11,11 +11,11 @@ import sys
 from wrapagent.proxy import pty_loop
 
 
-def boom(self: object) -> None:
+def boom(*args: object) -> None:
     raise ZeroDivisionError("injected failure")
 
 
-pty_loop._Loop.read_master = boom  # type: ignore[method-assign]
+os.readv = boom  # only the output thread reads with readv  # type: ignore[assignment]
 if os.environ.get("BROKEN_KILL_GRACE"):
     pty_loop.run.__kwdefaults__["kill_grace"] = float(os.environ["BROKEN_KILL_GRACE"])
 

@@ -7,7 +7,7 @@ import pytest
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.injector import FirstMessageInjector
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
+from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
                                    REPLY, TEXT, tokenize)
 
 PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'
@@ -27,7 +27,7 @@ def kinds(data: bytes) -> list[str]:
     (b"\x1b[13u", [ENTER]),                   # kitty Enter
     (b"\x7f", [BACKSPACE]),
     (b"\x03", [INTERRUPT]),
-    (b"\x1b", [INTERRUPT]),                   # a lone ESC key
+    (b"\x1b", [ESCAPE]),                      # a lone ESC key: what it does is the tool's
     (b"\x1b[A", [KEY]),
     (b"\x1bOA", [KEY]),
     (b"\x1b[12;40R", [REPLY]),                # cursor position report
@@ -108,11 +108,56 @@ def test_first_key_held_blocks_delivered_then_released() -> None:
     clock.t += 0.03
     assert inj.poll(clock.t) == b""                           # not quiet long enough yet
     clock.t += 0.05
-    assert inj.poll(clock.t) == b"hello"
+    assert inj.poll(clock.t) == b"h"                          # the first read now...
     assert inj.report.status == "delivered"
+    assert inj.deadline() == pytest.approx(clock.t + 0.01)    # ...the next one as far behind it as typed
+    clock.t += 0.01
+    assert inj.poll(clock.t) == b"ello"
     assert inj.on_input(b"\r", clock.t) == b"\r"
     assert inj.done and inj.report.status == "submitted"
     assert inj.report.first_key_delay_ms == pytest.approx(80, abs=1)
+
+
+def test_held_paste_then_enter_keep_their_gap() -> None:
+    """A pasted first message, Enter 0.8 s later, both held: released apart (the gap capped), never
+    as one burst (gemini then takes the Enter as part of the paste and never submits)."""
+    from wrapagent.inject.held import HELD_GAP_CAP_SECS
+
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    paste = b"\x1b[200~line one\rline two\x1b[201~"
+    assert inj.on_input(paste, clock.t) == b""
+    inj.poll(clock.t)                                         # the blocks go
+    inj.on_output(b"[pasted]", clock.t + 0.01)
+    assert inj.on_input(b"\r", clock.t + 0.8) == b""         # Enter typed while still held
+    clock.t += 0.85
+    assert inj.poll(clock.t) == paste                         # released without the Enter
+    assert not inj.done
+    assert inj.deadline() == pytest.approx(clock.t + HELD_GAP_CAP_SECS)
+    assert inj.poll(clock.t + HELD_GAP_CAP_SECS / 2) == b""
+    clock.t += HELD_GAP_CAP_SECS
+    assert inj.poll(clock.t) == b"\r"
+    assert inj.done and inj.report.status == "submitted"
+
+
+def test_keys_typed_during_the_replay_go_behind_it() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"a", clock.t) == b""
+    inj.poll(clock.t)
+    inj.on_output(b"[pasted]", clock.t + 0.01)
+    assert inj.on_input(b"b", clock.t + 0.05) == b""
+    clock.t += 0.1
+    assert inj.poll(clock.t) == b"a"
+    assert inj.on_input(b"c", clock.t + 0.001) == b""         # b is still to go: c waits behind it
+    out = bytearray()
+    for _ in range(10):
+        deadline = inj.deadline()
+        if deadline is None:
+            break
+        clock.t = max(clock.t, deadline)
+        out += inj.poll(clock.t)
+    assert out == b"bc"
 
 
 def test_terminal_replies_do_not_trigger() -> None:
@@ -227,9 +272,39 @@ def test_typed_delivery_for_claude_chunks_without_paste_markers() -> None:
     assert b"\x1b[200~" not in b"".join(chunks)
 
 
-def test_lost_when_never_ready() -> None:
+def test_never_ready_and_no_message_is_unused_not_lost() -> None:
+    """Quit at once, or a program that is no agent: no message needed the blocks, nothing to say."""
     inj, clock, _ = make()
-    assert inj.finalize().status == "lost"
+    report = inj.finalize()
+    assert report.status == "unused"
+    assert "the tool never showed its ready screen" in report.notes
+
+
+def test_never_ready_but_a_message_submitted_is_lost_and_logged() -> None:
+    lines: list[str] = []
+    inj, clock, _ = make()
+    inj.log = lines.append
+    assert inj.on_input(b"hello\r", clock.t) == b"hello\r"   # the ready screen was never seen
+    report = inj.finalize()
+    assert report.status == "lost"
+    assert "a message was submitted before the tool's ready screen was seen" in report.notes
+    assert any("without the blocks" in line and "ready screen" in line for line in lines)
+
+
+def test_commands_only_after_ready_is_unused() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"/status\r", clock.t) == b"/status\r"
+    assert inj.finalize().status == "unused"
+
+
+def test_history_recall_submitted_without_blocks_is_lost() -> None:
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"\x1b[A", clock.t) == b"\x1b[A"      # Up: the previous message
+    assert inj.on_input(b"\r", clock.t) == b"\r"
+    report = inj.finalize()
+    assert report.status == "lost" and any("history recall" in n for n in report.notes)
 
 
 def test_internal_error_releases_held_keys_and_switches_off() -> None:
@@ -281,3 +356,21 @@ def test_gemini_at_file_message_gets_blocks() -> None:
     inj.poll(clock.t)
     assert inj.on_input(b"@", clock.t) == b""
     assert inj.state == "holding"
+
+
+def test_typed_delivery_expands_tabs_paste_keeps_them() -> None:
+    """A Makefile quoted in a block: typed into claude, a tab is a Tab key (completion)."""
+    from wrapagent.inject.delivery import delivery_chunks
+
+    prefix = "<prompt-guard name=\"make\">\nall:\n\tcc -o x x.c\n</prompt-guard>\n\n"
+    typed = b"".join(c for _, c in delivery_chunks(adapter_for("claude"), prefix, 0.0))
+    assert b"\t" not in typed and b"\n    cc -o x x.c\n" in typed
+    pasted = b"".join(c for _, c in delivery_chunks(adapter_for("codex"), prefix, 0.0))
+    assert b"\n\tcc -o x x.c\n" in pasted
+    inj, clock, box = make(adapter=adapter_for("claude"))
+    box["prefix"] = prefix
+    inj.on_output(b"\x1b[?2004h" + b"x" * 10, clock.t)  # any screen: readiness is not tested here
+    inj._became_ready(clock.t)
+    inj.on_input(b"a", clock.t)
+    inj.poll(clock.t)
+    assert inj.report.text == prefix.expandtabs(4)  # the record says what the model got

@@ -356,3 +356,40 @@ def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
     quit_demo(child)
     assert world.messages() == [GUARD_BLOCK + "\ngeneric"]
     assert world.records()[-1]["transport"] == "mytool"
+
+
+def test_quit_at_once_says_nothing_about_injection(world) -> None:
+    """No message submitted (quit at once): no "injection not delivered" line, no doctor error.
+
+    Before, every such session ended with `wrapagent: injection not delivered — see …/session.log`
+    and the record said `lost`.
+    """
+    world.hooks(GUARD)
+    child = world.spawn()
+    ready(child, world)
+    child.send("/quit\r")
+    child.expect(pexpect.EOF)
+    tail = child.before.decode(errors="replace")
+    child.close()
+    assert child.exitstatus == 0
+    assert "bye" in tail and "wrapagent:" not in tail
+    inj = world.records()[-1]["injection"]
+    assert inj["status"] == "unused" and inj["notes"][-1] == "no message was submitted"
+
+
+def test_a_terminal_reporting_0x0_still_gets_the_blocks(world) -> None:
+    """Serial consoles, some CI PTYs, `docker exec -t` before its first resize report 0x0.
+
+    One rule for the tool and the injector's screen: 24x80. Before, the tool got 24x80 and the
+    screen 1x1, which never shows the ready marker: the blocks were silently lost.
+    """
+    world.hooks(GUARD)
+    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo"], env=world.env(),
+                          cwd=str(world.project), dimensions=(0, 0), timeout=20)
+    child.delayafterclose = 0
+    child.delayafterterminate = 0
+    ready(child, world)
+    type_text(child, "tiny")
+    submit(child, 1)
+    assert quit_demo(child) == 0
+    assert world.messages() == [GUARD_BLOCK + "\ntiny"]

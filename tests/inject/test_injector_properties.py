@@ -15,7 +15,7 @@ the first key of a message:
 5. and the first message the user submits (not a command) carries the blocks.
 
 The injector is driven through its contract only (see the `Interceptor`
-protocol in proxy/pty_loop.py): `on_input`, `on_output` (or the plain
+protocol in proxy/to_child.py): `on_input`, `on_output` (or the plain
 `last_output` store when it does not watch output), `poll`, `deadline`,
 `done`, with a fake clock. Its screen is the real terminal emulator, fed
 each adapter's ready screen. The oracle below does not use the injector's
@@ -82,7 +82,8 @@ KEY_BYTES = {
     "enter": [b"\r"],
     "newline": [b"\n"],
     "backspace": [b"\x7f", b"\x08"],
-    "clear": [b"\x03", b"\x1b"],  # Ctrl-C, a lone Esc: the tools clear the composer
+    "clear": [b"\x03"],  # Ctrl-C: the tools clear the composer
+    "esc": [b"\x1b"],    # a lone Esc: cleared or not, per tool; no adapter claims it clears
     "cursor": [b"\x1b[A", b"\x1b[D", b"\x1bOB", b"\x1b[1;5C"],
     "reply": [b"\x1b[12;40R", b"\x1b[?62;22c", b"\x1b[>1;10;0c", b"\x1b]11;rgb:0000/0000/0000\x1b\\",
               b"\x1b]10;rgb:ffff/ffff/ffff\x07", b"\x1b[I", b"\x1b[O", b"\x1b[<35;10;5M",
@@ -187,12 +188,13 @@ def scenarios(draw, adapter: str | None = None) -> Scenario:
                     mid_paste.add(len(reads))
             current += data
             offset += len(data)
-        if isinstance(key, Key) and key.kind == "clear":
+        if isinstance(key, Key) and key.kind in ("clear", "esc"):
             # A lone Esc must end its read (else it is Alt + the next key); a clear
             # ends its read in any case (see test_keys_after_a_held_clear).
             reads.append(current)
             current = b""
-            clear_reads.add(len(reads) - 1)
+            if key.kind == "clear":
+                clear_reads.add(len(reads) - 1)
     if current:
         reads.append(current)
     sc.user = b"".join(reads)
@@ -242,7 +244,7 @@ class Clock:
 
 
 class Loop:
-    """What proxy/pty_loop.py does with an interceptor, with a fake clock and no fds."""
+    """What the proxy (proxy/to_child.py) does with an interceptor, with a fake clock and no fds."""
 
     MAX_POLLS = 10_000
     TICK = 1e-6  # real time moves on between two polls; a fake clock must too, or a float edge spins
@@ -367,6 +369,7 @@ def message_starts(sc: Scenario, prefixes: tuple[str, ...]) -> MessageStarts:
     started: int | None = None  # where the composer's message started, if it is one
     ready = sc.ready_offset if sc.ready_offset is not None else len(sc.user) + 1
     span = ready  # where the current composer's life began
+    unknown = False  # an Esc since `span`: the tool may or may not have emptied the composer
     for offset, key in sc.keys:
         if offset >= ready and composer.strip() == "":
             started = None
@@ -374,7 +377,13 @@ def message_starts(sc: Scenario, prefixes: tuple[str, ...]) -> MessageStarts:
                 out.starts.add(offset)
                 started = offset
         if offset < ready:
-            # Before the ready screen the keys went to start-up dialogs, not the composer.
+            # Before the ready screen the keys went to start-up dialogs, not the composer;
+            # except a paste still going on when it came: it lands in the composer, and by
+            # design its message goes without the blocks (README: "A paste you started
+            # before the tool was ready"), so that composer's message need not carry them.
+            if isinstance(key, Paste) and offset + len(key.content) + 12 > ready:
+                composer = key.content.decode("utf-8", "replace")
+                unknown = True
             continue
         if isinstance(key, Paste):
             composer += key.content.decode("utf-8", "replace")
@@ -388,15 +397,22 @@ def message_starts(sc: Scenario, prefixes: tuple[str, ...]) -> MessageStarts:
             composer = ""
             out.clears.append(offset)
             span = offset + 1
+            unknown = False
+        elif key.kind == "esc":
+            # Modelled as keeping the composer (the worse case for a second insertion); a
+            # message after it need not carry the blocks (a guess may miss, never invent).
+            unknown = True
         elif key.kind == "enter":
-            if composer.strip() in RESETS:
+            if composer.strip() in RESETS and not unknown:
                 out.resets.append(offset)
-            if started is not None and composer.strip() and out.first_message is None:
+            if (started is not None and composer.strip() and out.first_message is None
+                    and not unknown):
                 out.first_message = (span, offset)
             out.submits.append(offset)
             composer = ""
             started = None
             span = offset + 1
+            unknown = False
     return out
 
 
@@ -549,3 +565,47 @@ def test_erased_command_with_a_multibyte_character() -> None:
     sc = Scenario("demo", steps, user=b"".join(k.data for k in keys), keys=list(zip(offsets, keys)),
                   ready_offset=0)
     check_invariant(sc, Loop("demo").run(sc))
+
+
+def test_an_empty_paste_then_enter_is_not_the_first_message() -> None:
+    """Found by the property (gemini, shrunk): an empty bracketed paste, Enter, then `0` Enter.
+
+    The empty paste triggered the delivery and its Enter submitted the blocks alone; `0`, the
+    first real message, then went without them. An empty paste types nothing: it triggers
+    nothing and makes no submission.
+    """
+    keys = [Paste(b""), Key("enter", b"\r", ""), _text_key("0"), Key("enter", b"\r", "")]
+    sc = Scenario("gemini", [Output(READY_SCREENS["gemini"]), Advance(0.0), GuardsDone(),
+                             Read(b"\x1b[200~\x1b[201~\r0\r")],
+                  user=b"\x1b[200~\x1b[201~\r0\r", keys=list(zip([0, 12, 13, 14], keys)), ready_offset=0)
+    check_invariant(sc, Loop("gemini").run(sc))
+
+
+@pytest.mark.parametrize("user,keys", [
+    (b"\x1b[200~\r\x1b[201~\r0\r", [(0, Paste(b"\r")), (13, Key("enter", b"\r", "")),
+                                    (14, _text_key("0")), (15, Key("enter", b"\r", ""))]),
+    (b" \r0\r", [(0, _text_key(" ")), (1, Key("enter", b"\r", "")), (2, _text_key("0")),
+                 (3, Key("enter", b"\r", ""))]),
+])
+def test_a_blank_paste_or_spaces_then_enter_is_not_the_first_message(user, keys) -> None:
+    """Found by the property (gemini, shrunk): a paste of one newline (or a typed space), Enter,
+    then `0` Enter. The blank input triggered the delivery, its Enter submitted the blocks alone,
+    and `0`, the first real message, went without them. Blank input is no message."""
+    sc = Scenario("gemini", [Output(READY_SCREENS["gemini"]), Advance(0.0), GuardsDone(), Read(user)],
+                  user=user, keys=keys, ready_offset=0)
+    check_invariant(sc, Loop("gemini").run(sc))
+
+
+def test_a_paste_going_on_when_the_tool_became_ready_goes_without_the_blocks() -> None:
+    """Found by the property (gemini, shrunk), a case of the documented rule, not a bug: `0`
+    and a paste begun before the ready screen, which ends after it; another paste; Enter. The
+    first paste is in the composer, so that message goes as it is (the record says so)."""
+    keys = [(0, _text_key("0")), (1, Paste(b"0", cuts=(0, 1))), (14, Paste(b"0", cuts=(0, 1))),
+            (27, Key("enter", b"\r", ""))]
+    sc = Scenario("gemini", [GuardsDone(), Read(b"0\x1b[200~0"), Output(READY_SCREENS["gemini"]),
+                             Advance(0.0), Read(b"\x1b[201~\x1b[200~0\x1b[201~\r")],
+                  user=b"0\x1b[200~0\x1b[201~\x1b[200~0\x1b[201~\r", keys=keys, ready_offset=8)
+    loop = Loop("gemini")
+    check_invariant(sc, loop.run(sc))
+    assert loop.injector.report.status == "pending" and any(
+        "paste begun before the composer was ready" in n for n in loop.injector.report.notes)

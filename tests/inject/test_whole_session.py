@@ -78,10 +78,13 @@ class World:
         """Type `data`; return everything that reached the child, blocks included."""
         out = self.inj.on_input(data, self.clock.t) + self.inj.poll(self.clock.t)
         for _ in range(100):
-            if self.inj.state not in ("holding", "delivering", "settling"):
+            if self.inj.state in ("holding", "delivering", "settling"):
+                self.clock.t += 0.05
+                self.inj.last_output = self.clock.t - 0.04  # the composer redrew after the delivery
+            elif self.inj._keys.replay:  # released keys going out with their original gaps
+                self.clock.t = max(self.clock.t, self.inj._keys.replay[0][0])
+            else:
                 break
-            self.clock.t += 0.05
-            self.inj.last_output = self.clock.t - 0.04  # the composer redrew after the delivery
             out += self.inj.poll(self.clock.t)
         return out
 
@@ -301,3 +304,33 @@ def test_reset_without_markers_arms_once_output_is_quiet() -> None:
     w.clock.t = reset_at + 0.1 + 0.31
     w.inj.poll(w.clock.t)
     assert w.inj.state == "armed" and w.inj.deadline() is None
+
+
+def test_a_lone_esc_does_not_make_what_follows_a_reset() -> None:
+    """`foo`, Esc, `/new`, Enter: a tool that keeps text on Esc submits `foo/new`, not a reset.
+
+    Esc is unknown unless the adapter says it clears: the guess may miss a reset, never
+    invent one (before, Esc counted as a clear for every tool and this re-armed injection).
+    """
+    w = World()
+    w.ready()
+    assert w.message(b"hello") == PASTED + b"hello\r"
+    assert w.send(b"foo") == b"foo"
+    assert w.send(b"\x1b") == b"\x1b"
+    assert w.send(b"/new\r") == b"/new\r"
+    assert w.resets == 0 and w.inj.state == "chatting"
+    assert w.turns.events == ["submitted", "submitted"]
+
+
+def test_esc_clears_when_the_adapter_says_so() -> None:
+    from wrapagent.inject.adapters import base, demo
+    from wrapagent.values import replace
+
+    w = World()
+    w.inj.adapter = replace(demo.ADAPTER, esc_clears_composer=True)
+    w.inj._composer.esc_clears = True
+    w.ready()
+    assert w.message(b"hello") == PASTED + b"hello\r"
+    assert w.send(b"foo") + w.send(b"\x1b") + w.send(b"/new\r") == b"foo\x1b/new\r"
+    assert w.resets == 1 and w.inj.state == "wait-ready"
+    assert isinstance(w.inj.adapter, base.Adapter)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sys
 import termios
 import threading
@@ -178,6 +179,7 @@ def test_watch_output_gets_every_byte_once(term):
 
     run_loop(icpt, term, script)
     seen = b"".join(icpt.outputs)
+    term.wait_for(b"GOT 71\r\n")  # the test's reader has caught up with the last write (the `q`)
     assert seen == bytes(term.output)[:len(seen)]
     assert b"GOT 78\r\nGOT 79\r\nGOT 7a\r\n" in seen
     assert icpt.overlaps == 0
@@ -466,3 +468,196 @@ def test_after_start_failing_ends_the_child_and_restores_the_terminal(term):
         pty_loop.proxy(child, stdin_fd=term.slave, stdout_fd=term.slave, after_start=work)
     assert not psutil.pid_exists(pids[0]) or psutil.Process(pids[0]).status() == psutil.STATUS_ZOMBIE
     assert termios.tcgetattr(term.slave) == before
+
+
+class ReleasesOnWake(Recorder):
+    """Holds every key; when its wake fd fires, releases them all and is done (a first-message injector)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        self._wake = self.r
+        self.held = bytearray()
+        self._done = False
+        self.done_seen = threading.Event()
+
+    @property
+    def done(self) -> bool:  # the loop reads it right before it drops the interceptor
+        if self._done:
+            self.done_seen.set()
+        return self._done
+
+    @done.setter
+    def done(self, value: bool) -> None:
+        self._done = value
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        super().on_input(data, now)
+        self.held += data
+        return b""
+
+    def poll(self, now: float) -> bytes:
+        super().poll(now)
+        try:
+            os.read(self.r, 100)
+        except BlockingIOError:
+            return b""
+        self._done = True
+        out, self.held[:] = bytes(self.held), b""
+        return out
+
+
+def test_a_key_read_while_the_interceptor_finishes_goes_behind_what_it_released(term, monkeypatch):
+    """Typed `a b` (held), then `c`: the interceptor releases `a b` and is dropped by the main
+    thread WHILE `c` is being read. The child must get `a b c`.
+
+    The interleaving is forced: the read of `c` (in the input thread) fires the wake fd and
+    returns only once the main thread has dropped the interceptor and is back in its wait.
+    Before `to_child` enforced the order, the keystroke path checked only "no interceptor"
+    and wrote `c` straight to the child, ahead of the queued `a b`: `GOT 63` came first.
+    """
+    import sys as _sys
+
+    icpt = ReleasesOnWake()
+    main_id = threading.get_ident()
+    real_read = os.read
+    forced: list[bool] = []
+
+    def main_thread_waits() -> bool:
+        frame = _sys._current_frames().get(main_id)
+        return frame is not None and frame.f_code.co_name in ("wait", "ready_fd")
+
+    def read(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        if fd == term.slave and data == b"c" and not forced:
+            forced.append(True)
+            os.write(icpt.w, b"!")
+            assert icpt.done_seen.wait(TIMEOUT), "the main thread never polled"
+            wait_until(main_thread_waits, what="the main thread back in its wait")
+        return data
+
+    def script(t: UserTerminal) -> None:
+        t.type(b"a")
+        wait_until(lambda: b"a" in icpt.held, what="a held")
+        t.type(b"b")
+        wait_until(lambda: b"ab" in icpt.held, what="b held")
+        t.type(b"c")
+        t.wait_for(b"GOT 63\r\n")
+
+    monkeypatch.setattr(os, "read", read)
+    run_loop(icpt, term, script)
+    os.close(icpt.r)
+    os.close(icpt.w)
+    assert forced == [True]
+    out = bytes(term.output)
+    assert out.index(b"GOT 61") < out.index(b"GOT 62") < out.index(b"GOT 63")
+
+
+def test_a_slow_terminal_gets_the_whole_tail_after_the_reap(term, monkeypatch):
+    """The child writes a burst and exits while the user's side reads nothing (a slow link).
+
+    The drain's limit (DRAIN_MAX_SECS, lowered here) counts while the output
+    thread reads, not while its write waits for the terminal: the whole tail
+    arrives. Before, the drain stopped DRAIN_MAX_SECS after the reap even with
+    the last buffer still being written, and the rest of the child's output was lost.
+    """
+    import fcntl
+
+    from wrapagent.proxy import output_thread
+
+    monkeypatch.setattr(output_thread, "DRAIN_MAX_SECS", 0.2)
+    if not hasattr(fcntl, "F_SETPIPE_SZ"):
+        pytest.skip("needs a pipe smaller than the burst (F_SETPIPE_SZ: Linux)")
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)  # the smallest pipe: wrapagent's write blocks early
+    size = 12 * 1024  # fits the child's PTY buffer (~17 KiB), so the child exits; 3x the pipe
+    pids: list[int] = []
+    got = bytearray()
+    failure: list[BaseException] = []
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    def slow_user() -> None:
+        try:
+            wait_until(lambda: bool(pids) and gone(pids[0]), what="the child reaped")
+            time.sleep(1.0)  # the link stays slow (not a check): 5x the drain's limit
+            while True:
+                data = os.read(r, 65536)
+                if not data:
+                    return
+                got.extend(data)
+        except BaseException as exc:
+            failure.append(exc)
+
+    reader = threading.Thread(target=slow_user, daemon=True)
+    reader.start()
+    result = pty_loop.run(helper("burst_exit.py", str(size)), env=dict(os.environ),
+                          stdin_fd=term.slave, stdout_fd=w, on_spawn=pids.append)
+    os.close(w)
+    reader.join(TIMEOUT)
+    os.close(r)
+    if failure:
+        raise failure[0]
+    assert result.exit_code == 0
+    line = b"0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"
+    assert bytes(got).endswith(b"TAIL-MARK"), bytes(got[-200:])
+    assert got.count(line) == size // (len(line) + 1)
+
+
+@pytest.mark.parametrize("modes_left_on", [True, False])
+def test_modes_a_killed_child_left_on_are_turned_off(term, modes_left_on):
+    """The kill grace SIGKILLs a TUI that ignores SIGTERM: the modes it turned on are undone.
+
+    Only what is still on: a child that turned its modes off again gets nothing written.
+    Before, only termios was restored, and the user's shell stayed on the alternate
+    screen with mouse reporting, bracketed paste and kitty flags on, the cursor hidden.
+    """
+    failure: list[BaseException] = []
+    argv = helper("sigtrap.py", "--ignore", "--modes")
+    if not modes_left_on:
+        argv = [sys.executable, "-c",
+                "import os, subprocess, sys; os.write(1, b'\\x1b[?1049h\\x1b[?25l');"
+                "os.write(1, b'\\x1b[?25h\\x1b[?1049l');"
+                f"os.execv(sys.executable, {helper('sigtrap.py', '--ignore')!r})"]
+
+    def drive() -> None:
+        try:
+            term.wait_for(b"READY pid=")
+            os.kill(os.getpid(), signal.SIGTERM)  # forwarded to the child, which ignores it
+            term.wait_for(b"GOT SIGTERM")
+        except BaseException as exc:
+            failure.append(exc)
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    result = pty_loop.run(argv, env=dict(os.environ), stdin_fd=term.slave, stdout_fd=term.slave,
+                          kill_grace=0.3)
+    driver.join(TIMEOUT)
+    if failure:
+        raise failure[0]
+    assert result.killed_after_grace and result.exit_code == 128 + signal.SIGKILL
+    reset = b"\x1b[<1u\x1b[?25h\x1b[?1000l\x1b[?1006l\x1b[?2004l\x1b[?1049l"
+    if modes_left_on:
+        term.wait_for(b"GOT SIGTERM\r\n" + reset)
+    else:
+        term.wait_for(b"GOT SIGTERM\r\n")
+        assert b"\x1b[?1049l" not in bytes(term.output).split(b"READY")[-1]
+
+
+def test_mode_tracker_reads_sequences_cut_between_chunks():
+    from wrapagent.proxy.terminal_modes import ModeTracker
+
+    tracker = ModeTracker()
+    stream = b"text\x1b[31mred\x1b[?1049h\x1b[?2004h more \x1b[>4;2m\x1b[?2004l\x1b[?1002h"
+    for i in range(len(stream)):  # every place a chunk boundary can fall
+        tracker = ModeTracker()
+        first, second = bytearray(stream[:i]), bytearray(stream[i:])
+        tracker.feed(first, len(first))
+        tracker.feed(second, len(second))
+        assert tracker.reset_sequence() == b"\x1b[>4;0m\x1b[?1002l\x1b[?1049l", i

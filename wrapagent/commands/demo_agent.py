@@ -15,6 +15,11 @@ animates a spinner for `--think-secs` (default 3, or WRAPAGENT_DEMO_THINK_SECS)
 before the reply; one containing `(ask)` first shows a permission prompt
 that waits for Enter.
 
+WRAPAGENT_DEMO_PASTE_ENTER=joins makes it read input as gemini 0.61 does: an
+Enter that comes in the same read right after a paste's end is part of the
+paste (a newline), not a submission; tests use it to see held keys released
+as one burst.
+
 Usage: python -m wrapagent.commands.demo_agent [--log FILE] [--think-secs S] [-p] [PROMPT]
 """
 
@@ -142,10 +147,12 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
     buf: list[str] = []
     in_paste = False
     interrupts = 0
+    enter_joins_paste = os.environ.get("WRAPAGENT_DEMO_PASTE_ENTER") == "joins"
     while True:
         data = os.read(fd, 65536)
         if not data:
             return 0
+        after_paste = False
         for tok in tokenize(data):
             kind = tok.kind
             if kind == PASTE_START:
@@ -153,7 +160,13 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
                 continue
             if kind == PASTE_END:
                 in_paste = False
+                after_paste = enter_joins_paste
                 continue
+            if after_paste and kind == ENTER:
+                buf.append("\n")  # gemini: an Enter in the paste's own read belongs to the paste
+                out.write("\r\n")
+                continue
+            after_paste = False
             if in_paste and kind in (ENTER, NEWLINE):
                 # Terminals send newlines inside a paste as \r: keep them as \n.
                 buf.append("\n")

@@ -12,8 +12,8 @@ so a guess can only miss a reset, never invent one.
 
 from __future__ import annotations
 
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START,
-                                   REPLY, TEXT, Token)
+from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, NEWLINE, PASTE_END,
+                                   PASTE_START, REPLY, TEXT, Token)
 
 MAX_TRACKED = 512
 """Bytes of typed text kept per composer line: resets are short, messages need not be kept."""
@@ -34,6 +34,10 @@ class Submission:
         """Nothing typed: an Enter that answers a prompt (or does nothing), not a message."""
         return not self.text.strip() and not self.pasted and not self.unknown
 
+    def is_command_like(self, prefixes: tuple[str, ...]) -> bool:
+        """Typed text starting with a command prefix (`/`, `!`): not a message for the model."""
+        return not self.pasted and self.text.lstrip(" ").startswith(prefixes)
+
     def is_command(self, commands: tuple[str, ...]) -> bool:
         """True when the composer held exactly one of `commands` (trailing blanks allowed)."""
         if self.pasted or self.unknown:
@@ -47,7 +51,9 @@ class Submission:
 class Composer:
     """Follows the composer line from the user's tokens; `feed` returns a Submission on Enter."""
 
-    def __init__(self) -> None:
+    def __init__(self, esc_clears: bool = False) -> None:
+        self.esc_clears = esc_clears
+        """A lone Esc clears the composer (the adapter says so); else what it did is unknown."""
         self._buf = bytearray()
         self._pasted = False
         self._unknown = False
@@ -60,10 +66,11 @@ class Composer:
             return None  # the terminal talking, not the user
         backslash, self._backslash = self._backslash, kind == TEXT and tok.data.endswith(b"\\")
         if kind == PASTE_START:
-            self._in_paste = self._pasted = True
+            self._in_paste = True
         elif kind == PASTE_END:
             self._in_paste = False
         elif self._in_paste:
+            self._pasted = True  # (an empty paste puts nothing in the composer)
             return None
         elif kind == ENTER and not backslash:
             return self._submit()
@@ -73,7 +80,7 @@ class Composer:
             self._add(b"\n")
         elif kind == BACKSPACE:
             self._erase()
-        elif kind == INTERRUPT:
+        elif kind == INTERRUPT or (kind == ESCAPE and self.esc_clears):
             self.clear()
         else:
             self._unknown = True  # cursor keys, Tab, Ctrl-letters: the line is no longer ours to read

@@ -16,9 +16,21 @@ PASTE_BEGIN = b"\x1b[200~"
 PASTE_FINISH = b"\x1b[201~"
 
 
+TYPED_TAB_SPACES = 4
+"""Tabs in typed delivery become spaces (to the next multiple of this column)."""
+
+
+def delivered_text(adapter: Adapter, prefix: str) -> str:
+    """The text as it reaches the composer: typed delivery sends keys, and a Tab key is not a
+    tab character (claude completes on it), so tabs are expanded; a paste keeps them."""
+    if adapter.delivery == "typed":
+        return prefix.expandtabs(TYPED_TAB_SPACES)
+    return prefix
+
+
 def delivery_chunks(adapter: Adapter, prefix: str, now: float) -> list[tuple[float, bytes]]:
     """(due time, bytes) pairs that write `prefix` into the composer the way `adapter` needs."""
-    data = prefix.encode()
+    data = delivered_text(adapter, prefix).encode()
     if adapter.delivery == "typed":
         size = adapter.typed_chunk_bytes
         gap = adapter.typed_gap_secs

@@ -13,6 +13,11 @@ The design (validated against codex, claude, gemini and opencode, see
    release the held keys in order.
 3. wrapagent never sends Enter: the user's own Enter submits, at human speed,
    so none of the CLIs' Enter-after-paste heuristics can bite.
+4. Held keys keep their timing: each read the user's terminal handed over
+   while keys were held is released as it came, with its original gap after
+   the one before (capped: `held.py`). A paste's end and the Enter
+   that followed it 0.8 s later never reach the tool as one burst (gemini
+   then takes that Enter as part of the paste and nothing is submitted).
 
 A first input that is a command (`/…`, `!…`, per adapter) passes through and
 injection re-arms after it is submitted. A submission with no typed text
@@ -37,16 +42,17 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable
 
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.composer import Composer, Submission
-from wrapagent.inject.delivery import delivery_chunks, now_iso
-from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, PASTE_END, PASTE_START, REPLY, TEXT,
-                                   Token, tokenize)
+from wrapagent.inject.delivery import delivered_text, delivery_chunks, now_iso
+from wrapagent.inject.held import HeldKeys
+from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, PASTE_END, PASTE_START, REPLY,
+                                   TEXT, Token, blank_paste, tokenize)
+from wrapagent.inject.report import InjectionReport, close_unsubmitted
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -78,24 +84,6 @@ _HOLD_STATES = (HOLDING, DELIVERING, SETTLING)
 
 BP_ON = b"\x1b[?2004h"
 READY_CHECK_INTERVAL = 0.05
-
-
-@dataclass
-class InjectionReport:
-    """What the session record says about one conversation's injection."""
-
-    status: str = "pending"   # pending | delivered | submitted | none | lost
-    path: str = "interactive"
-    text: str | None = None
-    at: str | None = None
-    attempts: int = 0
-    ready_after_s: float | None = None
-    first_key_delay_ms: float | None = None
-    notes: list[str] = field(default_factory=list)
-    conversation: int = 1
-    """1 for the session's first conversation, +1 after each reset command."""
-    message: int = 1
-    """Which message of its conversation got these blocks (>1: `every_message` guards only)."""
 
 
 class FirstMessageInjector:
@@ -147,14 +135,17 @@ class FirstMessageInjector:
         """Monotonic time of the child's latest output; the proxy stores it directly."""
         self._screen_dirty = False
         self._next_check: float | None = None
-        self._held = bytearray()
+        self._keys = HeldKeys()
+        """The keys held from the tool, then released with their timing."""
         self._trigger_at: float | None = None
         self._outbox: list[tuple[float, bytes]] = []
         self._delivered_at: float | None = None
         self._in_paste = False
         self._prefix: str | None = None
         self._release_on_error = b""
-        self._composer = Composer()
+        self._composer = Composer(esc_clears=adapter.esc_clears_composer)
+        self._bare: list[str] = []
+        """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
 
     # -- Interceptor protocol -------------------------------------------------
@@ -164,6 +155,9 @@ class FirstMessageInjector:
 
     def deadline(self) -> float | None:
         own = self._own_deadline()
+        due = self._keys.next_due()
+        if due is not None and (own is None or due < own):
+            own = due
         if self.outgoing is not None:
             theirs = self.outgoing.deadline(self.last_output)
             if theirs is not None:
@@ -218,6 +212,9 @@ class FirstMessageInjector:
 
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
+            if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
+                self._keys.queue(data, now)
+                return b""
             return self._on_input(data, now)
         except Exception as exc:
             return self._fail(exc, data)
@@ -233,7 +230,8 @@ class FirstMessageInjector:
                 # One wake pipe for the guards and the outgoing queue: drained before
                 # either looks, so a wake-up that comes after its look is never lost.
                 self._drain_wake()
-            out = self._poll(now)
+            out = self._due_replay(now) if self._keys.replay else b""
+            out += self._poll(now)
             if self.outgoing is not None:
                 out += self._poll_outgoing(now)
             if self.turns is not None and self.state != STARTING:
@@ -247,8 +245,7 @@ class FirstMessageInjector:
     def _fail(self, exc: Exception, data: bytes = b"") -> bytes:
         self._note(f"internal error ({exc!r}): injection switched off, keys passed through")
         self.report.status = "lost"
-        held = bytes(self._held) + data
-        self._held.clear()
+        held = self._keys.take_all() + data
         self.state = DONE
         self.done = True
         self.watch_output = False
@@ -286,7 +283,9 @@ class FirstMessageInjector:
             self._became_ready(now)
         if self.state == STARTING:
             for tok in tokenize(data):
-                self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
+                sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
+                if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
+                    self._bare.append("a message was submitted before the tool's ready screen was seen")
             return data
         return self._feed(data, now)
 
@@ -367,25 +366,33 @@ class FirstMessageInjector:
     def _feed(self, data: bytes, now: float) -> bytes:
         """Forward what may go to the child now; hold the rest from the first key of a message."""
         if self.state in _HOLD_STATES:
-            self._held += data
+            self._keys.hold(now, data)
             return b""
         offset = 0
-        for tok in tokenize(data):
-            if self.state == ARMED and self._triggers(tok):
+        tokens = tokenize(data)
+        for i, tok in enumerate(tokens):
+            if self.state == ARMED and self._triggers(tok) and not blank_paste(tokens, i):
                 self._trigger(now, data[offset:])
                 return data[:offset]
-            before = self.state
+            before, early = self.state, self._begun_early
             sub = self._composer.feed(tok)
             self._state_token(tok, sub)
             if sub is not None:
+                self._went_bare(sub, before, early)
                 self._submitted(sub, before, now)
             offset += len(tok.data)
         return data
 
     def _triggers(self, tok: Token) -> bool:
+        """The first key of a message: a paste's start, or typed text that is not blank or a command.
+
+        Blank text (spaces) is no message: blocks put in front of it would be
+        submitted alone by the Enter after it, and the real message go bare.
+        """
         if self._in_paste:
             return False
-        return tok.kind == PASTE_START or (tok.kind == TEXT and not self._is_command(tok.data))
+        return tok.kind == PASTE_START or (tok.kind == TEXT and bool(tok.data.strip())
+                                           and not self._is_command(tok.data.lstrip()))
 
     def _state_token(self, tok: Token, sub: Submission | None) -> None:
         state = self.state
@@ -404,7 +411,7 @@ class FirstMessageInjector:
                 self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
                          f"injection: conversation {n}, message {m}: submitted with the blocks")
                 self._finish()
-            elif tok.kind == INTERRUPT:
+            elif self._clears(tok):
                 self._note("composer cleared before submit; injection re-armed")
                 self.state = ARMED
                 self._rearm()
@@ -425,6 +432,23 @@ class FirstMessageInjector:
         else:
             self.turns.submitted(now)
 
+    def _went_bare(self, sub: Submission, before: str, early: bool) -> None:
+        """Note a message that reached the tool without the blocks (the record and log say why)."""
+        if not self.inject or sub.empty:
+            return
+        if before == ARMED:
+            if sub.unknown:  # (blank text or a blank paste is no message)
+                self._bare.append("a message was submitted with no typed text (history recall?)")
+        elif before == COMMAND and early:
+            self._bare.append("a message begun before the composer was ready was submitted")
+        elif before == WAIT_READY and not sub.is_command_like(self.adapter.command_prefixes):
+            self._bare.append("a message was submitted before the composer showed again")
+
+    def _clears(self, tok: Token) -> bool:
+        """Ctrl-C empties the composer; a lone Esc only if the adapter says so (else: unknown,
+        and the blocks already in the composer are taken to be still there)."""
+        return tok.kind == INTERRUPT or (tok.kind == ESCAPE and self.adapter.esc_clears_composer)
+
     def _is_command(self, text: bytes) -> bool:
         return any(text.startswith(p.encode()) for p in self.adapter.command_prefixes)
 
@@ -441,16 +465,22 @@ class FirstMessageInjector:
             if not self._composer.has_text:
                 self.state = ARMED
                 self._begun_early = False
-        elif sub is not None or tok.kind in (ENTER, INTERRUPT):
+        elif sub is not None or tok.kind == ENTER or self._clears(tok):
             self.state = ARMED
             if tok.kind == ENTER and not self._begun_early and self._message == 1:
                 self._note("first input was a command: passed through, injection re-armed")
             self._begun_early = False
 
     def _trigger(self, now: float, held: bytes) -> None:
-        self._held += held
+        self._keys.hold(now, held)
         self._trigger_at = now
         self.state = HOLDING
+        # While keys are held, output moves the deadline EARLIER (settling ends
+        # `settle_secs` after the composer redrew, not at `settle_max_secs`):
+        # the proxy must call on_output so the main thread is woken to re-read
+        # it. With watch_output false it only stores `last_output`, and a lone
+        # first key waited for the next key or for settle_max_secs (issue 21).
+        self.watch_output = True
 
     def _new_conversation(self, command: str, now: float) -> None:
         """A reset command was submitted: fresh blocks for the next message, as for the first."""
@@ -462,6 +492,7 @@ class FirstMessageInjector:
         self._message = 1
         self.report = InjectionReport(conversation=self._conversation)
         self.reports.append(self.report)
+        self._bare = []
         self._prefix = None
         self._trigger_at = None
         self._in_paste = False
@@ -476,6 +507,7 @@ class FirstMessageInjector:
         self.on_message(self._conversation, self._message)
         self.report = InjectionReport(conversation=self._conversation, message=self._message)
         self.reports.append(self.report)
+        self._bare = []
         self._prefix = None
         self._trigger_at = None
         self._in_paste = False
@@ -526,7 +558,7 @@ class FirstMessageInjector:
             self.report.notes.append("all blocks empty: nothing injected")
             return self._release(now, finished=True)
         self.report.attempts += 1
-        self.report.text = self._prefix
+        self.report.text = delivered_text(self.adapter, self._prefix)  # what the model will read
         self._outbox = delivery_chunks(self.adapter, self._prefix, now)
         self.state = DELIVERING
         return self._due_chunks(now)
@@ -556,20 +588,41 @@ class FirstMessageInjector:
         """Give the held keys to the child, read as if they had just been typed.
 
         They go through `_feed` in the new state, so an Enter among them
-        submits, and a reset among them (fast typing) still counts.
+        submits, and a reset among them (fast typing) still counts. The first
+        read goes now, the others when their turn comes (`held.HeldKeys`).
         """
-        held = bytes(self._held)
-        self._held.clear()
         if self._trigger_at is not None:
             self.report.first_key_delay_ms = round((now - self._trigger_at) * 1000, 1)
+        self.watch_output = self._keep_watching  # no deadline depends on output any more (a re-hold sets it again)
+        size, count, first = self._keys.release(now)
         if finished:
             self._finish()
         else:
             self.state = AWAIT_SUBMIT
             self._in_paste = False
-        self.log(f"injection: released {len(held)} held bytes after "
+        self.log(f"injection: released {size} held bytes in {count} reads after "
                  f"{self.report.first_key_delay_ms} ms ({self.report.status})")
-        return self._feed(held, now)
+        out = self._feed(first, now)
+        self._rehold_replay()
+        return out + self._due_replay(now)  # reads that came together go together
+
+    def _due_replay(self, now: float) -> bytes:
+        """Replayed reads whose time has come, fed as if typed now."""
+        out = bytearray()
+        while self.state not in _HOLD_STATES:
+            data = self._keys.pop_due(now)
+            if data is None:
+                break
+            out += self._on_input(data, now)
+            self._rehold_replay()
+        if not self._keys.replay and self.state == DONE:
+            self.done = True  # held back by `_finish` until the last replayed key went
+        return bytes(out)
+
+    def _rehold_replay(self) -> None:
+        """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
+        if self._keys.replay and self.state in _HOLD_STATES:
+            self._keys.rehold()
 
     def _rearm(self) -> None:
         """Back to waiting for a first message; the prefix is kept and delivered again."""
@@ -587,7 +640,7 @@ class FirstMessageInjector:
                 self._next_message()
             return
         self.state = DONE
-        self.done = True
+        self.done = not self._keys.replay  # else once the last replayed key went (`_due_replay`)
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:
@@ -620,13 +673,11 @@ class FirstMessageInjector:
             return self.reports[0]
         if self._prefix == "":
             report.status = "none"
-        elif self.state == STARTING:
-            report.status = "lost"
-            report.notes.append("the tool never showed its ready screen")
-        elif report.conversation > 1 and self.state in (WAIT_READY, ARMED, COMMAND):
-            report.status = "none"
-            report.notes.append("no message after the reset")
-        else:
-            report.status = "lost"
-            report.notes.append("no message was typed after the tool became ready")
+            return self.reports[0]
+        unfinished = {STARTING: "the tool never showed its ready screen",
+                      HOLDING: "the tool exited while the first key waited for the guards"}.get(self.state)
+        why = close_unsubmitted(report, unfinished=unfinished, bare=self._bare)
+        if why:  # said once on stderr after the session, pointing to this log
+            self.log(f"injection: a message reached {self.adapter.name} without the blocks: {why}")
         return self.reports[0]
+

@@ -18,7 +18,8 @@ PASTE_END = "paste-end"
 ENTER = "enter"          # submits (outside a paste)
 NEWLINE = "newline"      # inserts a newline: \n, ESC CR, kitty CSI 13;mods u
 BACKSPACE = "backspace"
-INTERRUPT = "interrupt"  # Ctrl-C / lone ESC: tools clear the composer
+INTERRUPT = "interrupt"  # Ctrl-C: tools clear the composer
+ESCAPE = "escape"        # a lone ESC: some tools clear the composer, some keep it (adapter's call)
 CONTROL = "control"      # other C0 keys
 KEY = "key"              # cursor keys, function keys, alt-keys
 REPLY = "reply"          # not the user typing: terminal replies, focus, mouse
@@ -66,7 +67,7 @@ def _classify_csi(params: bytes, inter: bytes, final: bytes) -> str:
         if key in (b"99",) and mods.split(b":")[0] == b"5":
             return INTERRUPT  # Ctrl-C in kitty encoding
         if key == b"27":
-            return INTERRUPT
+            return ESCAPE
         return KEY
     return KEY
 
@@ -123,7 +124,7 @@ def tokenize(data: bytes) -> list[Token]:
 def _escape(data: bytes, i: int, out: list[Token]) -> int:
     n = len(data)
     if i + 1 >= n:
-        out.append(Token(INTERRUPT, data[i:i + 1]))  # a lone ESC key
+        out.append(Token(ESCAPE, data[i:i + 1]))  # a lone ESC key
         return i + 1
     nxt = data[i + 1]
     if nxt == ord("["):
@@ -149,3 +150,22 @@ def _escape(data: bytes, i: int, out: list[Token]) -> int:
         return i + 2
     out.append(Token(KEY, data[i:i + 2]))  # Alt+key
     return i + 2
+
+
+_BLANK = (ENTER, NEWLINE)
+
+
+def blank_paste(tokens: list[Token], i: int) -> bool:
+    """`tokens[i]` starts a paste that holds nothing but blanks and newlines, ending in this read.
+
+    It types no message (see the injector's `_triggers`); a paste cut across reads is taken as one.
+    """
+    if tokens[i].kind != PASTE_START:
+        return False
+    for tok in tokens[i + 1:]:
+        if tok.kind == PASTE_END:
+            return True
+        if tok.kind in _BLANK or (tok.kind == TEXT and not tok.data.strip()):
+            continue
+        return False
+    return False

@@ -98,9 +98,18 @@ class SignalPipe:
             self._old[sig] = signal.signal(sig, _noop_handler)
         return self
 
-    def close(self) -> None:
+    def close(self, hangup_ignored: bool = False) -> None:
+        """Put the old handlers back; with `hangup_ignored`, SIGHUP is ignored from here on instead.
+
+        Once the tool has ended, wrapagent only saves its record and exits: a
+        hang-up (terminals usually send more than one) must not kill it before
+        that. SIGHUP goes straight from the pipe's handler to "ignored", with
+        no default handler in between.
+        """
         if self._installed:
             for sig, old in self._old.items():
+                if hangup_ignored and sig == signal.SIGHUP:
+                    old = signal.SIG_IGN
                 signal.signal(sig, old)  # type: ignore[arg-type]
             signal.set_wakeup_fd(self._old_wakeup)
             self._installed = False
@@ -166,13 +175,33 @@ def start(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None" 
         # Size read after the SIGWINCH handler is in place: a resize in between
         # is then seen by the loop instead of lost (SIGWINCH's default is ignore).
         # The loop copies the whole size (pixels too) to the master once it runs.
-        size = get_size(stdin_fd) or get_size(stdout_fd)
-        rows, cols = size if size and size[0] and size[1] else (24, 80)
+        rows, cols = start_size(stdin_fd, stdout_fd)
         pid, master, err_r = _fork_exec(argv, env=env, cwd=cwd, size=(rows, cols))
     except BaseException:
         signals.close()
         raise
     return Child(pid, master, signals, argv[0], err_r)
+
+
+DEFAULT_SIZE = (24, 80)
+
+
+def usable_size(size: "tuple[int, ...] | None") -> "tuple[int, int] | None":
+    """(rows, cols) if `size` is one a screen can have: a 0 means the terminal reports none."""
+    if size and size[0] and size[1]:
+        return size[0], size[1]
+    return None
+
+
+def start_size(stdin_fd: int = 0, stdout_fd: int = 1) -> "tuple[int, int]":
+    """The size the tool starts with, and the one rule for every reader of it.
+
+    The user's terminal's size, or 24x80 when it reports none or a 0 (serial
+    consoles, some CI PTYs, `docker exec -t` before its first resize). The
+    injector's screen reads the same (a 1x1 screen never shows a ready
+    marker: the blocks were silently lost).
+    """
+    return usable_size(get_size(stdin_fd)) or usable_size(get_size(stdout_fd)) or DEFAULT_SIZE
 
 
 def get_size(fd: int) -> "tuple[int, int] | None":

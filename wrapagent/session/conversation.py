@@ -124,7 +124,7 @@ class Conversation:
     def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
                  sends: bool = False) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
-        from wrapagent.proxy.terminal import get_winsize
+        from wrapagent.proxy.spawn import start_size
 
         self.live = live
         self.plan = plan
@@ -136,7 +136,7 @@ class Conversation:
         self.turns = self._turn_tracker(wait_hook, stop_check)
         if first:
             self._run_guards(live.ctx, 0, self._message_info(1, 1))
-        size = get_winsize(0) or (24, 80, 0, 0)
+        rows, cols = start_size()  # the tool's own size: one rule (a 0x0 terminal is 24x80)
         adapter = live.launch.adapter
         self.outgoing = None
         self.gate = None
@@ -145,7 +145,7 @@ class Conversation:
             from wrapagent.inject.outgoing import Outgoing
             from wrapagent.session.stop_gate import StopGate
 
-            self.outgoing = Outgoing(adapter, size[0], size[1], wake=self.prefix.poke, log=live.record.log)
+            self.outgoing = Outgoing(adapter, rows, cols, wake=self.prefix.poke, log=live.record.log)
             self.gate = StopGate(live, stop_check, self.turns, self.outgoing,
                                  self.firer.fire if self.firer is not None else None, sends=sends)
             self.turns.fire = self.gate.stopped
@@ -158,7 +158,7 @@ class Conversation:
                 live.record.warn(f"send: cannot take messages: {exc}")
         every = (first or resets) and any(g.every_message for g in live.cfg.guards)
         self.interceptor = FirstMessageInjector(
-            adapter, rows=size[0], cols=size[1],
+            adapter, rows=rows, cols=cols,
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
             on_reset=self._new_conversation if resets else None,

@@ -114,6 +114,7 @@ class Adapter(Frozen):
         "reset_ready_patterns",
         "reset_quiet_secs",
         "wait_quiet_secs",
+        "esc_clears_composer",
     )
     _defaults = {
         "aliases": (),
@@ -137,6 +138,7 @@ class Adapter(Frozen):
         "reset_ready_patterns": (),
         "reset_quiet_secs": 0.3,
         "wait_quiet_secs": 3.0,
+        "esc_clears_composer": False,
     }
 
     name: str
@@ -177,6 +179,10 @@ class Adapter(Frozen):
     wait_quiet_secs: float
     """Default `[waiting_for_input] quiet_secs`: output quiet this long after a turn = waiting.
     Above the longest gap of the tools' thinking animations (measured 1.15-1.40 s), with margin."""
+    esc_clears_composer: bool
+    """A lone Esc empties the composer. False (the default): what Esc did is unknown, so text
+    typed after it is never taken for a reset command or a new message (a guess may miss a
+    reset, never invent one). Set it only for a tool measured to clear on Esc."""
 
     # -- argv ----------------------------------------------------------------
 

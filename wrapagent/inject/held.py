@@ -1,0 +1,76 @@
+"""Keys held from the tool while the blocks go in, and released with the timing they came with.
+
+A tool reads its input as it comes: a paste's end and the Enter typed 0.8 s
+after it are two reads, and gemini 0.61 takes an Enter that comes in the same
+read as a paste's end as part of the paste (the message is never submitted).
+So held keys are released read by read: the first at once, each later one as
+far behind the one before as it came, at most HELD_GAP_CAP_SECS. Pure data and
+arithmetic on the injector's clock; the injector feeds each read when its
+time comes (`pop_due`) and keeps them apart from the tool until then.
+"""
+
+from __future__ import annotations
+
+HELD_GAP_CAP_SECS = 0.3
+"""Released held keys keep the gaps between the reads they came in, each at most this long.
+
+Above every CLI's "Enter right after text or a paste is not a submit" window
+(codex 120 ms, gemini 30-40 ms: ../shared/clis/README.md), so an Enter typed
+apart stays apart; short enough that a long hold (slow guards) is not
+replayed for seconds after it ended.
+"""
+
+
+class HeldKeys:
+    """Reads held (each with the time it arrived), then replayed (each with the time it is due)."""
+
+    def __init__(self) -> None:
+        self.reads: list[tuple[float, bytes]] = []
+        """Held: (arrival time, bytes), in order."""
+        self.replay: list[tuple[float, float, bytes]] = []
+        """Released, not given to the tool yet: (due time, arrival time, bytes), in order."""
+
+    def hold(self, now: float, data: bytes) -> None:
+        if data:
+            self.reads.append((now, data))
+
+    def take_all(self) -> bytes:
+        """Everything held or still to replay, at once (injection switched off after an error)."""
+        out = b"".join(d for _, d in self.reads) + b"".join(d for _, _, d in self.replay)
+        self.reads.clear()
+        self.replay.clear()
+        return out
+
+    def release(self, now: float) -> tuple[int, int, bytes]:
+        """Release the held reads: (bytes held, reads held, the first read's bytes, due now).
+
+        The others are scheduled behind it with their original gaps (capped).
+        """
+        reads, self.reads = self.reads, []
+        if not reads:
+            return 0, 0, b""
+        due, previous = now, reads[0][0]
+        for arrived, data in reads[1:]:
+            due += min(HELD_GAP_CAP_SECS, max(0.0, arrived - previous))
+            previous = arrived
+            self.replay.append((due, arrived, data))
+        return sum(len(d) for _, d in reads), len(reads), reads[0][1]
+
+    def queue(self, data: bytes, now: float) -> None:
+        """A read that arrives while released reads are still to go: behind them, spaced the same way."""
+        due, arrived, _ = self.replay[-1]
+        self.replay.append((due + min(HELD_GAP_CAP_SECS, max(0.0, now - arrived)), now, data))
+
+    def next_due(self) -> float | None:
+        return self.replay[0][0] if self.replay else None
+
+    def pop_due(self, now: float) -> bytes | None:
+        """The next replayed read if its time has come, else None."""
+        if self.replay and self.replay[0][0] <= now:
+            return self.replay.pop(0)[2]
+        return None
+
+    def rehold(self) -> None:
+        """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
+        self.reads.extend((arrived, data) for _, arrived, data in self.replay)
+        self.replay.clear()

@@ -1,0 +1,281 @@
+"""Every byte for the child passes here: the user's keys, and what the interceptor releases.
+
+The ordering invariant, enforced in this file only:
+
+    The child receives bytes in the order they were queued, and the user's
+    keys in the order they were typed, behind everything the interceptor
+    released before them.
+
+How:
+- The input thread is the master's only writer (`user_bytes`, `flush`). The
+  master stays blocking for the output thread's reads; a key or a short
+  burst (SMALL_WRITE bytes, nothing queued) is one plain write, anything
+  bigger is written with the master non-blocking for that write (`_write`),
+  so a child that reads nothing makes a paste queue here instead of stopping
+  the thread. (A key written while 64 KiB the child has not read fill its
+  input waits in the kernel until it reads or exits; the keys after it wait
+  in the user's terminal, in order.)
+- Another thread with bytes for the child (an interceptor's `poll` run by
+  the supervisor at a deadline, or by the output thread after `on_output`)
+  appends them to `pending` under `lock` and pokes the input thread.
+- The input thread writes bytes of its own straight to the master only when
+  `pending` is empty; otherwise they go behind it. A short write puts the
+  rest at the head of `pending` (it was queued before anything there now).
+- Without the lock: when `interceptor` is None AND `pending` is empty. Both
+  are read in that order: an interceptor is dropped under the lock after
+  what its last `poll` returned was appended, and once it is dropped no
+  other thread appends. (Reading only `interceptor` let a key read while the
+  interceptor finished overtake the keys it had just released: typed
+  `a b c`, the child got `c a b`.)
+
+The interceptor contract (v2), for the calls made from here:
+
+    `done` true -> dropped for good. `watch_output` is read per output
+    chunk: true -> `on_output(bytes copy, now)`; false (the steady state) ->
+    the loop only stores `last_output = time.monotonic()`: no call, no
+    copy, no lock, and nobody is woken, so `watch_output` must be true
+    whenever output can move `deadline()` EARLIER (the supervisor sleeps on
+    the deadline it read last; only a call makes it read again). `poll`
+    runs right after every on_input/on_output, when `deadline()` has passed
+    and when `wake_fd()` is readable; what it returns goes to the child
+    after anything already queued. `deadline()` and `wake_fd()` may change
+    after any call. Calls are never concurrent (`lock`); the `last_output`
+    store is the only thing that may happen concurrently. An interceptor
+    never blocks. Optional: `on_resize(rows, cols)`.
+"""
+
+import _thread
+import errno
+import os
+import time
+
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+
+from wrapagent.proxy.loop_state import poke
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from wrapagent.proxy.loop_state import LoopState
+
+    class Interceptor(Protocol):
+        """Sees the user's input and the child's output until it says it is done (see module docstring)."""
+
+        done: bool
+        watch_output: bool
+        last_output: float
+
+        def on_input(self, data: bytes, now: float) -> bytes:
+            """Bytes to forward to the child now (the rest may be held)."""
+
+        def on_output(self, data: bytes, now: float) -> None:
+            """The child wrote `data` (already copied to the user)."""
+
+        def poll(self, now: float) -> bytes:
+            """Bytes due to the child now (timed deliveries, released keys)."""
+
+        def deadline(self) -> "float | None":
+            """Monotonic time at which `poll` must run next, or None."""
+
+        def wake_fd(self) -> "int | None":
+            """A readable fd that signals "call poll" (a background job finished)."""
+
+SMALL_WRITE = 256
+"""Up to this many bytes (keys, a short burst) go in one plain write: no flag changes around it."""
+
+QUEUE_WRITE_SIZE = 64 * 1024
+"""At most this much of the queue per write to the (non-blocking) master."""
+
+
+class ToChild:
+    """The queue of bytes for the child and the gate to the interceptor (module docstring).
+
+    `lock` serialises every call into the interceptor and every change of
+    `pending` by a thread other than the input thread; it is never held
+    across I/O.
+    """
+
+    def __init__(self, st: "LoopState", interceptor: "Interceptor | None") -> None:
+
+        self.st = st
+        self.master = st.master
+        self.interceptor = interceptor
+        self.lock = _thread.allocate_lock()
+        self.pending = bytearray()
+        # What the supervisor sleeps on (read under the lock before every sleep):
+        # a call from a copy thread that moves either pokes it.
+        self.main_deadline: "float | None" = None
+        self.main_wake: "int | None" = None
+        import fcntl
+
+        self._fcntl, self._setfl = fcntl.fcntl, fcntl.F_SETFL
+        self._blocking_flags = fcntl.fcntl(st.master, fcntl.F_GETFL) & ~os.O_NONBLOCK
+        self._nonblocking_flags = self._blocking_flags | os.O_NONBLOCK
+        self._flags_lock = _thread.allocate_lock()
+        self._nonblocking_for_good = False
+
+    def master_nonblocking_for_good(self) -> None:
+        """The child was reaped: no more writes, and the output thread's drain reads must not block."""
+        with self._flags_lock:
+            self._nonblocking_for_good = True
+            self._fcntl(self.master, self._setfl, self._nonblocking_flags)
+
+    def _write(self, data: "bytes | bytearray") -> int:
+        """One write to the master that never blocks (raises BlockingIOError when it takes nothing).
+
+        O_NONBLOCK belongs to the open file, shared with the output thread,
+        which reads the master blocking: it is set for this write only. A
+        read that wakes up meanwhile with nothing to read gets EAGAIN and
+        waits in poll instead (output_thread).
+        """
+        if len(data) <= SMALL_WRITE and not self.pending:
+            return os.write(self.master, data)  # (see the module docstring)
+        with self._flags_lock:
+            if self._nonblocking_for_good:
+                return os.write(self.master, data)
+            fcntl, fd = self._fcntl, self.master
+            fcntl(fd, self._setfl, self._nonblocking_flags)
+            try:
+                return os.write(fd, data)
+            finally:
+                fcntl(fd, self._setfl, self._blocking_flags)
+
+    # -- the input thread: the master's only writer ----------------------------------
+
+    def user_bytes(self, data: bytes) -> None:
+        """What the user typed: through the interceptor, then to the child now or behind the queue."""
+        icpt = self.interceptor
+        if icpt is None:
+            if not self.pending:  # in this order: see the module docstring
+                self._write_now(data)
+                return
+            with self.lock:
+                self.pending += data
+            self.flush()
+            return
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is None:  # dropped meanwhile: behind what it released
+                self.pending += data
+                direct = False
+            else:
+                now = time.monotonic()
+                data = icpt.on_input(data, now) + icpt.poll(now)  # poll's bytes follow
+                # Nothing queued: write at once, before the bookkeeping below
+                # (the key's latency). Bytes queued later by other threads
+                # are behind these: this thread is the master's only writer.
+                direct = not self.pending
+                if not direct:
+                    self.pending += data
+        if not direct:
+            self.flush()
+        elif data:
+            self._write_now(data)
+        if icpt is not None:
+            with self.lock:
+                if self.interceptor is icpt:
+                    self._after_effects(icpt, "input")
+
+    def _write_now(self, data: bytes) -> None:
+        """Write `data` to the child now; what it does not take goes first in the queue."""
+        try:
+            n = self._write(data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                raise
+            return  # the child is gone
+        if n < len(data):
+            with self.lock:
+                self.pending[0:0] = data[n:]
+
+    def flush(self) -> None:
+        """Write what is queued, as much as the child takes now (the master is non-blocking)."""
+        with self.lock:
+            chunk = bytes(self.pending[:QUEUE_WRITE_SIZE])
+        if not chunk:
+            return
+        try:
+            n = self._write(chunk)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                raise
+            with self.lock:
+                self.pending.clear()  # the child is gone: nobody will read these
+            return
+        with self.lock:
+            del self.pending[:n]
+
+    # -- the output thread ------------------------------------------------------------
+
+    def output(self, icpt: "Interceptor", data: bytes) -> None:
+        """The child wrote `data` and `icpt` watches output (`watch_output` true)."""
+        with self.lock:
+            if self.interceptor is not icpt:
+                return
+            now = time.monotonic()
+            icpt.on_output(data, now)
+            self._after_call(icpt, now, "output")
+
+    # -- the supervisor ------------------------------------------------------------------
+
+    def plan(self) -> "tuple[float | None, int | None]":
+        """The interceptor's deadline and wake fd, read under the lock (they are calls), and kept."""
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is None:
+                self.main_deadline = self.main_wake = None
+            else:
+                self.main_deadline, self.main_wake = icpt.deadline(), icpt.wake_fd()
+            return self.main_deadline, self.main_wake
+
+    def poll(self, now: float) -> None:
+        """A deadline passed or the wake fd fired."""
+        with self.lock:
+            icpt = self.interceptor
+            if icpt is not None:
+                self._after_call(icpt, now, "main")
+
+    def resized(self, rows: int, cols: int) -> None:
+        with self.lock:
+            resize = getattr(self.interceptor, "on_resize", None)
+            if resize is not None:
+                resize(rows, cols)  # its screen emulator redraws at the new size too
+
+    def wants_size(self) -> bool:
+        return getattr(self.interceptor, "on_resize", None) is not None
+
+    # -- after a call (always under `lock`) ---------------------------------------------
+
+    def _after_call(self, icpt: "Interceptor", now: float, caller: str) -> None:
+        """Take what is due, drop a done interceptor, wake who must act.
+
+        `caller` is the thread ("output" or "main"). Bytes due go to `pending`
+        and the input thread, the master's only writer, is poked to send them.
+        """
+        due = icpt.poll(now)
+        if due:
+            self.pending += due
+            poke(self.st.in_w)
+        self._after_effects(icpt, caller)
+
+    def _after_effects(self, icpt: "Interceptor", caller: str) -> None:
+        """Drop a done interceptor; wake the supervisor if its deadline or wake fd moved.
+
+        A call from a copy thread may have set an earlier deadline or a new
+        wake fd than the supervisor sleeps on (both are re-read under the
+        lock before every sleep, so comparing here is race-free).
+        """
+        if icpt.done:
+            self.interceptor = None  # after its last bytes were queued: see the module docstring
+            if caller != "main":
+                poke(self.st.main_w)
+            return
+        if caller != "main":
+            deadline, wake = icpt.deadline(), icpt.wake_fd()
+            if wake != self.main_wake or (deadline is not None and (
+                    self.main_deadline is None or deadline < self.main_deadline)):
+                poke(self.st.main_w)
