@@ -62,7 +62,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     try:
         return _main(argv)
     except _Usage as exc:
-        sys.stderr.write(f"wrapagent: {exc}\n")
+        from wrapagent.visible import visible
+
+        sys.stderr.write(visible(f"wrapagent: {exc}") + "\n")  # it quotes the argument: inert
         return 2
     except BrokenPipeError:
         # The reader went away (`wrapagent doctor --json | head -1`): stop

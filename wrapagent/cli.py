@@ -321,6 +321,8 @@ def run_subcommand(name: str, args: Sequence[str], *, strict: bool = False,
             colour.set_mode(color)
         args = colour.take_option(list(args)) if name not in ("_complete",) else list(args)
     except ValueError as exc:
-        sys.stderr.write(f"wrapagent: {exc}\n")
+        from wrapagent.visible import visible
+
+        sys.stderr.write(visible(f"wrapagent: {exc}") + "\n")
         return 2
     return COMMANDS[name](args, strict=strict)

@@ -14,8 +14,8 @@ git process wrapagent starts goes through `run()`, which:
 - names its repository: `--git-dir`/`--work-tree` when the caller knows them
   (the sessions repository), else `-C <folder>` with discovery starting
   there and nothing inherited to override it;
-- never runs the user's hooks: `-c core.hooksPath=/dev/null` on the command
-  line of each call (nothing is written into any config file);
+- never runs the user's hooks: `-c core.hooksPath=/dev/null -c core.fsmonitor=false` on
+  the command line of each call (nothing is written into any config file);
 - never prompts: stdin is /dev/null, `GIT_TERMINAL_PROMPT=0`, no askpass,
   its own session (no controlling terminal to open), an editor that does nothing;
 - with a timeout, kills git's whole process group (a clean filter, a
@@ -56,9 +56,12 @@ git installation runs), GIT_TRACE*.
 LOCATION_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "GIT_PUSH_OPTION_")
 """`git -c` passed down as GIT_CONFIG_COUNT + KEY_n/VALUE_n; a pre-receive hook's push options."""
 
-NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 """Every call: `<hooksPath>/<name>` never exists, so no hook of the user's runs (not even
-`post-index-change` or `reference-transaction` during a snapshot)."""
+`post-index-change` or `reference-transaction` during a snapshot); nor the fsmonitor hook,
+a command a repository's own `.git/config` names (`core.fsmonitor = "…"`, in a project that
+came as an archive rather than a clone), which `git status` and a snapshot's `git add` would
+run on every start. (Clean filters still run: LFS needs them; see README, trust.)"""
 
 IDENTITY = {"GIT_AUTHOR_NAME": "wrapagent", "GIT_AUTHOR_EMAIL": "wrapagent@localhost",
             "GIT_COMMITTER_NAME": "wrapagent", "GIT_COMMITTER_EMAIL": "wrapagent@localhost"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
@@ -14,7 +14,6 @@ import pytest
 from wrapagent.hooks.config_loader import DEFAULT_SESSION_COMPLETE, LifecycleHook
 from wrapagent.hooks.context import GuardContext
 from wrapagent.hooks.hook_runner import (
-    KILL_GRACE,
     STDOUT_CAP,
     HookResult,
     hook_env,
@@ -287,33 +286,36 @@ def test_missing_cwd_falls_back_and_logs(tmp_path):
 
 def test_timeout_kills_whole_group(tmp_path):
     pidfile = tmp_path / "pids"
-    started = time.monotonic()
-    result = _run(f"sleep 120 & echo $! > {pidfile}; sleep 120", tmp_path, timeout=1)
-    elapsed = time.monotonic() - started
+    result = _run(f"echo $$ > {pidfile}.sh; sleep 120 & echo $! > {pidfile}; sleep 120", tmp_path, timeout=1)
+    # The deadline ended it (not the `sleep 120`s): timed out, and the shell and its child are gone.
     assert result.timed_out and not result.ok() and result.error == "timed out after 1s"
-    assert elapsed < 60  # not the `sleep 120`: a loaded machine may take seconds, never minutes
-    grandchild = int(pidfile.read_text())
-    assert not _alive(grandchild)
+    grandchild, shell = int(pidfile.read_text()), int((tmp_path / "pids.sh").read_text())
+    assert not _alive(grandchild) and not _alive(shell)
 
 
 def test_timeout_escalates_to_sigkill(tmp_path):
-    pidfile = tmp_path / "pid"
-    started = time.monotonic()
-    command = f"trap '' TERM; sh -c 'trap \"\" TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done' & wait"
-    result = _run(command, tmp_path, timeout=1)
-    elapsed = time.monotonic() - started
+    """TERM first (a member that heeds it records it), then KILL for the ones that ignore it."""
+    pidfile, heeded = tmp_path / "pid", tmp_path / "heeded"
+    # Its output goes to /dev/null: the runner has closed the hook's pipes by then, and dash's
+    # "Terminated" (for its killed `sleep`) would end it by SIGPIPE before its trap ran.
+    heeds = (f"exec >/dev/null 2>&1; trap 'echo TERM > {heeded}; exit 0' TERM; touch {heeded}.ready; "
+             "while :; do sleep 0.05; done")
+    ignores = f"trap '' TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done"
+    # The heeding member starts before `trap '' TERM`: a shell cannot trap what it inherited ignored.
+    command = (f"sh -c \"{heeds}\" & trap '' TERM; sh -c \"{ignores}\" & "
+               f"until [ -e {heeded}.ready ] && [ -s {pidfile} ]; do sleep 0.05; done; wait")
+    result = _run(command, tmp_path, timeout=5)
     assert result.timed_out
-    assert elapsed >= 1.0 + KILL_GRACE  # the timeout, then the grace before SIGKILL
-    # No upper bound but the test's own: the loop ignores SIGTERM and never ends by itself.
+    assert heeded.read_text() == "TERM\n"  # TERM came first, and was given time to be handled
+    assert result.exit_code == 128 + signal.SIGKILL  # the shell ignoring TERM ended by KILL
     assert not _alive(int(pidfile.read_text()))
 
 
 def test_background_child_holding_stdout_does_not_hang(tmp_path):
     pidfile = tmp_path / "pid"
-    started = time.monotonic()
     logs: list[str] = []
     result = _run(f"sleep 120 & echo $! > {pidfile}; echo hi", tmp_path, capture_stdout=True, logs=logs, timeout=90)
-    assert time.monotonic() - started < 60 and not result.timed_out  # PIPE_GRACE, not the sleep
+    assert not result.timed_out  # ended after PIPE_GRACE: waiting for the `sleep 120` would hit the 90 s timeout
     assert result.ok() and result.stdout == b"hi\n"
     assert not _alive(int(pidfile.read_text()))
     assert any("background process" in line for line in logs)
@@ -334,9 +336,10 @@ def test_detached_background_child_is_left_alone(tmp_path):
 
 
 def test_closed_pipes_still_bounded_by_timeout(tmp_path):
-    started = time.monotonic()
-    result = _run("exec >/dev/null 2>&1; sleep 120", tmp_path, timeout=1)
-    assert result.timed_out and time.monotonic() - started < 60  # the timeout, not the sleep
+    pidfile = tmp_path / "pid"
+    result = _run(f"echo $$ > {pidfile}; exec >/dev/null 2>&1; sleep 120", tmp_path, timeout=1)
+    assert result.timed_out and result.error == "timed out after 1s"
+    assert not _alive(int(pidfile.read_text()))  # the deadline ended it, not the `sleep 120`
 
 
 def test_own_process_group(tmp_path):

@@ -113,3 +113,60 @@ def test_at_the_limit_is_read(project):
         f.truncate(MAX_CONFIG_BYTES)
     config = load_config(project, env=os.environ)
     assert config.lifecycle["pre_run"].command == "true" and not config.has_errors
+
+
+@pytest.mark.parametrize("render", ["text", "json"])
+def test_config_check_does_not_read_the_project_file_again(project, render):
+    """`config check` reports trust as the loader decided it on the bytes it read: a FIFO
+    swapped in after the load (a checkout, a sync tool) must not block the report."""
+    import threading
+
+    from wrapagent.hooks.config_check import as_json, describe
+    from wrapagent.hooks.config_loader import load_config
+
+    path = config_path("project", project)
+    path.parent.mkdir(parents=True)
+    path.write_text('[pre_run]\ncommand = "true"\n')
+    config = load_config(project, env=os.environ)
+    assert config.layers[2].trusted is False
+    path.unlink()
+    os.mkfifo(path)
+    out: list[object] = []
+    worker = threading.Thread(target=lambda: out.append((describe if render == "text" else as_json)(config)),
+                              daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # unblock the reader so the thread ends with the test
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+    assert out, "config check blocked reading the project file again"
+    assert "untrusted" in str(out[0]).lower() or "NOT TRUSTED" in str(out[0])
+
+
+@pytest.mark.parametrize("kind", ["zero", "fifo"])
+@pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
+def test_trust_list_reads_trusted_files_bounded(project, kind, json_out):
+    """A trusted repository whose hooks file became a link to /dev/zero or a FIFO after a
+    pull: `trust --list` (text and --json) still answers, saying the file is not used."""
+    import json
+
+    from wrapagent.hooks.trust import TrustStore
+
+    path = config_path("project", project)
+    path.parent.mkdir(parents=True)
+    path.write_text('[pre_run]\ncommand = "true"\n')
+    TrustStore(env=os.environ).trust(path, path.read_bytes())
+    path.unlink()
+    place(kind, path)
+    args = ["trust", "--list", *(["--json"] if json_out else [])]
+    try:
+        proc = subprocess.run([sys.executable, "-m", "wrapagent", *args], cwd=project, capture_output=True,
+                              text=True, timeout=30, stdin=subprocess.DEVNULL, preexec_fn=limit_memory)
+    except subprocess.TimeoutExpired:
+        pytest.fail("trust --list blocked on the trusted hooks file")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if json_out:
+        (entry,) = [f for f in json.loads(proc.stdout)["files"] if f["path"].startswith(str(project))]
+        assert entry["state"] == "not used"
+    else:
+        assert "not used" in proc.stdout

@@ -192,3 +192,24 @@ def test_the_old_default_copied_into_a_config_is_run_as_the_default(tmp_path: Pa
     record = _assert_session_committed(_only_sessions_root())
     (hook,) = [h for h in record["hooks"] if h["name"] == "session_complete"]
     assert hook["exit_code"] == 0
+
+
+def test_a_repositorys_own_fsmonitor_command_never_runs(tmp_path: Path) -> None:
+    """A project that came as an archive can carry its `.git/config`: `core.fsmonitor` names a
+    command git runs on `status` and `add`. wrapagent's own git calls (the git_status guard, the
+    `before`/`after` checkpoints) must not run it: the user typed `codex`, not a git command."""
+    marker = tmp_path / "fsmonitor-ran"
+    work = tmp_path / "archive-project"
+    make_repo(work)
+    git(work, "config", "core.fsmonitor", f"touch {marker}; false #")
+    (work / "new.txt").write_text("untracked\n")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "wrapagent"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hooks.toml").write_text('[[prompt_guard]]\nname = "git"\nbuiltin = "git_status"\n')
+    proc = subprocess.run([sys.executable, "-m", "wrapagent", "sh", "-c", "echo ran > out.txt"], cwd=work,
+                          env=clean_env(), capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    (root,) = sessions_roots(dict(os.environ))
+    (record,) = records(root)
+    assert (work / "out.txt").exists() and record["checkpoints"]["status"] != "skipped", record["checkpoints"]
+    assert not marker.exists(), "the repository's fsmonitor command ran"

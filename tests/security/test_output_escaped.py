@@ -108,6 +108,45 @@ def test_trust_listing_inert(hostile_project: Path) -> None:
     assert_inert(proc.stdout)
 
 
+class _Terminal:
+    """A stream that says it is a terminal (cmd_trust asks a person only at one)."""
+
+    def __init__(self, text: str = "") -> None:
+        import io
+
+        self.buffer = io.StringIO(text)
+
+    def isatty(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str):
+        return getattr(self.buffer, name)
+
+
+def test_every_trust_line_naming_the_file_inert(hostile_project: Path) -> None:
+    """Refusal, revoke, yes, no, already trusted: each names the hooks file, each inert."""
+    import io
+
+    from wrapagent.commands.trust import cmd_trust
+
+    hooks = hostile_project / ".wrapagent" / "hooks.toml"
+    hooks.parent.mkdir()
+    hooks.write_text('[pre_run]\ncommand = "true"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRAPAGENT_")}
+
+    def trust(*, answer: str | None = None, revoke: bool = False) -> str:
+        out, err = (_Terminal(), io.StringIO()) if answer is not None else (io.StringIO(), io.StringIO())
+        stdin = _Terminal(answer) if answer is not None else io.StringIO()
+        cmd_trust(None, revoke=revoke, list_=False, stdin=stdin, stdout=out, stderr=err, env=env,
+                  cwd=hostile_project)
+        return out.getvalue() + err.getvalue()
+
+    said = [trust(), trust(revoke=True), trust(answer="n\n"), trust(answer="y\n"), trust(), trust(revoke=True)]
+    for text in said:
+        assert "evil" in text and "hooks.toml" in text, text
+        assert_inert(text.encode("utf-8", "surrogateescape"))
+
+
 # --------------------------------------------------------------------------- sessions list / show
 
 
@@ -186,4 +225,27 @@ def test_session_lines_naming_a_hostile_tool_inert(tmp_path: Path) -> None:
     tool.chmod(0o755)
     proc = run([str(tool)], tmp_path)
     assert proc.returncode == 2 and b"refused to start" in proc.stderr
+    assert_inert(proc.stderr)
+
+
+def test_sessions_resume_refusal_naming_a_hostile_tool_inert(hostile_session: Path) -> None:
+    """`sessions resume last` of a tool it cannot resume names the tool: inert."""
+    proc = run(["sessions", "resume", "last"], hostile_session)
+    assert proc.returncode != 0 and b"tool" in proc.stderr, proc.stderr
+    assert_inert(proc.stderr)
+
+
+@pytest.mark.parametrize("args", [["sessions", "prune"], ["send", "hello"]], ids=["prune", "send"])
+def test_refusals_naming_a_hostile_folder_inert(tmp_path: Path, args: list[str]) -> None:
+    """Outside a git repository (prune) and with no running session (send): the line names the folder."""
+    folder = tmp_path / HOSTILE
+    folder.mkdir()
+    proc = run(args, folder)
+    assert proc.returncode != 0 and b"evil" in proc.stderr, proc.stderr
+    assert_inert(proc.stderr)
+
+
+def test_unknown_option_quoted_inert(tmp_path: Path) -> None:
+    proc = run([f"--x{HOSTILE}"], tmp_path)
+    assert proc.returncode == 2 and b"unknown option" in proc.stderr
     assert_inert(proc.stderr)

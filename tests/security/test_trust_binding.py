@@ -235,6 +235,24 @@ def test_review_lists_settings_that_take_effect(tmp_path):
     assert config.checkpoints.enabled is False and config.checkpoints.transcripts is False
 
 
+@pytest.mark.parametrize("content, shown", [
+    (b'[stop_check]\ncommand = "sh ./scripts/continue.sh"\n', "sh -c: sh ./scripts/continue.sh"),
+    (b"[stop_check]\nenabled = false\n", "stop_check: disabled"),
+    (b"[send]\nenabled = true\n", "send.enabled = true"),
+], ids=["stop-check-command", "stop-check-off", "send-on"])
+def test_review_shows_stop_check_and_send(tmp_path, content, shown):
+    """What the loader takes from a trusted project file, the review shows: a `[stop_check]`
+    command runs `sh -c` every time the agent stops; `[send]` lets other programs type in."""
+    review = describe_content(tmp_path / "hooks.toml", content)
+    assert shown in review, review
+    # and the loader does take it from a trusted project file
+    project = tmp_path / "proj"
+    (project / ".wrapagent").mkdir(parents=True)
+    (project / ".wrapagent" / "hooks.toml").write_bytes(content)
+    config = load_config(project, env=os.environ, is_trusted=lambda p, d: True)
+    assert not config.has_errors and config.layers[2].used
+
+
 def test_bom_file_reviewed_trusted_and_run(tmp_path):
     """At a terminal: the review shows the BOM file's command, and once trusted the loader runs it."""
     import pexpect

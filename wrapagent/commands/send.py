@@ -80,7 +80,9 @@ def main(args: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
         folder = _session_dir(record, env if env is not None else os.environ)
         return _send(record, folder, text, ns.guard, ns.wait, ns.timeout, stdout)
     except SendError as exc:
-        stderr.write(f"wrapagent send: {exc}\n")
+        from wrapagent.visible import visible
+
+        stderr.write(visible(f"wrapagent send: {exc}") + "\n")  # names the project folder: inert
         return exc.code
 
 

@@ -121,5 +121,7 @@ def main(args: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None
             return cmd_resume(ns, out, env, err)
         return cmd_path(ns, out, env, err)
     except _SessionsError as exc:
-        err.write(f"wrapagent sessions: {exc}\n")
+        from wrapagent.visible import visible
+
+        err.write(visible(f"wrapagent sessions: {exc}") + "\n")  # names folders and tools: inert
         return 1

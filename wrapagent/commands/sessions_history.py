@@ -23,7 +23,9 @@ def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str], err: IO[str]
                     read_only: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     record, note = pick(ns.id, env, ns.cwd, read_only=read_only)
     if note:
-        err.write(f"wrapagent sessions: {note}\n")
+        from wrapagent.visible import visible
+
+        err.write(visible(f"wrapagent sessions: {note}") + "\n")
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         raise _SessionsError(f"session {record.get('id')} has no checkpoints (recorded before they existed)")

@@ -439,7 +439,7 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
 def cmd_show(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     record, note = pick(ns.id, env, ns.cwd, read_only=True)
     if note:
-        err.write(f"wrapagent sessions: {note}\n")
+        err.write(visible_text(f"wrapagent sessions: {note}") + "\n")
     log = read_log(record)
     if ns.json:
         data = {k: v for k, v in record.items() if k != "_dir"}

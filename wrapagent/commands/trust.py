@@ -74,6 +74,24 @@ def _describe_guard(guard: Any) -> list[str]:
     return lines
 
 
+def _describe_stop_check(spec: Any) -> list[str]:
+    """`[stop_check]`: a command run each time the agent stops; exit 2 sends its stdout to the agent."""
+    from wrapagent.hooks.config_model import DEFAULT_MAX_CONTINUES, DEFAULT_STOP_CHECK_TIMEOUT
+
+    if spec is False:
+        return ["  stop_check: disabled; your global stop check does not run here either"]
+    lines = _block("stop_check (each time the agent stops; exit 2 sends its output to the agent): sh -c",
+                   spec.command)
+    extra = [f"timeout {_seconds(spec.timeout_secs)}"] if spec.timeout_secs != DEFAULT_STOP_CHECK_TIMEOUT else []
+    if spec.max_continues != DEFAULT_MAX_CONTINUES:
+        extra.append(f"at most {spec.max_continues} continuations in a row")
+    if spec.quiet_secs is not None:
+        extra.append(f"after {_seconds(spec.quiet_secs)} of quiet")
+    if extra:
+        lines.append(f"    ({', '.join(extra)})")
+    return lines
+
+
 _CHECKPOINT_EFFECTS = {
     ("enabled", False): "no work-tree checkpoints: `wrapagent sessions diff` and `undo` have nothing for sessions here",
     ("transcripts", False): "the tools' own transcripts are not copied into the session records",
@@ -88,6 +106,11 @@ def _describe_settings(hooks: Any) -> list[str]:
         lines.append("  prompt_guard = []: no prompt guards in this project (your global ones are turned off)")
     elif hooks.guards:
         lines.append("  [[prompt_guard]]: the guards above replace your global prompt guards here")
+    send = getattr(hooks, "send", None)
+    if send is not None:
+        lines.append("  send.enabled = true: any program running as you can type messages into sessions here "
+                     "(`wrapagent send`)" if send else
+                     "  send.enabled = false: `wrapagent send` cannot reach sessions here")
     for key, value in hooks.checkpoints.items():
         if key == "source":
             continue
@@ -131,6 +154,8 @@ def describe_content(file: Path, content: bytes) -> str:
         body.extend(f"  {_problem(p)}" for p in errors)
     commands = [line for hook in hooks.lifecycle.values() for line in _describe_hook(hook)]
     commands += [line for guard in hooks.guards or () for line in _describe_guard(guard)]
+    if getattr(hooks, "stop_check", None) is not None:
+        commands += _describe_stop_check(hooks.stop_check)
     body.append("Commands it would run (sh -c, in the project, around every wrapped agent session;"
                 " each replaces your global one for that event):")
     body.extend(commands or ["  nothing"])
@@ -238,11 +263,12 @@ def cmd_trust(
     if list_:
         return _list(store, stdout)
     file = _target(path, Path(cwd) if cwd is not None else Path.cwd())
+    shown = field(str(file))  # a folder name may hold escape sequences: printed inert, every time
     if revoke:
         if store.revoke(file):
-            print(f"revoked trust for {file}", file=stdout)
+            print(f"revoked trust for {shown}", file=stdout)
         else:
-            print(f"{file} was not trusted; nothing to revoke", file=stdout)
+            print(f"{shown} was not trusted; nothing to revoke", file=stdout)
         return 0
     try:
         content = _read_hooks(file)  # once; the review, the check and the pin all use these bytes
@@ -250,19 +276,19 @@ def cmd_trust(
         print(visible(f"wrapagent: cannot read {file}: {exc.strerror or exc}"), file=stderr)
         return 1
     if store.check(file, content) == TRUSTED:
-        print(f"{file} is already trusted (this exact content)", file=stdout)
+        print(f"{shown} is already trusted (this exact content)", file=stdout)
         return 0
     reason = _refusal(stdin, stdout, env)
     if reason is not None:
-        print(f"wrapagent: {reason}: wrapagent trust {shell_word(str(file))}", file=stderr)
+        print(f"wrapagent: {reason}: wrapagent trust {field(shell_word(str(file)))}", file=stderr)
         return 1
     stdout.write(describe_content(file, content) + "\n")
     stdout.write("Trust this file? [y/N] ")
     stdout.flush()
     answer = stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
-        print(f"not trusted: {file}", file=stdout)
+        print(f"not trusted: {shown}", file=stdout)
         return 1
     store.trust(file, content)  # the bytes shown above, even if the file changed meanwhile
-    print(f"trusted {file}; any edit to it needs `wrapagent trust` again", file=stdout)
+    print(f"trusted {shown}; any edit to it needs `wrapagent trust` again", file=stdout)
     return 0

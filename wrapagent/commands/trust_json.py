@@ -10,19 +10,31 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 from typing import IO, Mapping
 
 from wrapagent.hooks.trust import TrustStore, content_sha256
 
 
 def entry_state(path: str, sha256: str) -> str:
-    """`ok`, `changed since trusted` or `missing`: what the file on disk is now."""
+    """`ok`, `changed since trusted`, `missing` or `not used`: what the file on disk is now.
+
+    Read the loader's way (`config_read`: no link in `.wrapagent`, a regular
+    file of at most 1 MiB): a trusted repository whose hooks file became a
+    FIFO or a link to `/dev/zero` after a pull must not block the listing or
+    eat memory; the loader would not use it, and the state says so.
+    """
+    from wrapagent.hooks.config_read import project_root_of_hooks_file, read_config_file, read_project_hooks
+
+    root = project_root_of_hooks_file(path)
     try:
-        current = content_sha256(Path(path).read_bytes())
+        exists, data, _ = read_project_hooks(root) if root is not None else read_config_file(path)
     except OSError:
+        return "not used"
+    if not exists:
         return "missing"
-    return "ok" if current == sha256 else "changed since trusted"
+    if data is None:
+        return "not used"
+    return "ok" if content_sha256(data) == sha256 else "changed since trusted"
 
 
 def trust_list(env: Mapping[str, str] | None = None) -> dict:

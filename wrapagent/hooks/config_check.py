@@ -22,7 +22,7 @@ def _layer_status(layer: Layer) -> str:
     if not layer.exists:
         return "not found"
     if layer.trusted is False:
-        if _changed_since_trusted(layer.path):
+        if _changed_since_trusted(layer):
             return "CHANGED SINCE TRUSTED: hooks and guards in it are skipped until trusted again"
         return "NOT TRUSTED: hooks and guards in it are skipped"
     errors = sum(1 for p in layer.problems if p.severity == "error")
@@ -37,23 +37,22 @@ def _layer_status(layer: Layer) -> str:
     return status + (f", {warnings} warning(s)" if warnings else "")
 
 
-def _changed_since_trusted(path: str) -> bool:
-    """The file was trusted once and differs now (the run, doctor and trust --list say so too)."""
-    try:
-        from wrapagent.hooks.trust import CHANGED, TrustStore
+def _changed_since_trusted(layer: Layer) -> bool:
+    """The file was trusted once and differs now, as the loader decided on the bytes it read.
 
-        return TrustStore(warn=lambda message: None).check(path, Path(path).read_bytes()) == CHANGED
-    except Exception:
-        return False
+    Not read again: a second read could meet another file (a link to
+    `/dev/zero` or a FIFO swapped in meanwhile) and block or eat memory.
+    """
+    return layer.trust == "changed"
 
 
-def _untrusted_notice(path: str) -> str | None:
+def _untrusted_notice(layer: Layer) -> str | None:
     try:
         from wrapagent.hooks.trust import untrusted_notice
     except ImportError:
         return None
     try:
-        return untrusted_notice(Path(path), changed=_changed_since_trusted(path))
+        return untrusted_notice(Path(layer.path), changed=_changed_since_trusted(layer))
     except Exception:
         return None
 
@@ -69,7 +68,7 @@ def describe(config: Config) -> str:
         out.append(f"  {_LAYER_TITLES.get(layer.kind, layer.kind):<14} {layer.path}")
         out.append(f"  {'':<14} {_layer_status(layer)}")
         if layer.trusted is False:
-            notice = _untrusted_notice(layer.path)
+            notice = _untrusted_notice(layer)
             if notice:
                 out.extend(f"  {'':<14} {line}" for line in notice.splitlines())
     problems = config.problems
@@ -141,7 +140,7 @@ def _layer_state(layer: Layer) -> str:
     if not layer.exists:
         return "not-found"
     if layer.trusted is False:
-        return "changed-since-trusted" if _changed_since_trusted(layer.path) else "untrusted"
+        return "changed-since-trusted" if _changed_since_trusted(layer) else "untrusted"
     if not layer.used:
         return "errors"
     return "used"

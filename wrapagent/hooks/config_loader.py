@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pathlib too (~20 ms): paths are plain strings until a file 
     from pathlib import Path
     from typing import Any, Callable, Mapping
 
+from wrapagent.hooks.file_check import MAX_KEY_PARTS, FileCheck as _FileCheck, too_many_key_parts
 from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one import point for callers)
     EVENTS,
     DEFAULT_SESSION_COMPLETE,
@@ -66,47 +67,6 @@ _CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_byt
 # --------------------------------------------------------------------------- parsing helpers
 
 
-class _FileCheck:
-    """Collects problems for one file; knows its text to find lines for keys."""
-
-    def __init__(self, path: str | Path, text: str = "") -> None:
-        self.path = path
-        self.text = text
-        self.problems: list[Problem] = []
-        self.entry_errors: list[Problem] = []  # errors of one [[prompt_guard]] entry: only it is skipped
-
-    @property
-    def has_errors(self) -> bool:
-        """Errors that make the whole file unusable (an invalid guard entry is not one)."""
-        return any(p.severity == "error" and not any(p is e for e in self.entry_errors) for p in self.problems)
-
-    def error(self, key: str | None, message: str, parts: tuple = (), line: int | None = None) -> None:
-        self._add("error", key, message, parts, line)
-
-    def warning(self, key: str | None, message: str, parts: tuple = (), line: int | None = None) -> None:
-        self._add("warning", key, message, parts, line)
-
-    def _add(self, severity: str, key: str | None, message: str, parts: tuple, line: int | None) -> None:
-        if line is None and parts:
-            from wrapagent.hooks.toml_lines import find_line
-
-            line = find_line(self.text, parts)
-        self.problems.append(Problem(str(self.path), severity, message, line, key))
-
-    def unknown_keys(self, table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str, parts: tuple) -> None:
-        for key in table:
-            if key not in allowed:
-                hint = _did_you_mean(key, allowed)
-                self.warning(f"{prefix}{key}", f"unknown key, ignored{hint}", (*parts, key))
-
-
-def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(key, allowed, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _type_name(value: Any) -> str:
     return {
         bool: "boolean",
@@ -133,6 +93,11 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
         except ImportError:
             check.error(None, "cannot parse TOML on this Python: install tomli")
             return None
+    deep = too_many_key_parts(text)
+    if deep is not None:
+        check.error(None, f"invalid TOML: a key or table name of more than {MAX_KEY_PARTS} dotted parts "
+                          "(wrapagent does not parse it)", line=deep)
+        return None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -141,6 +106,10 @@ def _parse(check: _FileCheck, data: bytes) -> dict | None:
         message = str(exc)
         check.error(None, f"invalid TOML: {message}", line=toml_error_line(exc))
         return None
+    except RecursionError:  # `a = [[[[…` or `{b = {c = …`: tomllib recurses per level
+        check.error(None, "invalid TOML: arrays or inline tables nested too deeply")
+        return None
+
 
 
 # --------------------------------------------------------------------------- value checks
@@ -266,7 +235,7 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
         return None
     prefix = f"{label}."
     check.unknown_keys(table, _GUARD_KEYS, prefix, parts)
-    errors_before = len([p for p in check.problems if p.severity == "error"])
+    errors_before = check.errors
     name = _check_str(check, table, "name", prefix, parts, required=True)
     command = _check_str(check, table, "command", prefix, parts, required=False)
     builtin = _check_str(check, table, "builtin", prefix, parts, required=False)
@@ -288,15 +257,14 @@ def _parse_guard(check: _FileCheck, index: int, value: Any) -> GuardSpec | None:
     if builtin is not None:
         known = _builtin_names()
         if known is not None and builtin not in known:
-            hint = _did_you_mean(builtin, known) or f" (known: {', '.join(known)})"
+            hint = check.did_you_mean(builtin, known) or f" (known: {', '.join(known)})"
             check.error(f"{prefix}builtin", f"unknown built-in guard {builtin!r}{hint}", (*parts, "builtin"))
         else:
             try:
                 args = _validate_builtin_args(builtin, dict(args))
             except ValueError as exc:
                 _args_error(check, prefix, parts, str(exc))
-    errors_after = len([p for p in check.problems if p.severity == "error"])
-    if errors_after > errors_before or name is None:
+    if check.errors > errors_before or name is None:
         return None
     return GuardSpec(
         name=name,
@@ -315,12 +283,13 @@ def _parse_guards(check: _FileCheck, value: Any) -> tuple[GuardSpec, ...]:
         return ()
     guards = []
     for i, item in enumerate(value):
-        before = len(check.problems)
-        guard = _parse_guard(check, i, item)
+        check.in_entry = True  # an error here skips that entry only; the rest of the file stays in use
+        try:
+            guard = _parse_guard(check, i, item)
+        finally:
+            check.in_entry = False
         if guard is not None:
             guards.append(guard)
-        else:  # that entry is skipped, with its errors; the rest of the file stays in use
-            check.entry_errors.extend(p for p in check.problems[before:] if p.severity == "error")
     seen: set[str] = set()
     for index, guard in enumerate(guards):
         if guard.name in seen:
@@ -362,7 +331,7 @@ def _parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hoo
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = _did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send"))
+            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
@@ -492,7 +461,7 @@ def parse_hooks_bytes(path: str | Path, data: bytes, *, is_project: bool) -> tup
     check = _FileCheck(path)
     parsed = _parse(check, data)
     value = _parse_hooks_file(check, parsed, is_project=is_project) if parsed is not None else None
-    return value, tuple(check.problems)
+    return value, tuple(check.reported())
 
 
 def _default_trust(env: Mapping[str, str]) -> Callable[[Path, bytes], object]:
@@ -553,6 +522,7 @@ def _load_layer(kind: str, path: str, read: Callable[[], tuple], parse: Callable
     value = parse(check, parsed_data) if parsed_data is not None else None
     used = not check.has_errors and trusted is not False
     in_line_order = sorted(check.problems, key=lambda p: p.line or 0)  # stable: unlined ones keep their place
+    in_line_order += check.reported()[len(check.problems):]  # "N more, not listed" closes the list
     layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state)
     return layer, (value if used else None)
 

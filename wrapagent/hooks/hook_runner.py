@@ -85,6 +85,15 @@ def hook_env(base: Mapping[str, str], ctx: GuardContext, extra: Mapping[str, str
 
     env = {k: v for k, v in base.items() if k in _HOOKS_KEEP or not is_location_var(k)}
     env["WRAPAGENT_SESSION_ID"] = ctx.session_id
+    # A wrapagent a hook starts is nested, as one the tool starts is: a pre_run
+    # running `wrapagent …` (or a shimmed `claude -p`) would otherwise start a
+    # wrapagent whose pre_run starts one again, without end.
+    # (session.resolve reads it the same way: garbage or negative counts as 0.)
+    try:
+        depth = max(0, int(base.get("WRAPAGENT_DEPTH", "0") or "0"))
+    except ValueError:
+        depth = 0
+    env["WRAPAGENT_DEPTH"] = str(depth + 1)
     env["WRAPAGENT_TOOL"] = ctx.tool
     env["WRAPAGENT_PROJECT_ROOT"] = str(ctx.project_root)
     env["WRAPAGENT_WORKING_DIR"] = str(ctx.cwd)

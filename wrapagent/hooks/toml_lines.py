@@ -15,20 +15,21 @@ def key_pattern(key: str) -> str:
     return rf"""(?:{k}|"{k}"|'{k}')"""
 
 
-def find_line(text: str, parts: tuple) -> int | None:
+def find_line(text: str, parts: tuple, *, lines: list[str] | None = None) -> int | None:
     """Best-effort line number of a key, given its path like ("prompt_guard", 2, "command").
 
     tomllib does not report positions for values, so this scans the text: the
     parent's table header (the n-th `[[array]]` header for an index), then the
     first `key =` before the next header. A path naming a table finds its
     header. Falls back to any `key =` line (dotted keys, inline tables), then
-    to the parent's header.
+    to the parent's header. `lines` is `text.splitlines()` when the caller has it.
     """
     import re
 
     if not text or not parts:
         return None
-    lines = text.splitlines()
+    if lines is None:
+        lines = text.splitlines()
     any_header = re.compile(r"^\s*\[")
 
     def header_line(table_parts: tuple) -> int | None:
@@ -64,7 +65,7 @@ def find_line(text: str, parts: tuple) -> int | None:
         return own + 1
     if parent and start is None and isinstance(parent[-1], str):
         # The parent is no table header: an inline table, `args = { key = … }`.
-        found = find_line(text, parent)
+        found = find_line(text, parent, lines=lines)
         if found is not None:
             return found
     loose = re.compile(rf"(^|[\s{{,.]){key_pattern(key)}\s*=")

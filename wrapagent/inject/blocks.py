@@ -90,10 +90,29 @@ def drop_invisible(text: str) -> str:
     return "".join(out)
 
 
+# Characters NFKC leaves alone that still read as `<`, `/`, `-` or a letter of our tag
+# names: `</prompt‐guard>` (U+2010 hyphen), `<⁄prompt-guard>` (fraction slash),
+# `‹/prompt-guard›`, Cyrillic or Greek letters shaped like Latin ones (`рrompt`).
+_CONFUSABLE = {
+    **dict.fromkeys("\u2039\u3008\u27e8\u276c\u276e\u02c2\u1438\u2329", "<"),
+    **dict.fromkeys("\u2044\u2215\u29f8\u27cb\u2571", "/"),
+    **dict.fromkeys("\u2043\u2212\u02d7\u2796", "-"),
+    **dict(zip("\u0430\u0435\u043e\u0440\u0441\u0443\u0455\u0456\u0501\u0261\u0578\u043c\u0442\u0442"
+               "\u03bf\u03b1\u03c1\u03c4\u03b9\u03bd\u0391\u0395\u039f\u03a1\u03a4\u039c\u039d\u0405\u0406",
+               "aeopcysidgnmttoaptinaeoptmnsi")),
+}
+
+
 def _lookalike(ch: str) -> str:
-    """What a lenient reader takes `ch` for in a tag: its NFKC form, case-folded (`＜` → `<`)."""
+    """What a lenient reader takes `ch` for in a tag: its NFKC form, case-folded (`＜` → `<`),
+    with dashes (any Pd) and the `_CONFUSABLE` shapes taken for what they look like."""
     import unicodedata
 
+    shape = _CONFUSABLE.get(ch) or _CONFUSABLE.get(ch.lower())  # Р (U+0420) as р
+    if shape is not None:
+        return shape
+    if unicodedata.category(ch) == "Pd":
+        return "-"
     return unicodedata.normalize("NFKC", ch).casefold()
 
 

@@ -39,6 +39,16 @@ class Session:
         return tool_goes_first(self.launch, cfg)
 
     def run(self) -> int:
+        """The session; a SIGTERM or SIGHUP while wrapagent waits on a hook ends that hook's
+        process group and closes the record before wrapagent dies of the signal (`_Terminated`)."""
+        with _TerminatedRaised() as terminated:
+            try:
+                return self._run()
+            except _Terminated as exc:
+                terminated.signum = exc.signum
+        return 128 + terminated.signum  # not reached: `_TerminatedRaised` re-sends the signal
+
+    def _run(self) -> int:
         from wrapagent.session.ids import new_session_id
 
         launch = self.launch
@@ -58,6 +68,61 @@ class Session:
             _end_running_hooks(opened[0] if opened else None)
             if opened:
                 opened[0].close(SWEEP_WAIT_SECS)
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived while no tool held the terminal: unwind as an interrupt would."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _TerminatedRaised:
+    """SIGTERM and SIGHUP raise `_Terminated` in the main thread for the session's span.
+
+    With their default action wrapagent died on the spot while it waited on
+    pre_run, guards or post_run: the hook's own process group (a session of
+    its own, no terminal to hang up) ran on with no timeout, and so did the
+    hooks of a wrapagent that a hook had started. Raised instead, the hook
+    runner kills the group on the way out and the record is closed; then the
+    signal is sent again with its default action, so the exit is the same.
+    While the tool runs the proxy forwards these signals to it (its own
+    handlers, restored after), and after the tool ended SIGHUP is ignored
+    (`events.HangupIgnored`): both stay as they are. A signal the parent set
+    to be ignored (`nohup`) stays ignored.
+    """
+
+    def __enter__(self) -> "_TerminatedRaised":
+        import signal
+
+        self.signum = 0
+        self._old: dict[int, object] = {}
+        raised = False
+
+        def handler(signum: int, frame: object) -> None:
+            nonlocal raised
+            if not raised:  # once: a second signal must not cut the clean-up short
+                raised = True
+                raise _Terminated(signum)
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    self._old[sig] = signal.signal(sig, handler)
+            except (ValueError, OSError):  # not the main thread: leave the defaults
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+        import signal
+
+        for sig, old in self._old.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+        if self.signum:
+            signal.signal(self.signum, signal.SIG_DFL)
+            os.kill(os.getpid(), self.signum)
 
 
 def _end_running_hooks(live) -> None:

@@ -68,10 +68,11 @@ def clean_text(text: str) -> str:
 
 
 def guard_wrap(name: str, text: str) -> str:
-    """`--guard NAME`: the text as a block, the way guards' blocks are written."""
-    from wrapagent.inject.blocks import escape_attr, neutralize_tags
+    """`--guard NAME`: the text as a block, the way guards' blocks are written (invisible
+    characters dropped first, as from guard bodies: `<\u200b/prompt-guard>` reads as a close)."""
+    from wrapagent.inject.blocks import drop_invisible, escape_attr, neutralize_tags
 
-    return f'<prompt-guard name="{escape_attr(name)}">\n{neutralize_tags(text.strip())}\n</prompt-guard>'
+    return f'<prompt-guard name="{escape_attr(name)}">\n{neutralize_tags(drop_invisible(text).strip())}\n</prompt-guard>'
 
 
 def bind_private(path: str) -> socket.socket:
