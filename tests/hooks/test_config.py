@@ -93,7 +93,8 @@ def test_no_files_does_not_import_tomllib(project, env):
         "import sys; from pathlib import Path; from wrapagent.hooks.config_loader import load_config; "
         f"load_config(Path({str(project)!r}), env={env!r}, is_trusted=lambda p, d: True); "
         "assert 'tomllib' not in sys.modules and 'tomli' not in sys.modules; "
-        "assert 'subprocess' not in sys.modules and 'json' not in sys.modules"
+        "assert 'subprocess' not in sys.modules and 'json' not in sys.modules; "
+        "assert 'wrapagent.hooks.config_tables' not in sys.modules"  # the table parsers: only for a file
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
 
