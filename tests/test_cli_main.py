@@ -150,9 +150,14 @@ def test_directly_execd_tool_gets_default_signal_dispositions(how, tmp_path):
     """`yes | head -1` must end quietly; an inherited SIG_IGN makes `yes` report EPIPE."""
     env = dict(os.environ, WRAPAGENT_DISABLE="1") if how.startswith("WRAP") else None
     mode = [] if env else ["--no-hooks"]
-    result = run(*mode, "sh", "-c", "grep '^SigIgn' /proc/self/status; yes | head -n 1",
-                 env=env, cwd=tmp_path)
-    assert (result.stdout, result.stderr) == (b"SigIgn:\t0000000000000000\ny\n", b"")
+    script = "grep '^SigIgn' /proc/self/status; yes | head -n 1"
+    result = run(*mode, "sh", "-c", script, env=env, cwd=tmp_path)
+    # What the same command gets run directly (subprocess restores SIGPIPE/SIGXFSZ as a shell
+    # would): wrapagent must not add an ignored signal, nor drop one the caller's shell set
+    # (a background job of a non-interactive shell runs with SIGINT and SIGQUIT ignored).
+    direct = subprocess.run(["sh", "-c", script], capture_output=True, cwd=tmp_path)
+    assert direct.stdout.endswith(b"\ny\n") and direct.stderr == b""
+    assert (result.stdout, result.stderr) == (direct.stdout, b"")
 
 
 def test_no_arguments_is_a_usage_error_on_stderr(tmp_path):
