@@ -45,13 +45,7 @@ class Conversations:
             self.reports.remove(self.report)  # armed for a later message that never came
         self._conversation += 1
         self._message = 1
-        self.report = InjectionReport(conversation=self._conversation)
-        self.reports.append(self.report)
-        self._bare = []
-        self._prefix = None
-        self._trigger_at = None
-        self._in_paste = False
-        self._rearm()
+        self._open_report(conversation=self._conversation)
         self._wait_ready_again(now)
         self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
 
@@ -60,14 +54,18 @@ class Conversations:
         assert self.on_message is not None
         self._message += 1
         self.on_message(self._conversation, self._message)
-        self.report = InjectionReport(conversation=self._conversation, message=self._message)
+        self._open_report(conversation=self._conversation, message=self._message)
+        self.state = ARMED
+
+    def _open_report(self, **where: int) -> None:
+        """A fresh report and a fresh hold for the next delivery (a new conversation or message)."""
+        self.report = InjectionReport(**where)
         self.reports.append(self.report)
         self._bare = []
         self._prefix = None
         self._trigger_at = None
         self._in_paste = False
         self._rearm()
-        self.state = ARMED
 
     def _wait_ready_again(self, now: float) -> None:
         """After a reset the tool may show a dialog first (codex asks where the new chat runs).
