@@ -113,3 +113,41 @@ def test_a_hook_starting_wrapagent_ends_at_the_nesting_limit(tmp_path: Path) -> 
     assert proc.stdout == "tool ran\n" and proc.returncode == 7, proc.stderr
     depths = levels.read_text().split()
     assert depths == ["1", "2", "3", "4"], depths
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads process states from /proc (Linux)")
+def test_a_signal_during_the_hooks_spawn_still_kills_its_group(tmp_path: Path, monkeypatch) -> None:
+    """TERM delivered while `Popen` is still returning (the child forked, its pid not yet known to
+    wrapagent): the session's handler raises only once the group is registered, so it is killed."""
+    from wrapagent.hooks import hook_runner
+
+    pid_file = tmp_path / "hook.pid"
+    real_popen = subprocess.Popen
+
+    def popen_then_term(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit())
+        os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode: still inside "Popen"
+        return proc
+
+    def handler(signum, frame):
+        raise _Stop()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    monkeypatch.setattr(subprocess, "Popen", popen_then_term)
+    try:
+        with pytest.raises(_Stop):
+            hook_runner.run_command(f"echo $$ > {pid_file}; exec sleep 300", name="pre_run", kind="lifecycle",
+                                    cwd=tmp_path, env=dict(os.environ), timeout=600, log=lambda line: None)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    pgid = int(pid_file.read_text())
+    try:
+        assert wait_for(lambda: not group_alive(pgid), 30), "the hook's group outlived the signal"
+    finally:
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)

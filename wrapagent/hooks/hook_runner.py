@@ -315,6 +315,44 @@ class _EmptySignalMask:
             signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
 
 
+class _HeldTermination:
+    """wrapagent's Python TERM/HUP handlers held back while a hook is spawned and registered.
+
+    Those handlers raise in the main thread to end the session cleanly. Raised
+    inside `Popen` (the child forked, its pid not yet returned) the hook's group
+    would be lost: nothing could kill it. Held here, the signal is recorded
+    and the original handler runs once the group is in `_RUNNING`, where the
+    caller's clean-up kills it. Not the main thread: nothing to hold (Python
+    runs handlers in the main thread only).
+    """
+
+    def __init__(self) -> None:
+        import signal
+
+        self._old: dict[int, object] = {}
+        self._got: list[int] = []
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                current = signal.getsignal(sig)
+                if callable(current):
+                    self._old[sig] = signal.signal(sig, lambda signum, frame: self._got.append(signum))
+            except ValueError:  # not the main thread
+                break
+
+    def release(self) -> None:
+        """Put the handlers back, then run them for what came meanwhile (they may raise)."""
+        import signal
+
+        old, self._old = self._old, {}
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        got, self._got = self._got, []
+        for signum in got:
+            handler = old.get(signum)
+            if callable(handler):
+                handler(signum, None)
+
+
 def kill_running(grace: float = KILL_GRACE) -> list[str]:
     """End the process groups of hooks still running (wrapagent is exiting); their names.
 
@@ -378,6 +416,7 @@ def run_command(
         fallback = os.getcwd()
         _LineLog(name, log)._say(f"[{name}] working directory {workdir} does not exist; running in {fallback}")
         workdir = Path(fallback)
+    held = _HeldTermination()
     try:
         with _EmptySignalMask():
             proc = subprocess.Popen(
@@ -391,11 +430,16 @@ def run_command(
                 close_fds=True,
             )
     except OSError as exc:
+        held.release()
         _LineLog(name, log)._say(f"[{name}] could not start: {exc}")
         return result(None, False, f"could not start: {exc}")
+    except BaseException:
+        held.release()
+        raise
 
     _RUNNING[proc.pid] = name
     try:
+        held.release()  # a TERM/HUP that came during the spawn raises here, with the group known
         out, timed_out, stuck, heads = _pump(proc, stdin, timeout, name, log, capture_stdout)
     except BaseException:
         # Even on KeyboardInterrupt, do not leave the hook's group running.
