@@ -53,6 +53,25 @@ def default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+_SIGNALS = tuple(sig for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE,
+                                  signal.SIGXFSZ, signal.SIGWINCH, signal.SIGCHLD, signal.SIGTTOU, signal.SIGTTIN))
+
+
+@pytest.fixture(autouse=True)
+def restored_signal_dispositions():
+    """Each test leaves the test process's signal dispositions as it found them.
+
+    Tests that run the copy loop in-process end with SIGHUP ignored, as wrapagent
+    itself does once the tool has ended; inherited by every later wrapagent a test
+    starts, that SIG_IGN would hide (or fake) what those tests check.
+    """
+    saved = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    yield
+    for sig, handler in saved.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory,
                   monkeypatch: pytest.MonkeyPatch) -> Path:
