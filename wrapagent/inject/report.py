@@ -17,6 +17,10 @@ class InjectionReport:
     at: str | None = None
     attempts: int = 0
     ready_after_s: float | None = None
+    ready_by: str | None = None
+    """Which readiness rule fired for this conversation: "marker" (the adapter's own screen
+    markers) or "generic" (bracketed paste on + output quiet, the fallback when the markers
+    did not show: the tool's screen changed). None: the composer was never seen ready."""
     first_key_delay_ms: float | None = None
     notes: list[str] = field(default_factory=list)
     conversation: int = 1
