@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Install the four pinned coding-agent CLIs for the integration tests.
+"""Install the sets of coding-agent CLIs the integration tests drive.
 
-    python integration/install_clis.py          # install (or reuse) and print the bins
-    python integration/install_clis.py --force  # reinstall even if the stamp matches
-    python integration/install_clis.py --relock # regenerate package-lock.json (then commit it)
+    python integration/install_clis.py                # install (or reuse) every set, print the bins
+    python integration/install_clis.py --set older    # only one set
+    python integration/install_clis.py --force        # reinstall even if the stamp matches
+    python integration/install_clis.py --relock       # regenerate the sets' package-lock.json (then commit)
 
-The versions live in `integration/package.json` + `integration/package-lock.json`.
-They are installed with `npm ci` into `integration/.cache/clis/` (git-ignored).
-A stamp file there holds the sha256 of package.json + package-lock.json; when it
-matches and every binary is present, the install is reused and npm is not run.
+Two sets, each a package.json + package-lock.json installed with `npm ci` into its own
+git-ignored folder:
+
+    pinned  integration/package.json        -> integration/.cache/clis/        (the suite's CLIs)
+    older   integration/older/package.json  -> integration/.cache/clis-older/  (releases >= 3 months
+            older than the pinned ones: the adapters' readiness fallback is tested on them)
+
+A stamp file in each folder holds the sha256 of its package.json + package-lock.json; when
+it matches and every binary is present, the install is reused and npm is not run.
 
 Node and npm come from the machine. claude 2.1.330 declares `engines.node >=22`;
 on node 20 it still works (npm only warns EBADENGINE), so engine-strict is forced off.
@@ -24,13 +30,39 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CACHE = HERE / ".cache" / "clis"
-STAMP = CACHE / ".installed-stamp"
-LOCK_FILE = HERE / ".cache" / "clis.install.lock"
 SPEC_FILES = ("package.json", "package-lock.json")
+
+
+@dataclass(frozen=True)
+class CliSet:
+    """One separately pinned set of the four CLIs: where its spec lives, where it is installed."""
+
+    name: str
+    spec_dir: Path  # holds package.json + package-lock.json
+    cache: Path  # npm ci runs here
+
+    @property
+    def stamp(self) -> Path:
+        return self.cache / ".installed-stamp"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.cache.parent / f"{self.cache.name}.install.lock"
+
+
+SETS: dict[str, CliSet] = {
+    "pinned": CliSet("pinned", HERE, HERE / ".cache" / "clis"),
+    "older": CliSet("older", HERE / "older", HERE / ".cache" / "clis-older"),
+}
+PINNED = SETS["pinned"]
+# the pinned set's paths under their historical names (bench scripts import them)
+CACHE = PINNED.cache
+STAMP = PINNED.stamp
+LOCK_FILE = PINNED.lock_file
 
 #: tool name -> path of its binary relative to the install folder
 BIN_NAMES = {
@@ -47,11 +79,16 @@ class InstallError(RuntimeError):
     """The CLIs could not be installed; the message says what to do."""
 
 
-def spec_hash() -> str:
+def _set(cli_set: CliSet | str) -> CliSet:
+    return SETS[cli_set] if isinstance(cli_set, str) else cli_set
+
+
+def spec_hash(cli_set: CliSet | str = PINNED) -> str:
+    cs = _set(cli_set)
     digest = hashlib.sha256()
     for name in SPEC_FILES:
         digest.update(name.encode() + b"\0")
-        digest.update((HERE / name).read_bytes())
+        digest.update((cs.spec_dir / name).read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
 
@@ -73,12 +110,13 @@ def _missing_bins(root: Path = CACHE) -> list[str]:
     return missing
 
 
-def is_current() -> bool:
+def is_current(cli_set: CliSet | str = PINNED) -> bool:
+    cs = _set(cli_set)
     try:
-        stamp = STAMP.read_text().strip()
+        stamp = cs.stamp.read_text().strip()
     except OSError:
         return False
-    return stamp == spec_hash() and not _missing_bins()
+    return stamp == spec_hash(cs) and not _missing_bins(cs.cache)
 
 
 def _check_node() -> tuple[str, str]:
@@ -109,12 +147,12 @@ def _check_node() -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _install_lock():
-    """Serialise installs between concurrent pytest runs / CI steps on one checkout."""
+def _install_lock(cs: CliSet):
+    """Serialise installs of one set between concurrent pytest runs / CI steps on one checkout."""
     import fcntl
 
-    LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOCK_FILE, "a+") as handle:
+    cs.lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(cs.lock_file, "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -122,22 +160,24 @@ def _install_lock():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure_installed(force: bool = False, quiet: bool = False) -> dict[str, Path]:
-    """Install the pinned CLIs unless an install with the same stamp is present.
+def ensure_installed(force: bool = False, quiet: bool = False, cli_set: CliSet | str = PINNED) -> dict[str, Path]:
+    """Install one set of CLIs unless an install with the same stamp is present.
 
     Returns {tool: path of its binary}. Raises InstallError with a readable message.
     """
-    if not force and is_current():
-        return bins()
-    with _install_lock():
-        if not force and is_current():  # someone else installed while we waited
-            return bins()
+    cs = _set(cli_set)
+    cache = cs.cache
+    if not force and is_current(cs):
+        return bins(cache)
+    with _install_lock(cs):
+        if not force and is_current(cs):  # someone else installed while we waited
+            return bins(cache)
         _node, npm = _check_node()
-        CACHE.mkdir(parents=True, exist_ok=True)
+        cache.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
-            STAMP.unlink()
+            cs.stamp.unlink()
         for name in SPEC_FILES:
-            shutil.copyfile(HERE / name, CACHE / name)
+            shutil.copyfile(cs.spec_dir / name, cache / name)
         env = dict(os.environ)
         env.update(
             {
@@ -150,16 +190,16 @@ def ensure_installed(force: bool = False, quiet: bool = False) -> dict[str, Path
         )
         cmd = [npm, "ci", "--engine-strict=false", "--no-audit", "--no-fund", "--loglevel=error"]
         if not quiet:
-            print(f"install_clis: {' '.join(cmd)}  (in {CACHE})", file=sys.stderr, flush=True)
+            print(f"install_clis: {cs.name}: {' '.join(cmd)}  (in {cache})", file=sys.stderr, flush=True)
         started = time.monotonic()
-        proc = subprocess.run(cmd, cwd=CACHE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.run(cmd, cwd=cache, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         elapsed = time.monotonic() - started
         if proc.returncode != 0:
             raise InstallError(
-                f"`npm ci` failed with exit code {proc.returncode} after {elapsed:.0f} s in {CACHE}:\n"
+                f"`npm ci` failed with exit code {proc.returncode} after {elapsed:.0f} s in {cache}:\n"
                 + proc.stdout[-6000:]
             )
-        missing = _missing_bins()
+        missing = _missing_bins(cache)
         if missing:
             raise InstallError(
                 "`npm ci` succeeded but these binaries are missing or not executable: "
@@ -167,27 +207,32 @@ def ensure_installed(force: bool = False, quiet: bool = False) -> dict[str, Path
                 + "\n"
                 + proc.stdout[-3000:]
             )
-        STAMP.write_text(spec_hash() + "\n")
+        cs.stamp.write_text(spec_hash(cs) + "\n")
         if not quiet:
-            print(f"install_clis: npm ci done in {elapsed:.1f} s", file=sys.stderr, flush=True)
-    return bins()
+            print(f"install_clis: {cs.name}: npm ci done in {elapsed:.1f} s", file=sys.stderr, flush=True)
+    return bins(cache)
 
 
 def _platform_stub(name: str, version: str) -> dict | None:
     """Lock entry for an unresolvable platform package `<pkg>-<os>-<cpu>[-baseline][-musl]`."""
+    alias = None
+    if version.startswith("npm:"):  # `"@openai/codex-linux-x64": "npm:@openai/codex@0.140.0-linux-x64"`
+        alias, _, version = version[4:].rpartition("@")
     parts = name.rsplit("/", 1)[-1].split("-")
     os_names = {"darwin": "darwin", "linux": "linux", "windows": "win32", "win32": "win32"}
     for i, part in enumerate(parts):
         if part in os_names and i + 1 < len(parts) and parts[i + 1] in ("x64", "arm64"):
             entry = {"version": version, "cpu": [parts[i + 1]], "optional": True, "os": [os_names[part]]}
+            if alias:
+                entry = {"name": alias, **entry}
             if "musl" in parts[i + 2 :]:
                 entry["libc"] = ["musl"]
             return entry
     return None
 
 
-def relock() -> int:
-    """Regenerate integration/package-lock.json from package.json.
+def relock(cli_set: CliSet | str = PINNED) -> int:
+    """Regenerate a set's package-lock.json from its package.json.
 
     The registry reachable from this project's machines 404s on some platform
     packages that opencode-ai declares as optionalDependencies (only
@@ -203,7 +248,8 @@ def relock() -> int:
 
     _node, npm = _check_node()
     with tempfile.TemporaryDirectory(prefix="wrapagent-relock-") as tmp:
-        shutil.copyfile(HERE / "package.json", Path(tmp) / "package.json")
+        cs = _set(cli_set)
+        shutil.copyfile(cs.spec_dir / "package.json", Path(tmp) / "package.json")
         cmd = [npm, "install", "--package-lock-only", "--engine-strict=false", "--no-audit", "--no-fund", "--loglevel=error"]
         proc = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
@@ -224,8 +270,8 @@ def relock() -> int:
             packages[dep_key] = stub
             added.append(f"{name}@{version}")
     lock["packages"] = dict(sorted(packages.items(), key=lambda kv: (kv[0] != "", kv[0])))
-    (HERE / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
-    print(f"wrote {HERE / 'package-lock.json'}")
+    (cs.spec_dir / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
+    print(f"wrote {cs.spec_dir / 'package-lock.json'}")
     if added:
         print("stub entries for optional packages the registry does not have: " + ", ".join(added))
     return 0
@@ -233,26 +279,32 @@ def relock() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=[*SETS, "all"], default="all", help="which set of CLIs (default: all)")
     parser.add_argument("--force", action="store_true", help="reinstall even if the stamp matches")
     parser.add_argument("--relock", action="store_true", help="regenerate package-lock.json from package.json")
     args = parser.parse_args(argv)
-    if args.relock:
+    chosen = list(SETS.values()) if args.set == "all" else [SETS[args.set]]
+    rc = 0
+    for cs in chosen:
+        if args.relock:
+            try:
+                rc = relock(cs) or rc
+            except InstallError as exc:
+                print(f"install_clis: ERROR: {exc}", file=sys.stderr)
+                rc = 1
+            continue
+        reused = not args.force and is_current(cs)
         try:
-            return relock()
+            paths = ensure_installed(force=args.force, cli_set=cs)
         except InstallError as exc:
-            print(f"install_clis: ERROR: {exc}", file=sys.stderr)
-            return 1
-    reused = not args.force and is_current()
-    try:
-        paths = ensure_installed(force=args.force)
-    except InstallError as exc:
-        print(f"install_clis: ERROR: {exc}", file=sys.stderr)
-        return 1
-    print(f"{'reused' if reused else 'installed'}: {CACHE}")
-    for tool, path in paths.items():
-        print(f"{tool}: {path}")
-    print(f"bin dir: {bin_dir()}")
-    return 0
+            print(f"install_clis: {cs.name}: ERROR: {exc}", file=sys.stderr)
+            rc = 1
+            continue
+        print(f"{cs.name}: {'reused' if reused else 'installed'}: {cs.cache}")
+        for tool, path in paths.items():
+            print(f"  {tool}: {path}")
+        print(f"  bin dir: {bin_dir(cs.cache)}")
+    return rc
 
 
 if __name__ == "__main__":
