@@ -153,6 +153,8 @@ class CliEnv:
     token: str
     runs: list[Run] = field(default_factory=list)
     terminals: list = field(default_factory=list)
+    version: str = ""  # the installed release (cliversions.adapt)
+    spec_override: ToolSpec | None = None  # a release's own ToolSpec (cliversions.py)
 
     # construction -----------------------------------------------------------------------
     @classmethod
@@ -187,6 +189,9 @@ class CliEnv:
         self = cls(tool=tool, root=root, mock=mock, bin_dir=Path(bin_dir), home=home, cwd=cwd, env=env, token=token)
         self._init_git()
         getattr(self, f"_setup_{tool}")()
+        from .cliversions import adapt
+
+        adapt(self)  # what an older release needs (the pinned set needs nothing)
         return self
 
     def _init_git(self) -> None:
@@ -291,7 +296,7 @@ trust_level = "trusted"
     # commands ----------------------------------------------------------------------------
     @property
     def spec(self) -> ToolSpec:
-        return SPECS[self.tool]
+        return self.spec_override or SPECS[self.tool]
 
     @property
     def api(self) -> str:
