@@ -53,6 +53,9 @@ CURSOR_SHOW = b"\x1b[?25h"
 QUERIES = {b"\x1b[6n": "DSR cursor", b"\x1b[c": "DA1", b"\x1b[>c": "DA2", b"\x1b]11;?": "OSC11 bg",
            b"\x1b]10;?": "OSC10 fg", b"\x1b[?u": "kitty kbd query", b"\x1b[14t": "window px"}
 GAP = 0.1
+#: without a marker match, the start-up is over after this much quiet (opencode 1.18 is silent
+#: for 3+ s on an empty screen after enabling bracketed paste, then draws)
+NO_MARKER_QUIET = 10.0
 RESET_COMMAND = {"codex": "/new", "claude": "/clear", "gemini": "/clear", "opencode": "/new"}
 
 
@@ -73,6 +76,7 @@ class Timeline:
     screen: str = ""
     reset: dict = field(default_factory=dict)
     note: str = ""
+    final_screen: str = ""
 
     @property
     def longest_gap(self) -> dict | None:
@@ -217,20 +221,22 @@ def startup(env: clienv.CliEnv, tl: Timeline, timeout: float, verbose: bool) -> 
 
     def on_gap(start: float, length: float) -> None:
         if tl.t_bp is not None and tl.t_marker is None:
-            tl.gaps.append({"at": round(start, 3), "len": round(length, 3),
+            tl.gaps.append({"at": round(start, 3), "len": round(length, 3), "cursor_hidden": tl.cursor_hidden,
+                            "blank": not _screen_text(run.screen).strip(),
                             "screen": _trim(_screen_text(run.screen), 400)})
         elif tl.t_marker is not None and tl.first_quiet_after_marker is None:
             tl.first_quiet_after_marker = round(start, 3)
 
-    # ready: the markers; without markers (a release they do not fit), BP on + 3 s quiet
+    # ready: the markers; without markers (a release they do not fit), BP on + NO_MARKER_QUIET
     def done() -> bool:
         if tl.t_marker is not None:
             return run.quiet_for(0.5)
-        return tl.t_bp is not None and run.quiet_for(3.0)
+        return tl.t_bp is not None and run.quiet_for(NO_MARKER_QUIET)
 
     run.pump(done, timeout, on_chunk, on_gap)
     if tl.t_marker is not None and tl.first_quiet_after_marker is None:
         tl.first_quiet_after_marker = round(run.last - run.t0, 3)
+    tl.final_screen = _trim(_screen_text(run.screen), 5000)
     if tl.t_marker is None:
         tl.screen = _trim(_screen_text(run.screen), 1500)
         tl.note = "markers never matched" + (" (EOF)" if run.eof else "")
@@ -297,7 +303,7 @@ def dialog(env: clienv.CliEnv, tl: Timeline, timeout: float) -> Run:
     run.pump(lambda: run.quiet_for(3.0), timeout, on_chunk, lambda s, n: gaps.append((round(s, 2), round(n, 2))))
     text = _screen_text(run.screen)
     patterns = [re.compile(p) for p in get_adapter(env.tool).ready_patterns]
-    tl.screen = _trim(text, 1500)
+    tl.screen = _trim(text, 5000)
     tl.t_marker = 0.0 if all(p.search(text) for p in patterns) else None
     tl.gaps = [{"at": s, "len": n} for s, n in gaps]
     tl.note = f"last output at {run.last - run.t0:.2f} s" + (" (EOF)" if run.eof else "")
@@ -348,15 +354,18 @@ def report(tl: Timeline) -> str:
     if tl.queries:
         lines.append("  queries: " + ", ".join(f"{n}@{t}" for t, n in tl.queries[:8]))
     for g in tl.gaps if tl.mode == "startup" else []:
-        lines.append(f"  gap {g['len']:.3f} s at {g['at']:.3f}{' (open)' if g.get('open') else ''}: "
+        lines.append(f"  gap {g['len']:.3f} s at {g['at']:.3f}{' (open)' if g.get('open') else ''}"
+                     f"{' cursor-hidden' if g.get('cursor_hidden') else ''}: "
                      + g.get("screen", "").replace("\n", " ⏎ ")[:300])
     if tl.reset:
         r = dict(tl.reset)
         screen = r.pop("screen", "")
         lines.append(f"  reset: {json.dumps(r)}")
         lines.append("  screen after reset: " + screen.replace("\n", " ⏎ ")[:600])
-    if tl.mode != "startup" or tl.t_marker is None:
+    if tl.mode.startswith("dialog") or tl.t_marker is None:
         lines.append("  screen: " + tl.screen.replace("\n", " ⏎ ")[:1200])
+    if tl.final_screen:
+        lines.append("  final screen (last 6 lines): " + " ⏎ ".join(tl.final_screen.splitlines()[-6:]))
     return "\n".join(lines)
 
 

@@ -26,8 +26,10 @@ API (see README.md for more):
         cli_env.assert_session_record(args, exit_code=0, mode="pty")   # record + `session <id> complete` commit
 
     make_cli_env(tool)   # another, independent CliEnv (same mock) inside one test
+    make_cli_env(tool, bin_dir=older_cli_bin_dir)   # the same with a CLI of the older set
     mock                 # the test's MockServer (log: <tmp>/mock.jsonl)
     cli_bin_dir          # session-wide: installs the pinned CLIs once (integration/install_clis.py)
+    older_cli_bin_dir    # session-wide: the older set (integration/older/package.json)
 
 Rules the fixtures enforce:
 - The CLIs are installed (npm ci into integration/.cache/clis) once per session; if that is
@@ -45,11 +47,12 @@ from __future__ import annotations
 
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 
 from .clienv import TOOLS, CliEnv
-from .install_clis import InstallError, bin_dir, ensure_installed
+from .install_clis import SETS, InstallError, bin_dir, ensure_installed
 from .mock_server import MockServer
 
 __all__ = ["TOOLS"]
@@ -69,6 +72,20 @@ def cli_bin_dir():
     return bin_dir()
 
 
+@pytest.fixture(scope="session")
+def older_cli_bin_dir():
+    """Install the older set of CLIs (or reuse the cache) once per session; the folder of their bins."""
+    started = time.monotonic()
+    try:
+        ensure_installed(quiet=False, cli_set="older")
+    except InstallError as exc:
+        pytest.fail(f"cannot install the older CLIs for the integration tests:\n{exc}", pytrace=False)
+    elapsed = time.monotonic() - started
+    if elapsed > 1:
+        print(f"\n[integration] older CLIs installed in {elapsed:.1f} s")
+    return bin_dir(SETS["older"].cache)
+
+
 @pytest.fixture
 def mock(tmp_path):
     server = MockServer(log_path=tmp_path / "mock.jsonl").start()
@@ -86,9 +103,9 @@ def make_cli_env(request, tmp_path, mock, cli_bin_dir):
     envs: list[CliEnv] = []
     request.node._wrapagent_envs = envs
 
-    def make(tool_name: str, mock_server: MockServer | None = None) -> CliEnv:
+    def make(tool_name: str, mock_server: MockServer | None = None, bin_dir: Path | None = None) -> CliEnv:
         root = tmp_path / f"{tool_name}-{len(envs) + 1}"
-        env = CliEnv.create(tool_name, root, mock_server or mock, cli_bin_dir)
+        env = CliEnv.create(tool_name, root, mock_server or mock, bin_dir or cli_bin_dir)
         envs.append(env)
         return env
 

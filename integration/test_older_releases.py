@@ -1,0 +1,102 @@
+"""Releases the adapters never saw: the blocks still arrive, verbatim (issue 25).
+
+One session per CLI of the older set (integration/older/package.json: each release >= 3 months
+before the pinned one), through wrapagent with a guard:
+
+1. the first message reaches the model as the guard's block + the typed text, byte for byte;
+2. the tool's reset command (`/new`, `/clear`), then a second message: a fresh conversation
+   with freshly computed blocks (the guard counts its runs), verbatim again;
+3. the session record says which readiness rule fired for each conversation (`ready_by`):
+   `"marker"` where the adapter's own screen markers still fit the release, `"generic"` where
+   they do not (codex 0.140 shows rotating suggestions where the adapter waits for
+   `Ask Codex to do anything`: before the fallback it got no blocks at all), as measured by
+   bench/ready_timeline.py (bench/ready_timeline.md); and the release's version.
+
+Kept to one CLI start per tool: the suite's CI budget is tight.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .clienv import tool_params
+
+pytestmark = pytest.mark.integration
+
+RESET = {"codex": "/new", "claude": "/clear", "gemini": "/clear", "opencode": "/new"}
+TIMEOUT = {"codex": 150, "claude": 150, "gemini": 200, "opencode": 300}
+
+#: the readiness rule expected to fire, per conversation (first message, after the reset),
+#: from the measured screens of the older releases (bench/ready_timeline.md)
+READY_BY = {
+    "codex": ("generic", "generic"),   # 0.140: no `Ask Codex to do anything` anywhere
+    "claude": ("marker", "marker"),    # 2.1.220: `❯` + `? for shortcuts`, as 2.1.330
+    "gemini": ("marker", "marker"),    # 0.45.2: `Type your message or @path/to/file`
+    "opencode": ("marker", "marker"),  # 1.15.4: `Ask anything...`
+}
+
+FIRST = "first message to an older release"
+SECOND = "first message after the reset"
+
+
+def block(n: int) -> str:
+    return f'<prompt-guard name="counter">\nguard run {n}\n</prompt-guard>\n\n'
+
+
+def configure(cli_env) -> None:
+    counter = cli_env.root / "guard-runs"
+    hooks = f"""
+[[prompt_guard]]
+name = "counter"
+command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo guard run $n"
+"""
+    cli_env.write_wrapagent_config(hooks_toml=hooks)
+
+
+def send(term, text: str) -> None:
+    term.type(text)
+    term.wait_for(text[-15:], timeout=15)
+    term.enter(after=0.3)
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_older_release_first_message_and_reset(make_cli_env, older_cli_bin_dir, tool):
+    cli_env = make_cli_env(tool, bin_dir=older_cli_bin_dir)
+    spec = cli_env.spec  # the release's own (integration/cliversions.py)
+    assert cli_env.version, f"no version found for the older {tool} in {older_cli_bin_dir}"
+    configure(cli_env)
+    mock = cli_env.mock
+    term = cli_env.spawn(cli_env.interactive_args())
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    mark = mock.mark()
+
+    # 1. the first message: the block, then exactly what was typed
+    send(term, FIRST)
+    texts = mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts == [block(1) + FIRST], mock.summary()
+    term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
+
+    # 2. the reset, then a message in a fresh conversation with fresh blocks
+    term.wait_quiet(0.5, timeout=10)
+    term.type(RESET[tool])
+    term.enter(after=0.5)
+    term.wait_quiet(1.0, timeout=30)
+    send(term, SECOND)
+    texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    assert texts == [block(1) + FIRST, block(2) + SECOND], mock.summary()
+    second = mock.turn_requests(api=spec.api, since=mark)[1]
+    assert second["turn"] == 1, "the reset did not start a new conversation"
+
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+
+    record = cli_env.sessions()[-1]
+    injections = record["injections"]
+    assert [(i["conversation"], i["status"]) for i in injections] == [(1, "submitted"), (2, "submitted")], injections
+    assert [i["text"] for i in injections] == [block(1), block(2)]
+    assert (record["injection"]["ready_by"], *(i["ready_by"] for i in injections)) == (
+        READY_BY[tool][0], *READY_BY[tool]), injections
+    assert record.get("tool_version") == cli_env.version, {k: record.get(k) for k in ("tool", "tool_version")}
