@@ -53,6 +53,7 @@ CURSOR_SHOW = b"\x1b[?25h"
 QUERIES = {b"\x1b[6n": "DSR cursor", b"\x1b[c": "DA1", b"\x1b[>c": "DA2", b"\x1b]11;?": "OSC11 bg",
            b"\x1b]10;?": "OSC10 fg", b"\x1b[?u": "kitty kbd query", b"\x1b[14t": "window px"}
 GAP = 0.1
+ANSWER_QUERIES = False  # --answer-queries
 #: without a marker match, the start-up is over after this much quiet (opencode 1.18 is silent
 #: for 3+ s on an empty screen after enabling bracketed paste, then draws)
 NO_MARKER_QUIET = 10.0
@@ -168,6 +169,8 @@ class Run:
                 if seq in window and seq not in tail:
                     self.tl.queries.append((round(rel, 3), name))
             self._track_modes(window)
+            if ANSWER_QUERIES:
+                self._answer(window, tail)
             try:
                 self.stream.feed(self.sanitize(data))
             except Exception:  # pyte 0.8 chokes on a few sequences (as in integration/driver.py)
@@ -184,6 +187,19 @@ class Run:
                 setattr(self.tl, attr, True)
             elif i_off > i_on:
                 setattr(self.tl, attr, False)
+
+    def _answer(self, window: bytes, tail: bytes) -> None:
+        """Answer as an xterm would (--answer-queries): a real terminal under wrapagent does."""
+        replies = []
+        for seq, reply in ((b"\x1b[6n", None), (b"\x1b[c", b"\x1b[?62;22c"), (b"\x1b[>c", b"\x1b[>41;354;0c"),
+                           (b"\x1b]11;?", b"\x1b]11;rgb:0000/0000/0000\x1b\\"),
+                           (b"\x1b]10;?", b"\x1b]10;rgb:ffff/ffff/ffff\x1b\\")):
+            if window.count(seq) > tail.count(seq):
+                if reply is None:
+                    reply = f"\x1b[{self.screen.cursor.y + 1};{self.screen.cursor.x + 1}R".encode()
+                replies.append(reply)
+        for reply in replies:
+            os.write(self.fd, reply)
 
     def quiet_for(self, secs: float) -> bool:
         return time.monotonic() - self.last >= secs
@@ -381,8 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=("startup", "dialog", "reset"), default="startup")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--answer-queries", action="store_true",
+                    help="answer DSR / DA1 / DA2 / OSC 10,11 queries as an xterm would (default: silent, as the driver)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    global ANSWER_QUERIES
+    ANSWER_QUERIES = args.answer_queries
     results = []
     for cli_set in args.sets.split(","):
         ensure_installed(quiet=True, cli_set=cli_set)
