@@ -18,6 +18,7 @@ Kept to one CLI start per tool: the suite's CI budget is tight.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -28,13 +29,14 @@ pytestmark = pytest.mark.integration
 RESET = {"codex": "/new", "claude": "/clear", "gemini": "/clear", "opencode": "/new"}
 TIMEOUT = {"codex": 150, "claude": 150, "gemini": 200, "opencode": 300}
 
-#: the readiness rule expected to fire, per conversation (first message, after the reset),
-#: from the measured screens of the older releases (bench/ready_timeline.md)
+#: the readiness rule expected to fire, per conversation (first message, after the reset), from
+#: the measured screens of the older releases (bench/ready_timeline.md). After a reset, tools
+#: without `reset_ready_patterns` are ready when output is quiet (`quiet`, wrapagent/inject/readiness.py).
 READY_BY = {
-    "codex": ("generic", "generic"),   # 0.140: no `Ask Codex to do anything` anywhere
-    "claude": ("marker", "marker"),    # 2.1.220: `❯` + `? for shortcuts`, as 2.1.330
-    "gemini": ("marker", "marker"),    # 0.45.2: `Type your message or @path/to/file`
-    "opencode": ("marker", "marker"),  # 1.15.4: `Ask anything...`
+    "codex": ("generic", "generic"),   # 0.140: no `Ask Codex to do anything`, at start or after /new
+    "claude": ("marker", "quiet"),     # 2.1.220: `❯` + `? for shortcuts`, as the adapter expects
+    "gemini": ("marker", "quiet"),     # 0.45.2: `Type your message or @path/to/file`
+    "opencode": ("marker", "quiet"),   # 1.15.4: `Ask anything...`
 }
 
 FIRST = "first message to an older release"
@@ -55,6 +57,28 @@ command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {coun
     cli_env.write_wrapagent_config(hooks_toml=hooks)
 
 
+def wait_logged(cli_env, term, pattern: str, timeout: float = 30.0) -> str:
+    """Wait until the session's log (written live) has a line matching `pattern`; that line.
+
+    The composer of a release the markers miss is found by the generic rule only after output
+    was quiet `fallback_quiet_secs`; a message typed before that passes without the blocks (the
+    keys are the user's). A person who waits for the screen to settle gets them: the test types
+    once wrapagent said it saw the composer, not after a guessed pause.
+    """
+    end = time.monotonic() + timeout
+    rx = re.compile(pattern)
+    while True:
+        for log in sorted((cli_env.state_dir / "projects").glob("*/*/session.log")):
+            for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+                if rx.search(line):
+                    return line
+        if time.monotonic() > end:
+            logs = [p.read_text(errors="replace") for p in (cli_env.state_dir / "projects").glob("*/*/session.log")]
+            raise AssertionError(f"no session.log line matching {pattern!r} within {timeout:.0f} s\n"
+                                 f"logs: {logs}\n" + term.dump("screen"))
+        time.sleep(0.1)
+
+
 def send(term, text: str) -> None:
     term.type(text)
     term.wait_for(text[-15:], timeout=15)
@@ -70,6 +94,7 @@ def test_older_release_first_message_and_reset(make_cli_env, older_cli_bin_dir, 
     mock = cli_env.mock
     term = cli_env.spawn(cli_env.interactive_args())
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    wait_logged(cli_env, term, rf"injection: {tool} ready after .* \((marker|generic) rule\)")
     term.wait_quiet(spec.settle, timeout=10)
     mark = mock.mark()
 
@@ -83,6 +108,8 @@ def test_older_release_first_message_and_reset(make_cli_env, older_cli_bin_dir, 
     term.wait_quiet(0.5, timeout=10)
     term.type(RESET[tool])
     term.enter(after=0.5)
+    wait_logged(cli_env, term, r"injection: (composer ready again for conversation 2 \((marker|generic) rule\)"
+                               r"|output quiet after the reset; conversation 2 armed)")
     term.wait_quiet(1.0, timeout=30)
     send(term, SECOND)
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout, since=mark)
