@@ -8,8 +8,9 @@ before the pinned one), through wrapagent with a guard:
    with freshly computed blocks (the guard counts its runs), verbatim again;
 3. the session record says which readiness rule fired for each conversation (`ready_by`):
    `"marker"` where the adapter's own screen markers still fit the release, `"generic"` where
-   they do not (codex 0.140 shows rotating suggestions where the adapter waits for
-   `Ask Codex to do anything`: before the fallback it got no blocks at all), as measured by
+   they do not (codex 0.140 after `/new`: before the fallback it got no blocks at all, its
+   composer shows rotating suggestions where the adapter waited for `Ask Codex to do anything`),
+   `"quiet"` after a reset of a tool without reset markers; as measured by
    bench/ready_timeline.py (bench/ready_timeline.md); and the release's version.
 
 Kept to one CLI start per tool: the suite's CI budget is tight.
@@ -33,7 +34,10 @@ TIMEOUT = {"codex": 150, "claude": 150, "gemini": 200, "opencode": 300}
 #: the measured screens of the older releases (bench/ready_timeline.md). After a reset, tools
 #: without `reset_ready_patterns` are ready when output is quiet (`quiet`, wrapagent/inject/readiness.py).
 READY_BY = {
-    "codex": ("generic", "generic"),   # 0.140: no `Ask Codex to do anything`, at start or after /new
+    # 0.140: no `Ask Codex to do anything`, but the `› ` prompt glyph at start; after /new it
+    # redraws only the suggestion after the glyph (cells that changed), so the screen drawn since
+    # the reset has no `› `: the generic rule finds the composer
+    "codex": ("marker", "generic"),
     "claude": ("marker", "quiet"),     # 2.1.220: `❯` + `? for shortcuts`, as the adapter expects
     "gemini": ("marker", "quiet"),     # 0.45.2: `Type your message or @path/to/file`
     "opencode": ("marker", "quiet"),   # 1.15.4: `Ask anything...`
