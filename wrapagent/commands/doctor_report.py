@@ -89,6 +89,7 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
                 version += f" ({t['version_error']})"
             out.append(f"  {t['name']:<9} {t['path']}")
             out.append(f"  {'':<9} version: {version}")
+            out.append(f"  {'':<9} last seen ready: {_last_ready_text(t.get('last_ready'))}")
         else:
             out.append(f"  {t['name']:<9} not found{_not_found_detail(t['error'])}")
             # shim and alias lines only matter for a missing tool when something is set up for it
@@ -148,6 +149,18 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
+def _last_ready_text(ready: Mapping[str, Any] | None) -> str:
+    """Which rule saw the tool ready in its newest such session, and the release that ran."""
+    from wrapagent.commands.doctor_readiness import rule_text
+    from wrapagent.commands.sessions import format_time
+
+    if not ready:
+        return "(no session of yours saw it ready yet)"
+    release = f"{ready['tool_version']}, " if ready.get("tool_version") else "version not recorded, "
+    return (f"by {rule_text(ready.get('ready_by'))} "
+            f"({release}session {ready.get('id')}, {format_time(ready.get('started_at'))})")
+
+
 def _not_found_detail(error: str | None) -> str:
     """The useful part of resolve's message (what was skipped), without the whole PATH."""
     if not error:
@@ -196,11 +209,22 @@ def render_probe(result: Mapping[str, Any], *, colour: bool = False) -> str:
         out.append(f"  {paint('error', RED, colour)}         {result['error']}")
         return "\n".join(out) + "\n"
     out.append(f"  command       {' '.join(shlex.quote(a) for a in result['argv'])}")
+    if result.get("adapter") != "demo":
+        out.append(f"  version       {result.get('tool_version') or 'unknown'}")
     out.append(f"  terminal      private {result['cols']}x{result['rows']}; "
                f"{result['queries_answered']} terminal queries answered")
     if result["ready"]:
-        out.append(f"  readiness     {paint('FIRED', GREEN, colour)} after {result['ready_after_s']:.2f}s "
+        from wrapagent.commands.doctor_readiness import fallback_message
+
+        by = result.get("ready_by")
+        rule = {"marker": " by its own screen markers", "generic": " by the generic rule"}.get(str(by), "")
+        out.append(f"  readiness     {paint('FIRED', GREEN, colour)} after {result['ready_after_s']:.2f}s{rule} "
                    f"(wrapagent would inject into the first message)")
+        from wrapagent.inject.adapters import KNOWN_TOOLS
+
+        if by == "generic" and result.get("adapter") in KNOWN_TOOLS:
+            tool = str(result.get("adapter"))
+            out.append(f"  note          {fallback_message(tool, result.get('tool_version'), 'on this start')}")
     else:
         quit_info = result["quit"] or {}
         if result.get("emulator_error"):

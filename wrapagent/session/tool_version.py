@@ -153,13 +153,29 @@ def cached(executable: str, env: Mapping[str, str]) -> tuple[bool, str | None]:
 
 def remember(executable: str, env: Mapping[str, str], version: str | None, source: str) -> None:
     """Store what was found (or one more failure) for this binary; best effort, atomic."""
-    import json
-    import time
-
     ident = identity(executable)
     if ident is None:
         return
-    path = cache_path(env)
+    with _cache_lock():  # doctor looks up four tools at once: one writer at a time in a process
+        _remember(ident, cache_path(env), version, source)
+
+
+def _cache_lock():
+    import threading
+
+    global _LOCK
+    if _LOCK is None:
+        _LOCK = threading.Lock()
+    return _LOCK
+
+
+_LOCK = None
+
+
+def _remember(ident: tuple[str, int, int], path: str, version: str | None, source: str) -> None:
+    import json
+    import time
+
     cache = _read_cache(path)
     real, mtime_ns, size = ident
     old = _entry(cache, ident) or {}
@@ -325,19 +341,20 @@ class VersionRun:
 
 def find_version(executable: str, env: Mapping[str, str], *, may_run: bool,
                  timeout: float = RUN_TIMEOUT_SECS, runner: VersionRun | None = None,
-                 before_run=None) -> dict[str, Any]:
+                 before_run=None, trust_failures: bool = True) -> dict[str, Any]:
     """{"version", "source", "error"} of the binary `executable` resolves to, the cache filled.
 
     `source`: "cache", "package.json", "install folder", "--version" or
     None. `may_run`: `TOOL --version` is allowed (the known tools only: an
     unknown program may not take `--version` as a harmless question).
     `before_run()` is called before that run (the delay; False skips it).
+    `trust_failures`: a binary that failed MAX_FAILURES times is not asked again.
     """
     ident = identity(executable)
     if ident is None:
         return {"version": None, "source": None, "error": "the binary cannot be read"}
     hit, version = cached(executable, env)
-    if hit:
+    if hit and (version is not None or trust_failures):
         return {"version": version, "source": "cache", "error": None if version else "no version (cached)"}
     version, source = from_install(ident[0])
     if version is not None:
