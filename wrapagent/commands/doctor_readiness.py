@@ -23,11 +23,13 @@ def readiness_of(record: Mapping[str, Any]) -> dict[str, Any] | None:
     None when the record never saw the tool ready (no interactive injection, or lost)."""
     entries = record.get("injections") or [record.get("injection") or {}]
     fired = [(entry.get("conversation") or 1, entry.get("ready_by")) for entry in entries
-             if isinstance(entry, dict) and entry.get("ready_by") in ("marker", "generic")]
+             if isinstance(entry, dict) and entry.get("ready_by") in ("marker", "generic", "quiet")]
     if not fired:
         return None
     generic = [conv for conv, by in fired if by == "generic"]
-    return {"ready_by": "generic" if generic else "marker", "conversations": generic}
+    # "quiet" is a reset's own rule (tools that redraw nothing recognisable after one): not a fallback.
+    by = "generic" if generic else "marker" if any(b == "marker" for _, b in fired) else "quiet"
+    return {"ready_by": by, "conversations": generic}
 
 
 def _newest_dirs(roots: Sequence[Any]) -> Iterator[Any]:
@@ -84,5 +86,5 @@ def fallback_message(tool: str, version: str | None, where: str) -> str:
 
 def rule_text(ready_by: str | None) -> str:
     """One rule, named for a listing."""
-    return {"marker": "its own screen markers", "generic": "the generic rule (its own markers did not show)"
-            }.get(str(ready_by), "not seen ready")
+    return {"marker": "its own screen markers", "generic": "the generic rule (its own markers did not show)",
+            "quiet": "output quiet after a reset"}.get(str(ready_by), "not seen ready")

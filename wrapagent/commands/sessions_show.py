@@ -93,6 +93,8 @@ def ready_text(inj: Mapping[str, Any], tool: Any) -> str | None:
 def _rule_text(by: Any, tool: Any) -> str:
     if by == "marker":
         return "its own screen markers"
+    if by == "quiet":
+        return "output quiet after the reset"
     if by == "generic":
         from wrapagent.inject.adapters import KNOWN_TOOLS
 
