@@ -171,6 +171,9 @@ def test_doctor_is_quiet_once_the_markers_are_seen_again(history: dict) -> None:
           history["env"])
     report = doctor.collect(cwd=history["project"], env=history["env"])
     assert not any("codex's screen changed" in f["message"] for f in report["findings"])
+    last = doctor_report.render(report).split("\nLast session: ", 1)[1]
+    assert last.startswith("01JX0000000000000000000009 (codex 0.142.0, ")
+    assert "  injection: submitted (path interactive, tool ready after 1.20s (its own screen markers))" in last
 
 
 # --------------------------------------------------------------------------- doctor --probe

@@ -357,6 +357,8 @@ def _last_session_facts(record: Mapping[str, Any] | None) -> dict[str, Any] | No
     return {
         "id": record.get("id"),
         "tool": record.get("tool"),
+        "transport": record.get("transport"),
+        "tool_version": record.get("tool_version"),
         "started_at": record.get("started_at"),
         "exit_code": record.get("exit_code"),
         "state": record.get("state"),

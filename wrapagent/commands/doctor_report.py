@@ -124,14 +124,18 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
     if last is None:
         out.append("Last session: (none for this project)")
     else:
-        out.append(f"Last session: {last['id']} ({last['tool']}, {format_time(last['started_at'])}, "
+        version = f" {last['tool_version']}" if last.get("tool_version") else ""
+        out.append(f"Last session: {last['id']} ({last['tool']}{version}, {format_time(last['started_at'])}, "
                    f"exit {format_exit(last)})")
         inj = last["injection"]
         details = []
         if inj.get("path") and inj.get("path") != "none":
             details.append(f"path {inj['path']}")
-        if inj.get("ready_after_s") is not None:
-            details.append(f"tool ready after {inj['ready_after_s']:.2f}s")
+        from wrapagent.commands.sessions_show import ready_text
+
+        ready = ready_text(inj, last.get("transport"))
+        if ready:
+            details.append(f"tool {ready}")
         line = f"  injection: {inj.get('status') or 'none'}"
         out.append(line + (f" ({', '.join(details)})" if details else ""))
         for note in inj.get("notes") or []:

@@ -72,6 +72,16 @@ def strict_version(text: object) -> str | None:
     return match.group(1) if match else None
 
 
+_RELEASE_CHARS = frozenset("0123456789.-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _plain_release(text: object) -> bool:
+    """A cached version as `strict_version` stored it, checked without `re` (a session's hit path:
+    compiling the patterns costs more than the whole lookup); nothing that could act on a terminal."""
+    return (isinstance(text, str) and 0 < len(text) <= 80 and text[0] in "0123456789" and "." in text
+            and all(ch in _RELEASE_CHARS for ch in text))
+
+
 def parse_version_output(data: bytes) -> str | None:
     """The first release number in what `TOOL --version` printed (`codex-cli 0.169.0`,
     `2.1.330 (Claude Code)`), or None. Escape sequences are dropped first; the number is
@@ -144,8 +154,8 @@ def cached(executable: str, env: Mapping[str, str]) -> tuple[bool, str | None]:
     entry = _entry(_read_cache(cache_path(env)), ident)
     if entry is None:
         return False, None
-    version = strict_version(entry.get("version"))
-    if version is not None:
+    version = entry.get("version")
+    if _plain_release(version):
         return True, version
     failures = entry.get("failures")
     return (isinstance(failures, int) and failures >= MAX_FAILURES), None
@@ -311,7 +321,6 @@ class VersionRun:
             except subprocess.TimeoutExpired:
                 self.kill()
                 code = proc.wait()
-            self.kill_group()  # whatever it left in its session
             proc.stdout.close()  # type: ignore[union-attr]
         name = os.path.basename(executable)
         if timed_out:
@@ -331,7 +340,7 @@ class VersionRun:
         import signal
 
         proc = self.proc
-        if proc is None:
+        if proc is None or proc.returncode is not None:  # reaped: its pid may be someone else's now
             return
         try:
             os.killpg(proc.pid, signal.SIGKILL)
