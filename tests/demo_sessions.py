@@ -19,17 +19,22 @@ def wait_until_armed(state_home: Path, timeout: float = ARMED_TIMEOUT) -> None:
     dialogs need them); a fixed sleep after the prompt appears is a race on a
     loaded machine, so tests wait for the injector's own word instead.
     """
+    wait_for_log(state_home, " ready after ", timeout)
+
+
+def wait_for_log(state_home: Path, text: str, timeout: float = ARMED_TIMEOUT) -> None:
+    """Wait until the newest session's log holds `text` (the injector's word for a state)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         dirs = sorted(state_home.glob("wrapagent/projects/*/*/"), key=lambda d: d.name)
         log = dirs[-1] / "session.log" if dirs else None
         try:
-            if log is not None and " ready after " in log.read_text(errors="replace"):
+            if log is not None and text in log.read_text(errors="replace"):
                 return
         except OSError:
             pass
         time.sleep(0.02)
-    raise AssertionError(f"the injector never reported the tool ready within {timeout:.0f} s")
+    raise AssertionError(f"the session log never said {text!r} within {timeout:.0f} s")
 
 
 def interactive_demo_session(env: dict[str, str], cwd: Path) -> None:

@@ -370,7 +370,7 @@ def test_typed_delivery_expands_tabs_paste_keeps_them() -> None:
     inj, clock, box = make(adapter=adapter_for("claude"))
     box["prefix"] = prefix
     inj.on_output(b"\x1b[?2004h" + b"x" * 10, clock.t)  # any screen: readiness is not tested here
-    inj._became_ready(clock.t)
+    inj._became_ready(clock.t, "marker")
     inj.on_input(b"a", clock.t)
     inj.poll(clock.t)
     assert inj.report.text == prefix.expandtabs(4)  # the record says what the model got

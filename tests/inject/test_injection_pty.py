@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
-from demo_sessions import wait_until_armed
+from demo_sessions import wait_for_log, wait_until_armed
 
 GUARD_BLOCK = '<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n'
 
@@ -393,3 +393,39 @@ def test_a_terminal_reporting_0x0_still_gets_the_blocks(world) -> None:
     submit(child, 1)
     assert quit_demo(child) == 0
     assert world.messages() == [GUARD_BLOCK + "\ntiny"]
+
+
+def test_a_known_tool_whose_markers_never_show_gets_the_blocks_by_the_generic_rule(world, tmp_path) -> None:
+    """A `codex` that is really the demo agent: bracketed paste on, never `Ask Codex to do anything`.
+
+    As codex releases before 0.150 do (rotating suggestions where the placeholder was): before
+    the fallback the record said `lost: the tool never showed its ready screen` and no message
+    of the session, resets included, got the blocks.
+    """
+    tool = tmp_path / "bin" / "codex"
+    tool.parent.mkdir()
+    tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m wrapagent.commands.demo_agent \"$@\"\n")
+    tool.chmod(0o755)
+    world.hooks(GUARD)
+    env = world.env(PATH=f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "codex"], env=env,
+                          cwd=str(world.project), dimensions=(30, 100), timeout=30)
+    child.expect("demo> ")
+    wait_until_armed(world.state)
+    type_text(child, "first")
+    submit(child, 1)
+    child.expect("demo> ")
+    type_text(child, "/new")
+    time.sleep(0.1)  # Enter as its own write, as a user's
+    child.send("\r")
+    child.expect_exact("(new conversation 2)")
+    child.expect("demo> ")
+    wait_for_log(world.state, "composer ready again for conversation 2")
+    type_text(child, "second")
+    submit(child, 2)
+    quit_demo(child)
+    assert world.messages() == [GUARD_BLOCK + "\nfirst", GUARD_BLOCK + "\nsecond"]
+    record = world.records()[-1]
+    assert record["transport"] == "codex"
+    assert record["injection"]["status"] == "submitted"
+    assert [i["ready_by"] for i in record["injections"]] == ["generic", "generic"]

@@ -54,6 +54,7 @@ from wrapagent.inject.held import HeldKeys
 from wrapagent.inject.keys import tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
+from wrapagent.inject.readiness import READY_CHECK_INTERVAL, Readiness
 from wrapagent.inject.report import InjectionReport, close_unsubmitted
 from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLDING,
                                      SETTLING, STARTING, WAIT_READY)
@@ -77,17 +78,16 @@ if TYPE_CHECKING:
 # --- the injector -------------------------------------------------------------
 
 BP_ON = b"\x1b[?2004h"
-READY_CHECK_INTERVAL = 0.05
 
 
-class FirstMessageInjector(MessageKeys, BlocksDelivery, Conversations, OutgoingHooks):
+class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, OutgoingHooks):
     """The proxy's interceptor for interactive sessions (see module docstring).
 
     Its parts, one concern each, share this object's state: the user's keys
     (`message_keys.py`), the delivery of the blocks (`block_delivery.py`),
     conversations and later messages (`conversations.py`), wrapagent's own
-    messages (`outgoing_hooks.py`). Here: the proxy's entry points, readiness,
-    the end of the session.
+    messages (`outgoing_hooks.py`), when the composer is ready (`readiness.py`).
+    Here: the proxy's entry points and the end of the session.
     """
 
     def __init__(self, adapter: Adapter, *, rows: int, cols: int,
@@ -270,7 +270,7 @@ class FirstMessageInjector(MessageKeys, BlocksDelivery, Conversations, OutgoingH
         if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
             # The composer is drawn but its quiet period is not over: a key now
             # starts a message, so the blocks must go before it, not after.
-            self._became_ready(now)
+            self._became_ready(now, "marker" if self._current_patterns() else "generic")
         if self.state == STARTING:
             for tok in tokenize(data):
                 sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
@@ -282,6 +282,7 @@ class FirstMessageInjector(MessageKeys, BlocksDelivery, Conversations, OutgoingH
     def _poll(self, now: float) -> bytes:
         if self.state == WAIT_READY and not self._reset_patterns:
             if now - max(self.last_output, self._reset_at) >= self.adapter.reset_quiet_secs:
+                self.report.ready_by = "quiet"
                 self._arm()
                 self.log(f"injection: output quiet after the reset; conversation "
                          f"{self.report.conversation} armed")
@@ -297,42 +298,7 @@ class FirstMessageInjector(MessageKeys, BlocksDelivery, Conversations, OutgoingH
             return self._maybe_release(now)
         return b""
 
-    # -- readiness ----------------------------------------------------------------
-
-    def _check_ready(self, now: float) -> None:
-        if self._next_check is None or now < self._next_check or not self._screen_dirty:
-            return
-        if now - self.last_output < self.adapter.ready_quiet_secs:
-            self._next_check = self.last_output + self.adapter.ready_quiet_secs
-            return
-        self._screen_dirty = False
-        self._next_check = None
-        if self._screen_ready():
-            self._became_ready(now)
-
-    def _screen_ready(self) -> bool:
-        """The ready markers are on the screen as drawn so far."""
-        if not self._bp_seen:
-            return False
-        text = self.screen.text()
-        patterns = self._reset_patterns if self.state == WAIT_READY else self._patterns
-        return all(p.search(text) for p in patterns)
-
-    def _became_ready(self, now: float) -> None:
-        self._screen_dirty = False
-        self._next_check = None
-        self.watch_output = self._keep_watching
-        self.screen.close()
-        if self.state == WAIT_READY:
-            self._arm()
-            self.log(f"injection: composer ready again for conversation {self.report.conversation}")
-            return
-        self.report.ready_after_s = round(now - self._t0, 3)
-        if self.inject:
-            self._arm()
-        else:
-            self.state = CHATTING
-        self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s")
+    # -- readiness: readiness.py ------------------------------------------------
 
     def _arm(self) -> None:
         """The composer is ready: the next message gets the blocks.

@@ -102,6 +102,7 @@ class Outgoing:
         self._delivered_at: float | None = None
         self._enter_at = 0.0
         self.held = bytearray()
+        self._generic = False
 
     # -- any thread ------------------------------------------------------------------
 
@@ -216,10 +217,21 @@ class Outgoing:
         self.state = DELIVERING
         return self._due(now)
 
+    def use_generic_composer(self) -> None:
+        """The tool's ready markers never showed (its screen changed in a release): an empty
+        composer is then any quiet screen that is not a dialog, as for the first message."""
+        self._generic = True
+
     def _composer_shown(self) -> bool:
         assert self.screen is not None
         text = self.screen.text(timeout=SCREEN_CATCH_UP_SECS)
-        return text is not None and all(p.search(text) for p in self._patterns)
+        if text is None:
+            return False
+        if self._generic:
+            from wrapagent.inject.readiness import looks_like_dialog
+
+            return not looks_like_dialog(text)
+        return all(p.search(text) for p in self._patterns)
 
     def close(self) -> None:
         if self.screen is not None:

@@ -96,6 +96,7 @@ class Adapter(Frozen):
         "aliases",
         "ready_patterns",
         "ready_quiet_secs",
+        "fallback_quiet_secs",
         "requires_bracketed_paste",
         "delivery",
         "typed_chunk_bytes",
@@ -120,6 +121,7 @@ class Adapter(Frozen):
         "aliases": (),
         "ready_patterns": (),
         "ready_quiet_secs": 0.05,
+        "fallback_quiet_secs": 3.0,
         "requires_bracketed_paste": True,
         "delivery": "paste",
         "typed_chunk_bytes": 256,
@@ -147,6 +149,11 @@ class Adapter(Frozen):
     """Regexes that must all match the rendered screen for the composer to be ready."""
     ready_quiet_secs: float
     """Output must have been quiet this long after the markers showed."""
+    fallback_quiet_secs: float | None
+    """The generic rule's bound (`inject/readiness.py`): bracketed paste on, something drawn that
+    is not a dialog, no marker, and output quiet this long = ready anyway (the tool's screen
+    changed in a release). Longer than any quiet stretch the four CLIs have with bracketed
+    paste on before their composer shows (bench/ready_timeline.md). None: markers only."""
     requires_bracketed_paste: bool
     """Readiness also needs `ESC[?2004h` to have been seen."""
     delivery: str

@@ -1,0 +1,207 @@
+"""Readiness: the adapter's markers, else the generic rule after a quiet bound (inject/readiness.py).
+
+Driven with a fake clock. The screens are the ones the tools draw (codex before
+0.150 shows rotating suggestions where its placeholder used to be; the dialogs
+are the trust/onboarding dialogs of the four CLIs).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wrapagent.inject.adapters import adapter_for
+from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.readiness import looks_like_dialog
+
+PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'
+PASTED = b"\x1b[200~" + PREFIX.encode() + b"\x1b[201~"
+BP = b"\x1b[?2004h"
+
+OLD_CODEX = (b"\x1b[2J\x1b[H>_ OpenAI Codex (v0.140.0)\r\n\r\n model: mock   directory: ~/p\r\n\r\n"
+             b"\x1b[20;1H\xe2\x80\xba Run /review on my current changes\r\n\r\n"
+             b"  \xe2\x8f\x8e send   ? for shortcuts        100% context left")
+NEW_CODEX = b"\x1b[2J\x1b[H\xe2\x80\xba Ask Codex to do anything\r\n\r\n  ? for shortcuts"
+CODEX_TRUST = ("You are running Codex in /home/u/p\r\n\r\nSince this folder is version controlled, you may "
+               "wish to allow Codex to work in this folder without asking for approval.\r\n\r\n"
+               "\u203a 1. Yes, allow Codex to work in this folder without asking for approval\r\n"
+               "  2. Require approval of edits and commands\r\n\r\n"
+               "  Press enter to continue").encode()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class World:
+    def __init__(self, tool: str = "codex", *, resets: bool = False) -> None:
+        self.clock = Clock()
+        self.prefix: str | None = PREFIX
+        self.adapter = adapter_for(tool)
+        self.inj = FirstMessageInjector(
+            self.adapter, rows=24, cols=100, get_prefix=lambda: self.prefix, wake_fd=None,
+            clock=self.clock, on_reset=self.on_reset if resets else None)
+        self.inj._t0 = self.clock.t
+
+    def on_reset(self) -> None:
+        self.prefix = PREFIX
+
+    def output(self, data: bytes) -> None:
+        self.inj.on_output(data, self.clock.t)
+
+    def wait(self, secs: float) -> None:
+        """Let `secs` pass with no output, polling whenever the injector asked to be woken."""
+        end = self.clock.t + secs
+        while True:
+            due = self.inj.deadline()
+            if due is None or due > end:
+                break
+            self.clock.t = max(self.clock.t + 0.001, due)  # a real clock moves on
+            assert self.inj.poll(self.clock.t) == b""
+        self.clock.t = end
+        self.inj.poll(self.clock.t)
+
+    def message(self, text: bytes) -> bytes:
+        out = self.inj.on_input(text, self.clock.t) + self.inj.poll(self.clock.t)
+        for _ in range(100):
+            if self.inj.state not in ("holding", "delivering", "settling") and not self.inj._keys.replay:
+                break
+            self.clock.t += 0.05
+            out += self.inj.poll(self.clock.t)
+        return out + self.inj.on_input(b"\r", self.clock.t)
+
+
+def bound(w: World) -> float:
+    assert w.adapter.fallback_quiet_secs is not None
+    return w.adapter.fallback_quiet_secs
+
+
+def test_markers_fire_first_and_say_so() -> None:
+    w = World()
+    w.output(BP + NEW_CODEX)
+    w.wait(0.2)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "marker"
+
+
+def test_a_release_without_the_markers_gets_the_blocks_by_the_generic_rule() -> None:
+    """codex < 0.150: no `Ask Codex to do anything`, ever. Before the fix: `lost` for the whole session."""
+    w = World()
+    w.output(BP + OLD_CODEX)
+    w.wait(bound(w) * 0.9)
+    assert w.inj.state == "starting"                 # the bound is not over
+    w.wait(bound(w) * 0.2)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "generic"
+    assert w.inj.report.ready_after_s is not None
+    assert w.message(b"hello") == PASTED + b"hello\r"
+
+
+def test_output_restarts_the_bound() -> None:
+    """A tool still drawing its start-up is never taken for ready: the bound counts quiet time."""
+    w = World()
+    w.output(BP + b"loading")
+    for _ in range(5):
+        w.wait(bound(w) * 0.6)
+        w.output(b".")
+    assert w.inj.state == "starting"
+    w.wait(bound(w) + 0.1)
+    assert w.inj.report.ready_by == "generic"
+
+
+@pytest.mark.parametrize("screen", [
+    b"",                        # bracketed paste on, nothing drawn yet (opencode starting)
+    b"\x1b[2J\x1b[H   \r\n  ",  # blanks only
+])
+def test_nothing_drawn_is_not_a_composer(screen: bytes) -> None:
+    w = World("opencode")
+    w.output(BP + screen)
+    w.wait(bound(w) * 5)
+    assert w.inj.state == "starting"
+
+
+def test_no_bracketed_paste_no_fallback() -> None:
+    w = World()
+    w.output(OLD_CODEX)
+    w.wait(bound(w) * 5)
+    assert w.inj.state == "starting"
+
+
+def test_a_trust_dialog_is_never_taken_for_the_composer() -> None:
+    """The dialog is quiet with bracketed paste on; its answer must reach it untouched."""
+    w = World()
+    w.output(BP + CODEX_TRUST)
+    w.wait(bound(w) * 5)
+    assert w.inj.state == "starting"
+    assert w.inj.on_input(b"1", w.clock.t) == b"1"        # the answer passes, nothing held
+    assert w.inj.on_input(b"\r", w.clock.t) == b"\r"
+    w.output(OLD_CODEX)                                   # the composer, without the markers
+    w.wait(bound(w) + 0.1)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "generic"
+
+
+def test_unknown_tool_waits_out_its_dialog_too() -> None:
+    w = World("sometui")
+    w.output(BP + "Do you trust the files in this folder?\r\n\u276f 1. Yes, proceed\r\n  2. No, exit"
+             .encode())
+    w.wait(5)
+    assert w.inj.state == "starting"
+    w.output(b"\x1b[2J\x1b[H> ")
+    w.wait(1)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "generic"
+
+
+def test_after_a_reset_without_the_reset_markers_the_generic_rule_fires() -> None:
+    """codex's `reset_ready_patterns` missing after `/new`: the next conversation still gets the blocks."""
+    w = World(resets=True)
+    w.output(BP + NEW_CODEX)
+    w.wait(0.2)
+    assert w.message(b"first") == PASTED + b"first\r"
+    assert w.inj.on_input(b"/new\r", w.clock.t) == b"/new\r"
+    assert w.inj.state == "wait-ready"
+    w.output(b"\x1b[2J\x1b[H" + OLD_CODEX)
+    w.wait(bound(w) + 0.1)
+    assert w.inj.state == "armed"
+    assert [r.ready_by for r in w.inj.reports] == ["marker", "generic"]
+    assert w.message(b"second") == PASTED + b"second\r"
+
+
+def test_after_a_reset_a_dialog_waits_for_its_answer() -> None:
+    w = World(resets=True)
+    w.output(BP + NEW_CODEX)
+    w.wait(0.2)
+    w.message(b"first")
+    w.inj.on_input(b"/new\r", w.clock.t)
+    w.output("\x1b[2J\x1b[HStart the new chat in:\r\n\u203a 1. This folder\r\n  2. A new worktree\r\n"
+             .encode())
+    w.wait(bound(w) * 5)
+    assert w.inj.state == "wait-ready"
+    assert w.inj.on_input(b"\r", w.clock.t) == b"\r"
+    w.output(b"\x1b[2J\x1b[H" + NEW_CODEX)
+    w.wait(0.2)
+    assert w.inj.state == "armed" and w.inj.reports[-1].ready_by == "marker"
+
+
+@pytest.mark.parametrize("text", [
+    CODEX_TRUST.decode(),
+    "Do you trust the files in this folder?\n\n\u276f 1. Yes, proceed\n  2. No, exit\n\nEnter to confirm \u00b7 Esc to exit",
+    "Choose the text style that looks best with your terminal\n \u276f 1. Dark mode \u2714\n   2. Light mode",
+    "Do you trust this folder?\n\u25cf 1. Trust folder (p)\n  2. Trust parent folder\n  3. Don't trust (esc)",
+    "\u2502 \u25cf 1. Trust folder                    \u2502",
+])
+def test_dialogs_are_recognised(text: str) -> None:
+    assert looks_like_dialog(text)
+
+
+@pytest.mark.parametrize("text", [
+    "\u203a Ask Codex to do anything\n\n  ? for shortcuts                 100% context left",
+    "\u203a Run /review on my current changes\n\n  \u23ce send   ? for shortcuts",
+    "\u2500" * 40 + "\n\u276f \n" + "\u2500" * 40 + "\n  ? for shortcuts",
+    " >   Type your message or @path/to/file\n~/p   no sandbox   gemini-2.5-pro (100% context left)",
+    "  Ask anything... \"Fix a TODO in the codebase\"\n  Build \u00b7 Mock Model   tab agents  ctrl+p commands",
+    # a resumed conversation whose history holds a numbered list: not a choice dialog
+    "> how do I start?\n\n1. Install it\n2. Run it\n\n\u203a Ask Codex to do anything",
+])
+def test_composers_are_not_dialogs(text: str) -> None:
+    assert not looks_like_dialog(text)
