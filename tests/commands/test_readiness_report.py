@@ -209,3 +209,88 @@ def test_probe_text_for_a_tool_without_an_adapter() -> None:
     text = doctor_report.render_probe(probe_result("generic", adapter="mytui", version=None))
     assert "FIRED after 2.50s by the generic rule" in text and "screen changed" not in text
     assert "  version       unknown\n" in text
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def fake_codex(folder: Path, version: str = "0.140.0") -> Path:
+    """A `codex` that is really the demo agent: bracketed paste on, never codex's own markers
+    (as codex releases before 0.150 show); `--version` answers like codex."""
+    import sys
+
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_exe(folder / "codex", f'#!/bin/sh\nif [ "$1" = --version ]; then echo "codex-cli {version}"; '
+                                       f'exit 0; fi\nexec {sys.executable} -m wrapagent.commands.demo_agent "$@"\n')
+
+
+def test_a_session_by_the_generic_rule_is_shown_and_reported(tmp_path: Path) -> None:
+    """A real session of a known tool whose markers never show: the record names the rule and the
+    release; `sessions show` and `doctor` say what it means."""
+    import subprocess
+    import sys
+    import time
+
+    import pexpect
+
+    from demo_sessions import wait_until_armed
+
+    bindir = tmp_path / "bin"
+    fake_codex(bindir)
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "wrapagent"
+    config.mkdir(parents=True)
+    (config / "hooks.toml").write_text('[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n')
+    project = tmp_path / "proj"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm"}
+    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "codex"], env=env, cwd=str(project),
+                          dimensions=(30, 100), timeout=30)
+    try:
+        child.expect("demo> ")
+        wait_until_armed(Path(env["XDG_STATE_HOME"]))
+        child.send("hello")
+        time.sleep(0.2)
+        child.send("\r")
+        child.expect("end of message 1")
+        child.send("/quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    (record,) = sessions_cmd.all_records(env)
+    assert record["transport"] == "codex" and record["injection"]["status"] == "submitted"
+    assert record["injection"]["ready_by"] == "generic"
+    assert record["tool_version"] == "0.140.0"
+    shown = render_show(record, None)
+    assert "  version     0.140.0\n" in shown
+    assert "(generic rule: codex's own markers did not show)" in shown
+    report = doctor.collect(cwd=project, env=env)
+    (finding,) = [f for f in report["findings"] if "screen changed" in f["message"]]
+    assert finding["level"] == "info"
+    assert finding["message"].startswith(f"your codex's screen changed (codex 0.140.0): wrapagent did not see the "
+                                         f"ready markers it knows for codex in your last session with it "
+                                         f"({record['id']})")
+
+
+def test_probe_of_a_known_tool_recognised_only_by_the_generic_rule(tmp_path: Path) -> None:
+    from wrapagent.commands import doctor_probe
+
+    fake_codex(tmp_path / "bin", "0.139.2")
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    result = doctor_probe.probe("codex", timeout=60, env=env)
+    assert result["ready"] is True, result["screen"]
+    assert (result["ready_by"], result["tool_version"]) == ("generic", "0.139.2")
+    text = doctor_report.render_probe(result)
+    assert "  version       0.139.2\n" in text
+    assert "by the generic rule (wrapagent would inject" in text
+    assert "  note          your codex's screen changed (codex 0.139.2): " in text
+
+
+def test_probe_of_the_demo_names_its_markers() -> None:
+    from wrapagent.commands import doctor_probe
+
+    result = doctor_probe.probe("demo", timeout=60)
+    assert (result["ready"], result["ready_by"], result["tool_version"]) == (True, "marker", None)
+    text = doctor_report.render_probe(result)
+    assert "by its own screen markers" in text and "\n  version " not in text  # the demo is wrapagent itself
