@@ -72,6 +72,12 @@ def test_show_a_reset_that_fell_back_and_an_unknown_version(tmp_path: Path) -> N
     assert "conversation 3: submitted, ready after 0.30s (output quiet after the reset)" in text
 
 
+def test_show_of_a_running_session_says_the_version_comes_at_its_end(tmp_path: Path) -> None:
+    record = make_record("01JX", "codex", None, None, tmp_path)
+    record["state"] = "running"
+    assert "  version     (recorded when it ends)\n" in render_show(record, None)
+
+
 def test_show_of_a_tool_without_an_adapter_does_not_blame_its_markers(tmp_path: Path) -> None:
     text = render_show(make_record("01JX", "mytui", "generic", None, tmp_path), None)
     assert "ready after 1.20s (generic rule)," in text

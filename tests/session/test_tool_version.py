@@ -172,6 +172,17 @@ def test_claude_native_install_is_named_by_its_version(tmp_path: Path, no_proces
         "version": "2.1.30", "source": "install folder", "error": None}
 
 
+@pytest.mark.parametrize("where, expected", [
+    ("opt/homebrew/Cellar/codex/0.140.0_1/bin/codex", "0.140.0"),
+    ("usr/local/Caskroom/codex/0.141.2/codex", "0.141.2"),
+    ("opt/homebrew/Cellar/codex/HEAD-abc123/bin/codex", None),
+])
+def test_homebrew_installs_are_named_by_their_folder(tmp_path: Path, no_process, where: str,
+                                                     expected: str | None) -> None:
+    binary = write_exe(tmp_path / where, "\x7fELF")
+    assert tv.find_version(str(binary), dict(os.environ), may_run=False)["version"] == expected
+
+
 def test_a_projects_own_package_json_is_not_the_tools(tmp_path: Path) -> None:
     """A script of the user's under their project's package.json is not that package's release."""
     project = tmp_path / "proj"

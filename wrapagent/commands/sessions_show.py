@@ -365,7 +365,8 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
 
     field("tool", f"{record.get('tool')} (transport {record.get('transport')}, mode {record.get('mode')})")
     if "tool_version" in record:  # records from before it was recorded have none
-        field("version", record.get("tool_version") or "unknown")
+        running = record.get("state") == "running"
+        field("version", record.get("tool_version") or ("(recorded when it ends)" if running else "unknown"))
     field("argv", " ".join(shlex.quote(str(a)) for a in argv) if argv else "-")
     field("executable", record.get("executable") or "-")
     field("project", record.get("project_root") or "-")

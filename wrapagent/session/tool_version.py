@@ -224,12 +224,20 @@ def from_install(real: str) -> tuple[str | None, str]:
       above a script of theirs is not the tool's) or names this binary in
       its `bin`; a platform package's `0.169.0-linux-x64` counts as 0.169.0.
     - claude's native installer: `…/claude/versions/2.1.330` is the binary.
+    - Homebrew: `…/Cellar/codex/0.140.0_1/bin/codex` (a formula's revision `_1`
+      dropped), `…/Caskroom/codex/0.140.0/codex`.
     """
     import json
 
     name = os.path.basename(real)
     if os.path.basename(os.path.dirname(real)) == "versions" and strict_version(name) == name:
         return name, "install folder"
+    parts = real.split(os.sep)
+    for keg in ("Cellar", "Caskroom"):
+        if keg in parts[:-3]:
+            folder_name = parts[parts.index(keg) + 2].split("_")[0]
+            if strict_version(folder_name) == folder_name:
+                return folder_name, "install folder"
     folder = os.path.dirname(real)
     for _ in range(PACKAGE_WALK_LEVELS):
         candidate = os.path.join(folder, "package.json")
