@@ -313,3 +313,32 @@ def test_a_hanging_version_changes_nothing_for_the_tool(tmp_path: Path, run_wrap
     record = only_record()
     assert record["exit_code"] == 3 and record["tool_version"] is None
     assert gone(int((bindir / "version.pid").read_text()))
+
+
+def test_version_runs_with_no_signal_blocked(tmp_path: Path) -> None:
+    """Started from a thread that blocks the proxy's signals, `--version` still gets an empty mask."""
+    import signal
+    import threading
+
+    import sys
+
+    # Python, not sh: dash blocks signals around its own waits, and the mask read would be its.
+    tool = write_exe(tmp_path / "codex", f"#!{sys.executable}\n"
+                                         f"status = open('/proc/self/status').read()\n"
+                                         f"open({str(tmp_path / 'mask.txt')!r}, 'w').write(status.split('SigBlk:')[1])\n"
+                                         "print('codex-cli 1.0.0')\n")
+    if not Path("/proc/self/status").exists():
+        pytest.skip("reads the mask from /proc")
+    found: list = []
+
+    def starter() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
+        lookup = tv.Lookup(str(tool), dict(os.environ), may_run=True, delay=0).start()
+        wait_for(lambda: lookup.found is not None)  # the session's end would cut the delay short
+        found.append(lookup.result())
+
+    thread = threading.Thread(target=starter)
+    thread.start()
+    thread.join(60)
+    assert found == ["1.0.0"]
+    assert int((tmp_path / "mask.txt").read_text().split()[0], 16) == 0

@@ -413,6 +413,12 @@ class Lookup:
         return self
 
     def _run(self) -> None:
+        import signal
+
+        # As hook threads do (`hook_runner.unblock_signals`): a thread started while the proxy's
+        # signals are blocked would hand that mask to `--version`.
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())
         try:
             self.found = find_version(self.executable, self.env, may_run=self.may_run, timeout=self.timeout,
                                       runner=self.runner, before_run=lambda: not self.ending.wait(self.delay))
