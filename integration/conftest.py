@@ -55,6 +55,28 @@ from .mock_server import MockServer
 __all__ = ["TOOLS"]
 
 
+_install_waited = False
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Before the first integration test's timer starts, wait for the CLIs' install.
+
+    `run-tests` installs them in the background while the unit tests run; on a slow
+    network that install may still be going when the first integration test begins,
+    and its wait must not count against that test's timeout (pytest-timeout times
+    fixtures too). Outermost wrapper: runs before pytest-timeout arms its timer.
+    """
+    global _install_waited
+    if not _install_waited and item.get_closest_marker("integration") is not None:
+        _install_waited = True
+        try:
+            ensure_installed(quiet=False)
+        except InstallError:
+            pass  # the fixture reports it, as a failure of the test that needs the CLIs
+    yield
+
+
 @pytest.fixture(scope="session")
 def cli_bin_dir():
     """Install the pinned CLIs (or reuse the cache) once per session; the folder of their bins."""

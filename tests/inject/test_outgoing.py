@@ -42,16 +42,19 @@ class Turns:
 class Rig:
     """An injector in a chatting session (no blocks), with an Outgoing, driven at fake times."""
 
-    def __init__(self, tool: str) -> None:
+    def __init__(self, tool: str, screen: bytes | None = None) -> None:
         self.adapter = adapter_for(tool)
         self.turns = Turns()
         self.outgoing = Outgoing(self.adapter, 24, 80, wake=lambda: None)
         self.inj = FirstMessageInjector(self.adapter, rows=24, cols=80, get_prefix=lambda: "",
                                         wake_fd=None, inject=False, turns=self.turns, outgoing=self.outgoing)
         self.writes: list[tuple[float, bytes]] = []
+        self._start = 2.0
         self.done: list[tuple[str, str]] = []
-        self.output(READY[tool], 0.0)
-        self.poll(1.0)
+        self.output(READY[tool] if screen is None else screen, 0.0)
+        self.poll(0.2)
+        fallback = self.adapter.fallback_quiet_secs or 0.0
+        self.poll(fallback + 0.5)  # the generic rule's bound, if the markers did not show
         assert self.inj.state == CHATTING
 
     def output(self, data: bytes, now: float) -> None:
@@ -77,7 +80,7 @@ class Rig:
 
     def run_until(self, end: float, step: float = 0.001, echo: bool = True) -> None:
         """Advance the clock; the tool echoes each write (its screen changes) right away."""
-        now = self.writes[-1][0] if self.writes else 2.0
+        now = self.writes[-1][0] if self.writes else self._start
         seen = len(self.writes)
         while now < end:
             now = round(now + step, 6)
@@ -148,3 +151,30 @@ def test_the_tool_ending_reports_what_was_not_sent():
     rig.outgoing.post(Request(TEXT, 1.5, lambda status, reason, at: rig.done.append((status, reason))))
     rig.inj.finalize()
     assert rig.done == [("not delivered", "the tool ended")]
+
+
+OLD_CODEX = BP_ON + "\x1b[2J\x1b[H\u203a Run /review on my current changes\r\n\r\n  \u23ce send   ? for shortcuts".encode()
+
+
+def test_when_the_markers_never_showed_a_quiet_screen_that_is_not_a_dialog_is_the_composer():
+    """codex < 0.150 (no `Ask Codex to do anything`): before, a stop check's message was never sent."""
+    rig = Rig("codex", screen=OLD_CODEX)
+    assert rig.inj.report.ready_by == "generic"
+    start = rig.adapter.fallback_quiet_secs + 1.0
+    rig._start = start
+    rig.post(since=start - 0.5, now=start)
+    rig.run_until(start + 4.0)
+    assert rig.done == [("delivered", "")]
+    assert rig.writes[-1][1] == b"\r"
+
+
+def test_when_the_markers_never_showed_a_dialog_still_cancels():
+    rig = Rig("codex", screen=OLD_CODEX)
+    start = rig.adapter.fallback_quiet_secs + 1.0
+    rig._start = start
+    rig.output("\x1b[2J\x1b[HAllow command?\r\n\u203a 1. Yes\r\n  2. No, tell Codex what to do".encode(),
+               start - 0.8)
+    rig.post(since=start - 0.5, now=start)
+    rig.run_until(start + 4.0)
+    assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
+    assert rig.writes == []
