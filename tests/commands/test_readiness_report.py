@@ -300,3 +300,20 @@ def test_probe_of_the_demo_names_its_markers() -> None:
     assert (result["ready"], result["ready_by"], result["tool_version"]) == (True, "marker", None)
     text = doctor_report.render_probe(result)
     assert "by its own screen markers" in text and "\n  version " not in text  # the demo is wrapagent itself
+
+
+def test_the_demo_records_wrapagents_release_and_an_unknown_tool_none(tmp_path: Path) -> None:
+    """The demo agent is wrapagent's own; `sh` (no adapter, no package) is never asked `--version`."""
+    import subprocess
+    import sys
+
+    import wrapagent
+
+    env = dict(os.environ)
+    subprocess.run([sys.executable, "-m", "wrapagent", "demo", "-p"], input=b"hi\n", env=env, cwd=tmp_path,
+                   capture_output=True, timeout=60, check=True)
+    subprocess.run([sys.executable, "-m", "wrapagent", "sh", "-c", "exit 3"], env=env, cwd=tmp_path,
+                   stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    sh, demo = sessions_cmd.all_records(env)
+    assert (demo["tool"], demo["tool_version"]) == ("demo", wrapagent.__version__)
+    assert (sh["tool"], sh["tool_version"], sh["exit_code"]) == ("sh", None, 3)

@@ -51,11 +51,17 @@ class Live:
 def look_up_version(live: Live) -> None:
     """Once the tool has been spawned: its version, in a thread (`tool_version`); never raises.
 
-    Not for the demo agent (its binary is the Python interpreter). The
-    record gets the result at the end (`finishing.after`).
+    The record gets the result at the end (`finishing.after`). The demo
+    agent's binary is the Python interpreter: its release is wrapagent's.
     """
     launch = live.launch
-    if live.version_lookup is not None or launch.opts.argv_override is not None:
+    if launch.opts.argv_override is not None:
+        if launch.name == "demo":
+            from wrapagent import __version__
+
+            live.record.record["tool_version"] = __version__
+        return
+    if live.version_lookup is not None:
         return
     from wrapagent.session.tool_version import start_lookup
 
