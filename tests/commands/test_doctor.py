@@ -139,7 +139,9 @@ def test_sessions_repo_and_last_session(world: dict, text: str) -> None:
     assert "git       repository, 2 commit(s), clean" in sessions
     assert "sessions  1" in sessions
     last = section(text, "Last session: ")
-    assert last.startswith(f"{world['last']['id']} (demo, ")
+    from wrapagent import __version__
+
+    assert last.startswith(f"{world['last']['id']} (demo {__version__}, ")  # the release that ran
     assert "injection: submitted (path interactive, tool ready after" in last
     rows = [line.split() for line in last.split("hooks:\n", 1)[1].splitlines()]
     assert rows[0][:3] == ["NAME", "KIND", "EXIT"]
