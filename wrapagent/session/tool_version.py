@@ -10,18 +10,21 @@ adapter no longer recognises can be tied to the release that changed it
   process;
 - on a miss the cheap answers come first: the npm package that holds the
   binary (the nearest `package.json` walking up from the real path, inside
-  `node_modules`), or claude's native install (`…/versions/2.1.30`);
+  `node_modules`), claude's native install (`…/versions/2.1.30`), a
+  Homebrew keg (`…/Cellar/codex/0.140.0/…`);
 - only then, for the four known tools and after a delay (the tool's own
-  start goes first; a session over before it runs nothing), `TOOL --version`: from `/` (never the project folder,
-  whose config trust has not allowed), stdin `/dev/null`, no terminal (its
-  own session), its process group killed at the timeout; only a strict
+  start goes first; a session over before it runs nothing), `TOOL
+  --version`: from `/` (never the project folder, whose config trust has
+  not allowed), stdin `/dev/null`, no terminal (its own session), an empty
+  signal mask, its process group killed at the timeout; only a strict
   version number is taken from what it printed, so escapes cannot reach a
   record or a listing.
 
-At the end of the session (`Lookup.result`) an unfinished lookup is waited
-for a short bounded time, then its process group is killed and the record
-says null; a later session fills the cache. A binary that never answers is
-tried `MAX_FAILURES` times per (path, mtime, size), then left alone.
+At the end of the session (`Lookup.result`) a `--version` still running is
+waited for a short bounded time, then its process group is killed and the
+record says null; a later session fills the cache. A binary that never
+answers is tried `MAX_FAILURES` times per (path, mtime, size), then left
+alone (doctor still asks it).
 """
 
 from __future__ import annotations
