@@ -153,11 +153,12 @@ def test_the_tool_ending_reports_what_was_not_sent():
     assert rig.done == [("not delivered", "the tool ended")]
 
 
-OLD_CODEX = BP_ON + "\x1b[2J\x1b[H\u203a Run /review on my current changes\r\n\r\n  \u23ce send   ? for shortcuts".encode()
+OLD_CODEX = BP_ON + "\x1b[2J\x1b[H\u258c Describe a task\r\n\r\n  mock-model default \u00b7 ~/p".encode()
+"""A codex whose composer no marker knows (a release after the adapter was written)."""
 
 
 def test_when_the_markers_never_showed_a_quiet_screen_that_is_not_a_dialog_is_the_composer():
-    """codex < 0.150 (no `Ask Codex to do anything`): before, a stop check's message was never sent."""
+    """A release the markers miss: before, a stop check's message was never sent."""
     rig = Rig("codex", screen=OLD_CODEX)
     assert rig.inj.report.ready_by == "generic"
     start = rig.adapter.fallback_quiet_secs + 1.0

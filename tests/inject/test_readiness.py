@@ -1,8 +1,9 @@
 """Readiness: the adapter's markers, else the generic rule after a quiet bound (inject/readiness.py).
 
-Driven with a fake clock. The screens are the ones the tools draw (codex before
-0.150 shows rotating suggestions where its placeholder used to be; the dialogs
-are the trust/onboarding dialogs of the four CLIs).
+Driven with a fake clock. The screens are the ones the tools draw (bench/ready_timeline.md:
+codex before 0.150 shows rotating suggestions where its placeholder is now; the dialogs are
+the trust/onboarding/reset dialogs of the four CLIs, pinned and older releases). CHANGED is
+a codex whose composer no marker knows (a glyph and a footer of a future release).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ BP = b"\x1b[?2004h"
 OLD_CODEX = (b"\x1b[2J\x1b[H>_ OpenAI Codex (v0.140.0)\r\n\r\n model: mock   directory: ~/p\r\n\r\n"
              b"\x1b[20;1H\xe2\x80\xba Run /review on my current changes\r\n\r\n"
              b"  \xe2\x8f\x8e send   ? for shortcuts        100% context left")
+CHANGED = (b"\x1b[2J\x1b[H>_ OpenAI Codex (v0.999.0)\r\n\r\n\x1b[20;1H\xe2\x96\x8c Describe a task\r\n\r\n"
+           b"  mock-model default \xc2\xb7 ~/p")
 NEW_CODEX = b"\x1b[2J\x1b[H\xe2\x80\xba Ask Codex to do anything\r\n\r\n  ? for shortcuts"
 CODEX_TRUST = ("You are running Codex in /home/u/p\r\n\r\nSince this folder is version controlled, you may "
                "wish to allow Codex to work in this folder without asking for approval.\r\n\r\n"
@@ -87,15 +90,61 @@ def test_markers_fire_first_and_say_so() -> None:
 
 
 def test_a_release_without_the_markers_gets_the_blocks_by_the_generic_rule() -> None:
-    """codex < 0.150: no `Ask Codex to do anything`, ever. Before the fix: `lost` for the whole session."""
+    """A release whose composer the markers miss (codex < 0.150 had no `Ask Codex to do anything`):
+    before the fix, `lost` for the whole session."""
     w = World()
-    w.output(BP + OLD_CODEX)
+    w.output(BP + CHANGED)
     w.wait(bound(w) * 0.9)
     assert w.inj.state == "starting"                 # the bound is not over
     w.wait(bound(w) * 0.2)
     assert w.inj.state == "armed" and w.inj.report.ready_by == "generic"
     assert w.inj.report.ready_after_s is not None
     assert w.message(b"hello") == PASTED + b"hello\r"
+
+
+def test_codex_before_0_150_is_recognised_by_its_prompt_glyph() -> None:
+    """Markers that outlive releases: `›` with text after it, not the placeholder's wording."""
+    w = World()
+    w.output(BP + OLD_CODEX)
+    w.wait(0.2)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "marker"
+
+
+def test_codex_dialogs_are_not_its_composer() -> None:
+    """`›` on a numbered choice (trust, `/new`'s worktree question) is no composer: the
+    keys answer it untouched."""
+    w = World()
+    w.output(BP + CODEX_TRUST)
+    w.wait(10)
+    assert w.inj.state == "starting"
+
+
+def test_a_first_key_after_a_short_quiet_fires_the_generic_rule_at_once() -> None:
+    """A person typing as soon as the composer shows: before the bound, the blocks still go first."""
+    w = World()
+    w.output(BP + CHANGED)
+    w.wait(0.6)
+    assert w.inj.state == "starting"
+    assert w.message(b"hi") == PASTED + b"hi\r"
+    assert w.inj.report.ready_by == "generic"
+
+
+@pytest.mark.parametrize("key", [b"\r", b"\x1b[A", b"\x1b[12;40R"])
+def test_keys_that_start_no_message_do_not_fire_it(key: bytes) -> None:
+    w = World()
+    w.output(BP + CHANGED)
+    w.wait(0.6)
+    assert w.inj.on_input(key, w.clock.t) == key
+    assert w.inj.state == "starting"
+
+
+def test_a_first_key_right_after_output_waits_for_the_rule() -> None:
+    """Quiet under FIRST_KEY_QUIET_SECS: the tool may still be drawing; the key passes."""
+    w = World()
+    w.output(BP + CHANGED)
+    w.wait(0.1)
+    assert w.inj.on_input(b"h", w.clock.t) == b"h"
+    assert w.inj.state == "starting"
 
 
 def test_output_restarts_the_bound() -> None:
@@ -123,7 +172,7 @@ def test_nothing_drawn_is_not_a_composer(screen: bytes) -> None:
 
 def test_no_bracketed_paste_no_fallback() -> None:
     w = World()
-    w.output(OLD_CODEX)
+    w.output(CHANGED)
     w.wait(bound(w) * 5)
     assert w.inj.state == "starting"
 
@@ -136,7 +185,7 @@ def test_a_trust_dialog_is_never_taken_for_the_composer() -> None:
     assert w.inj.state == "starting"
     assert w.inj.on_input(b"1", w.clock.t) == b"1"        # the answer passes, nothing held
     assert w.inj.on_input(b"\r", w.clock.t) == b"\r"
-    w.output(OLD_CODEX)                                   # the composer, without the markers
+    w.output(CHANGED)                                   # the composer, without the markers
     w.wait(bound(w) + 0.1)
     assert w.inj.state == "armed" and w.inj.report.ready_by == "generic"
 
@@ -160,7 +209,7 @@ def test_after_a_reset_without_the_reset_markers_the_generic_rule_fires() -> Non
     assert w.message(b"first") == PASTED + b"first\r"
     assert w.inj.on_input(b"/new\r", w.clock.t) == b"/new\r"
     assert w.inj.state == "wait-ready"
-    w.output(b"\x1b[2J\x1b[H" + OLD_CODEX)
+    w.output(b"\x1b[2J\x1b[H" + CHANGED)
     w.wait(bound(w) + 0.1)
     assert w.inj.state == "armed"
     assert [r.ready_by for r in w.inj.reports] == ["marker", "generic"]
@@ -185,6 +234,16 @@ def test_after_a_reset_a_dialog_waits_for_its_answer() -> None:
 
 @pytest.mark.parametrize("text", [
     CODEX_TRUST.decode(),
+    # codex 0.169: trust, and `/new`'s question
+    "Folder access\nTrust this folder? Codex can read, edit, and run files here\n\u203a 1. Trust and continue\n"
+    "  2. Back to Agent Command Center\n\n  enter continue \u00b7 esc back",
+    "Where should the new conversation run?\n\u203a 1. Use current Git worktree\n  2. Create new Git worktree\n"
+    "  enter select \u00b7 esc back",
+    # claude 2.1.330 numbers nothing; its theme picker has no footer
+    "Accessing workspace:\n\n Quick safety check: Is this a project you created or one you trust?\n\n"
+    " \u276f No, exit\n   Yes, I trust this folder\n\n Enter to confirm \u00b7 Esc to cancel",
+    " Choose the text style that looks best with your terminal\n\n \u276f \u2714 Auto (match terminal)\n"
+    "   Dark mode\n   Light mode\n\n Syntax theme: Monokai Extended (ctrl+t to disable)",
     "Do you trust the files in this folder?\n\n\u276f 1. Yes, proceed\n  2. No, exit\n\nEnter to confirm \u00b7 Esc to exit",
     "Choose the text style that looks best with your terminal\n \u276f 1. Dark mode \u2714\n   2. Light mode",
     "Do you trust this folder?\n\u25cf 1. Trust folder (p)\n  2. Trust parent folder\n  3. Don't trust (esc)",
@@ -195,6 +254,12 @@ def test_dialogs_are_recognised(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", [
+    "\u2500" * 40 + "\n\u276f \n" + "\u2500" * 40 + "\n  \u23f5\u23f5 auto mode on (shift+tab to cycle) \u00b7 \u2190 for agents",
+    "\u2500" * 40 + "\n\u276f \n" + "\u2500" * 40 + "\n  \u23f8 manual mode on \u00b7 ? for shortcuts \u00b7 \u2190 for agents",
+    "\u2503  Ask anything... \"Fix broken tests\"\n\u2503  Build \u00b7 Mock Model Mock LLM\n  tab agents  ctrl+p commands",
+    # gemini's start-up tips are a numbered list without a pointer
+    "Tips for getting started:\n1. Ask questions, edit files, or run commands.\n2. Be specific.\n"
+    "3. Create GEMINI.md files to customize your interactions.\n >   Type your message or @path/to/file",
     "\u203a Ask Codex to do anything\n\n  ? for shortcuts                 100% context left",
     "\u203a Run /review on my current changes\n\n  \u23ce send   ? for shortcuts",
     "\u2500" * 40 + "\n\u276f \n" + "\u2500" * 40 + "\n  ? for shortcuts",

@@ -156,7 +156,7 @@ def test_reset_after_reset_before_message_keeps_one_pending_conversation() -> No
 
 def test_other_tools_reset_commands() -> None:
     w = World("codex")
-    w.inj.on_output(b"\x1b[?2004h Ask Codex to do anything", w.clock.t)
+    w.inj.on_output("\x1b[?2004h› Ask Codex to do anything".encode(), w.clock.t)
     w.clock.t += 0.2
     w.inj.poll(w.clock.t)
     w.message(b"hi")

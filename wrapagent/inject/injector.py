@@ -271,6 +271,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             # The composer is drawn but its quiet period is not over: a key now
             # starts a message, so the blocks must go before it, not after.
             self._became_ready(now, "marker" if self._current_patterns() else "generic")
+        elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
+            self._ready_on_key(data, now)
         if self.state == STARTING:
             for tok in tokenize(data):
                 sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix

@@ -41,15 +41,21 @@ from wrapagent.inject.states import CHATTING, WAIT_READY
 
 READY_CHECK_INTERVAL = 0.05
 
-_POINTER = r"[›❯>▶▸►→●◉◆*]"
+FIRST_KEY_QUIET_SECS = 0.5
+"""A first message key while output has been quiet this long (bracketed paste on, something
+drawn, not a dialog, no marker) makes the generic rule fire at once instead of at the bound.
+The longest quiet stretch measured on a drawn screen before a composer was 0.32 s."""
+
+_POINTER = r"[›❯●◉▶►→]"
 _DIALOG = re.compile(
-    # A selection pointer on a numbered choice: `› 1. Yes, allow…`, `❯ 2. No, exit`, `● 1. Trust folder`.
-    r"(?m)^[\s│┃|║]*" + _POINTER + r"\s*\d{1,2}[.)]\s+\S"
-    # The footers of choice dialogs.
-    r"|(?i:\b(?:enter|return|⏎)\s+to\s+(?:confirm|continue|select)\b)"
-    r"|(?i:\bpress\s+enter\s+to\s+continue\b)"
-    r"|(?i:\besc(?:ape)?\s+to\s+(?:cancel|exit|go\s+back)\b)"
-    r"|(?i:\bdo\s+you\s+trust\b)"
+    # A selection pointer on a choice: `› 1. Yes, allow…`, `❯ 2. No, exit`, `● 1. Trust folder`,
+    # `❯ No, exit` (claude 2.1.330 numbers nothing), `❯ ✔ Auto (match terminal)` (a theme picker).
+    r"(?m)^[ \t│┃|║]*" + _POINTER + r"[ \t]*(?:\d{1,2}[.)][ \t]+\S|✔|(?:Yes|No)\b)"
+    # The key hints of choice dialogs: `Enter to confirm`, `Press enter to continue`,
+    # `enter continue · esc back`, `enter select · esc back`, `Esc to cancel`.
+    r"|(?i:\b(?:enter|return|⏎)[ \t]+(?:to[ \t]+)?(?:confirm|continue|select)\b)"
+    r"|(?i:\besc(?:ape)?[ \t]+(?:to[ \t]+)?(?:cancel|go[ \t]+back)\b)"
+    r"|(?i:\bdo[ \t]+you[ \t]+trust\b)"
 )
 
 
@@ -90,6 +96,25 @@ class Readiness:
         self._next_check = None
         if self._generic_ready():
             self._became_ready(now, "generic")
+
+    def _ready_on_key(self, data: bytes, now: float) -> bool:
+        """The user's first message key came before the bound: fire the generic rule now if it holds.
+
+        Without this, a person who starts typing as soon as the composer shows (before
+        output was quiet for the whole bound) would submit their first message without
+        the blocks on every release whose markers changed.
+        """
+        since = max(self.last_output, self._reset_at) if self.state == WAIT_READY else self.last_output
+        if self._fallback_due() is None or now - since < FIRST_KEY_QUIET_SECS:
+            return False
+        from wrapagent.inject.keys import PASTE_START, TEXT, tokenize
+
+        if not any(tok.kind in (TEXT, PASTE_START) for tok in tokenize(data)):
+            return False
+        if not self._generic_ready():
+            return False
+        self._became_ready(now, "generic")
+        return True
 
     def _current_patterns(self) -> list[re.Pattern[str]]:
         return self._reset_patterns if self.state == WAIT_READY else self._patterns

@@ -121,7 +121,7 @@ class Adapter(Frozen):
         "aliases": (),
         "ready_patterns": (),
         "ready_quiet_secs": 0.05,
-        "fallback_quiet_secs": 3.0,
+        "fallback_quiet_secs": 1.0,
         "requires_bracketed_paste": True,
         "delivery": "paste",
         "typed_chunk_bytes": 256,
@@ -153,7 +153,9 @@ class Adapter(Frozen):
     """The generic rule's bound (`inject/readiness.py`): bracketed paste on, something drawn that
     is not a dialog, no marker, and output quiet this long = ready anyway (the tool's screen
     changed in a release). Longer than any quiet stretch the four CLIs have with bracketed
-    paste on before their composer shows (bench/ready_timeline.md). None: markers only."""
+    paste on, something drawn, before their composer shows: 0.32 s, pinned and older releases
+    (bench/ready_timeline.md; the long quiet stretches, up to 3.6 s in opencode, are on a blank
+    screen, which never counts). None: markers only."""
     requires_bracketed_paste: bool
     """Readiness also needs `ESC[?2004h` to have been seen."""
     delivery: str

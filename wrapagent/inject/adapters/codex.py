@@ -1,7 +1,9 @@
 """codex (@openai/codex 0.169): Responses-API TUI, native binary behind a node launcher.
 
-Measured (../shared/clis/codex-claude.md): ready when the composer placeholder
-`Ask Codex to do anything` shows (0.3-1.2 s); a bracketed paste arrives
+Measured (../shared/clis/codex-claude.md, bench/ready_timeline.md): ready when the
+composer's prompt glyph `›` shows with text after it (0.3-1.2 s): the placeholder
+`Ask Codex to do anything` from 0.150 on, a rotating suggestion before (`Run /review
+on my current changes`); a `›` on a numbered choice is a dialog. A bracketed paste arrives
 verbatim; an Enter within 120 ms of fast typing becomes a newline, which is
 why wrapagent never sends Enter itself.
 """
@@ -34,9 +36,12 @@ EXEC = ArgvGrammar(
     oneshot=True,
 )
 
+# The prompt glyph outlives the placeholder text (which changed at 0.150 and rotates before).
+COMPOSER = r"(?m)^[ \t]*› (?![ \t]*\d{1,2}[.)][ \t])\S"
+
 ADAPTER = Adapter(
     name="codex",
-    ready_patterns=(r"Ask Codex to do anything",),
+    ready_patterns=(COMPOSER,),
     delivery="paste",
     # `/` commands, `!` shell commands, `?` (on an empty composer) the shortcuts.
     command_prefixes=("/", "!", "?"),
@@ -57,5 +62,5 @@ ADAPTER = Adapter(
     reset_commands=("/new",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
     # In a git repository `/new` first asks where the new chat runs; the placeholder shows
     # again once the composer is back.
-    reset_ready_patterns=(r"Ask Codex to do anything",),
+    reset_ready_patterns=(COMPOSER,),
 )
