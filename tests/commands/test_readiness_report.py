@@ -222,12 +222,20 @@ def test_probe_text_for_a_tool_without_an_adapter() -> None:
 
 def fake_codex(folder: Path, version: str = "0.140.0") -> Path:
     """A `codex` that is really the demo agent: bracketed paste on, never codex's own markers
-    (as codex releases before 0.150 show); `--version` answers like codex."""
+    (as codex releases before 0.150 show). Installed as npm does (`.bin/codex` -> the package's
+    script, its package.json says the release): the version is known without running anything."""
     import sys
 
-    folder.mkdir(parents=True, exist_ok=True)
-    return write_exe(folder / "codex", f'#!/bin/sh\nif [ "$1" = --version ]; then echo "codex-cli {version}"; '
-                                       f'exit 0; fi\nexec {sys.executable} -m wrapagent.commands.demo_agent "$@"\n')
+    package = folder / "node_modules" / "@openai" / "codex"
+    (package / "bin").mkdir(parents=True, exist_ok=True)
+    (package / "package.json").write_text(json.dumps({"name": "@openai/codex", "version": version,
+                                                      "bin": {"codex": "bin/codex.js"}}))
+    write_exe(package / "bin" / "codex.js",
+              f'#!/bin/sh\nexec {sys.executable} -m wrapagent.commands.demo_agent "$@"\n')
+    bindir = folder / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    (bindir / "codex").symlink_to(package / "bin" / "codex.js")
+    return bindir
 
 
 def test_a_session_by_the_generic_rule_is_shown_and_reported(tmp_path: Path) -> None:
@@ -241,8 +249,7 @@ def test_a_session_by_the_generic_rule_is_shown_and_reported(tmp_path: Path) -> 
 
     from demo_sessions import wait_until_armed
 
-    bindir = tmp_path / "bin"
-    fake_codex(bindir)
+    bindir = fake_codex(tmp_path / "npm")
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "wrapagent"
     config.mkdir(parents=True)
     (config / "hooks.toml").write_text('[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n')
@@ -282,8 +289,8 @@ def test_a_session_by_the_generic_rule_is_shown_and_reported(tmp_path: Path) -> 
 def test_probe_of_a_known_tool_recognised_only_by_the_generic_rule(tmp_path: Path) -> None:
     from wrapagent.commands import doctor_probe
 
-    fake_codex(tmp_path / "bin", "0.139.2")
-    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    bindir = fake_codex(tmp_path / "npm", "0.139.2")
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
     result = doctor_probe.probe("codex", timeout=60, env=env)
     assert result["ready"] is True, result["screen"]
     assert (result["ready_by"], result["tool_version"]) == ("generic", "0.139.2")

@@ -51,15 +51,13 @@ class Live:
 def look_up_version(live: Live) -> None:
     """Once the tool has been spawned: its version, in a thread (`tool_version`); never raises.
 
-    The record gets the result at the end (`finishing.after`). The demo
-    agent's binary is the Python interpreter: its release is wrapagent's.
+    The record gets the result at the end (`finishing.after`). A tool
+    wrapagent brings itself (the demo agent, whose binary is the Python
+    interpreter) comes with its release (`RunOptions.tool_version`).
     """
     launch = live.launch
     if launch.opts.argv_override is not None:
-        if launch.name == "demo":
-            from wrapagent import __version__
-
-            live.record.record["tool_version"] = __version__
+        live.record.record["tool_version"] = launch.opts.tool_version
         return
     if live.version_lookup is not None:
         return
