@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -82,6 +83,16 @@ def last_record(cli_env) -> dict:
     return records[-1]
 
 
+PACKAGES = {"codex": "@openai/codex", "claude": "@anthropic-ai/claude-code",
+            "gemini": "@google/gemini-cli", "opencode": "opencode-ai"}
+
+
+def pinned_version(tool: str) -> str:
+    """The release integration/package.json pins for `tool`."""
+    spec = json.loads((Path(__file__).parent / "package.json").read_text())
+    return spec["dependencies"][PACKAGES[tool]]
+
+
 def assert_committed(cli_env, record: dict) -> None:
     log = subprocess.run(["git", "-C", str(cli_env.sessions_root()), "log", "--format=%s"],
                          capture_output=True, text=True, check=True).stdout
@@ -127,6 +138,9 @@ def test_interactive(cli_env, tool):
     inj = record["injection"]
     assert inj["status"] == "submitted" and inj["path"] == "interactive"
     assert inj["text"] == BLOCKS
+    # The pinned release is recognised by its adapter's own markers, and named in the record.
+    assert inj["ready_by"] == "marker", inj
+    assert record["tool_version"] == pinned_version(tool)
     # Measured (bench/injection_delay.py), not asserted as a speed: only "held for the
     # delivery, not for a hang" (the hanging guard sleeps 30 s and is killed at 1 s).
     assert inj["first_key_delay_ms"] is not None and inj["first_key_delay_ms"] < 20_000

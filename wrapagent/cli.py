@@ -95,11 +95,12 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
     if args and args[0] == "--":
         args = args[1:]
     from wrapagent.commands.own_process import module_argv  # never the current folder's code
+    from wrapagent import __version__
     from wrapagent.session.launch import RunOptions, run
 
     return run(RunOptions(tool="demo", display_name="demo", args=args, strict=strict,
                           argv_override=module_argv("wrapagent.commands.demo_agent"),
-                          config_factory=_demo_config))
+                          config_factory=_demo_config, tool_version=__version__))
 
 
 def _demo_config(project_root: Path, env: Mapping[str, str]):

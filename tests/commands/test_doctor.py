@@ -124,7 +124,7 @@ def test_merged_hooks_and_guards_per_tool(text: str) -> None:
 
 def test_tools_found_missing_version_alias(world: dict, text: str) -> None:
     tools = section(text, "Tools:")
-    assert f"  codex     {world['fakebin'] / 'codex'}\n            version: codex-cli 9.9.9\n" in tools
+    assert f"  codex     {world['fakebin'] / 'codex'}\n            version: 9.9.9\n" in tools
     assert "shim: none" in tools
     assert "alias: alias codex='wrapagent codex'  (~/.bashrc:3)" in tools
     assert "wrapped when you type `codex`: yes in interactive shells (alias)" in tools
@@ -139,7 +139,9 @@ def test_sessions_repo_and_last_session(world: dict, text: str) -> None:
     assert "git       repository, 2 commit(s), clean" in sessions
     assert "sessions  1" in sessions
     last = section(text, "Last session: ")
-    assert last.startswith(f"{world['last']['id']} (demo, ")
+    from wrapagent import __version__
+
+    assert last.startswith(f"{world['last']['id']} (demo {__version__}, ")  # the release that ran
     assert "injection: submitted (path interactive, tool ready after" in last
     rows = [line.split() for line in last.split("hooks:\n", 1)[1].splitlines()]
     assert rows[0][:3] == ["NAME", "KIND", "EXIT"]
@@ -186,7 +188,7 @@ def test_json_through_the_cli(world: dict) -> None:
     assert [g["name"] for g in data["hooks"]["guards"]] == ["g"]
     assert data["hooks"]["guards"][0]["tools"] == "all"
     tools = {t["name"]: t for t in data["tools"]}
-    assert tools["codex"]["found"] and tools["codex"]["version"] == "codex-cli 9.9.9"
+    assert tools["codex"]["found"] and tools["codex"]["version"] == "9.9.9"
     assert tools["codex"]["alias"]["state"] == "alias" and tools["codex"]["wrapped"] == "alias"
     assert not tools["claude"]["found"] and "command not found" in tools["claude"]["error"]
     assert data["sessions"]["git"]["repo"] and data["sessions"]["git"]["commits"] == 2
@@ -245,10 +247,10 @@ def test_version_of_a_hanging_tool_times_out(tmp_path: Path) -> None:
     # The timeout ended it, not the `sleep 120`: the hanging tool is gone.
     pid = int((tmp_path / "gemini.pid").read_text())
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert result == {"version": None, "error": "`gemini --version` did not finish within 0.5s"}
+    assert result == {"version": None, "source": None, "error": "`gemini --version` did not finish within 0.5s"}
     broken = write_exe(tmp_path / "claude", "#!/bin/sh\necho 'oops: no such flag' >&2\nexit 2\n")
-    assert doctor.tool_version(str(broken), dict(os.environ)) == {"version": "oops: no such flag",
-                                                                   "error": "--version exited 2"}
+    assert doctor.tool_version(str(broken), dict(os.environ)) == {
+        "version": None, "source": None, "error": "`claude --version` printed no version number (exit 2)"}
 
 
 # --------------------------------------------------------------------------- --probe

@@ -339,16 +339,21 @@ def test_trust_refused_without_terminal(world) -> None:
     assert proc.returncode == 1 and "terminal" in proc.stderr
 
 
-def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
-    """Any program that enables bracketed paste and goes quiet is ready: blocks go in first."""
-    tool = tmp_path / "bin" / "mytool"
+def spawn_demo_as(world, tmp_path: Path, name: str) -> pexpect.spawn:
+    """`wrapagent NAME`, where NAME on PATH is really the demo agent (with the guard configured)."""
+    tool = tmp_path / "bin" / name
     tool.parent.mkdir()
     tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m wrapagent.commands.demo_agent \"$@\"\n")
     tool.chmod(0o755)
     world.hooks(GUARD)
     env = world.env(PATH=f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
-    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "mytool"], env=env,
-                          cwd=str(world.project), dimensions=(30, 100), timeout=20)
+    return pexpect.spawn(sys.executable, ["-m", "wrapagent", name], env=env,
+                         cwd=str(world.project), dimensions=(30, 100), timeout=30)
+
+
+def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
+    """Any program that enables bracketed paste and goes quiet is ready: blocks go in first."""
+    child = spawn_demo_as(world, tmp_path, "mytool")
     child.expect("demo> ")
     wait_until_armed(world.state)  # generic readiness: 0.3 s of quiet after ESC[?2004h
     type_text(child, "generic")
@@ -396,20 +401,14 @@ def test_a_terminal_reporting_0x0_still_gets_the_blocks(world) -> None:
 
 
 def test_a_known_tool_whose_markers_never_show_gets_the_blocks_by_the_generic_rule(world, tmp_path) -> None:
-    """A `codex` that is really the demo agent: bracketed paste on, never `Ask Codex to do anything`.
+    """A `codex` that is really the demo agent: bracketed paste on, never codex's `›` prompt.
 
-    As codex releases before 0.150 do (rotating suggestions where the placeholder was): before
+    As a release whose screen changed would (codex before 0.150 had no `Ask Codex to do
+    anything`, the placeholder the adapter waited for then): before
     the fallback the record said `lost: the tool never showed its ready screen` and no message
     of the session, resets included, got the blocks.
     """
-    tool = tmp_path / "bin" / "codex"
-    tool.parent.mkdir()
-    tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m wrapagent.commands.demo_agent \"$@\"\n")
-    tool.chmod(0o755)
-    world.hooks(GUARD)
-    env = world.env(PATH=f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
-    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "codex"], env=env,
-                          cwd=str(world.project), dimensions=(30, 100), timeout=30)
+    child = spawn_demo_as(world, tmp_path, "codex")
     child.expect("demo> ")
     wait_until_armed(world.state)
     type_text(child, "first")

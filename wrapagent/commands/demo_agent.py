@@ -20,7 +20,7 @@ Enter that comes in the same read right after a paste's end is part of the
 paste (a newline), not a submission; tests use it to see held keys released
 as one burst.
 
-Usage: python -m wrapagent.commands.demo_agent [--log FILE] [--think-secs S] [-p] [PROMPT]
+Usage: python -m wrapagent.commands.demo_agent [--log FILE] [--think-secs S] [-p] [PROMPT] | --version
 """
 
 from __future__ import annotations
@@ -234,6 +234,11 @@ def main(argv: list[str] | None = None) -> int:
             think = args.pop(0)
         elif arg in ("--resume", "--no-paste", "--typed"):
             continue
+        elif arg == "--version":  # as the real CLIs answer it (a session looks up its tool's release)
+            from wrapagent import __version__
+
+            sys.stdout.write(f"wrapagent demo agent {__version__}\n")
+            return 0
         elif arg == "--":
             prompt = " ".join(args)
             break

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -140,36 +139,18 @@ def _first_line(text: str) -> str:
 
 
 def tool_version(path: str, env: Mapping[str, str], timeout: float = VERSION_TIMEOUT_SECS) -> dict[str, Any]:
-    """`TOOL --version`: the first line, never hanging longer than `timeout`."""
-    try:
-        proc = subprocess.Popen([path, "--version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=dict(env), start_new_session=True)
-    except OSError as exc:
-        return {"version": None, "error": f"cannot run: {exc.strerror or exc}"}
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop_group(proc)
-        return {"version": None, "error": f"`{os.path.basename(path)} --version` did not finish within {timeout:g}s"}
-    line = _first_line(out.decode("utf-8", "replace")) or _first_line(err.decode("utf-8", "replace"))
-    result: dict[str, Any] = {"version": line or None, "error": None}
-    if proc.returncode != 0:
-        result["error"] = f"--version exited {proc.returncode}"
-    return result
+    """The installed tool's version: {"version", "source", "error"}, never taking longer than `timeout`.
 
+    The same lookup a session makes (`session/tool_version.py`): the cache
+    per binary, the npm package's own version, else `TOOL --version` run
+    from `/` (never in the project folder, whose config is not trusted for
+    this) with stdin /dev/null, no terminal, its process group killed at
+    the timeout; only a release number is taken from what it printed.
+    A binary that failed before is asked again: doctor is asked for it.
+    """
+    from wrapagent.session.tool_version import find_version
 
-def _stop_group(proc: subprocess.Popen) -> None:
-    """TERM the process group, KILL it a second later if it is still there."""
-    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.communicate(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    return find_version(path, env, may_run=True, timeout=timeout, trust_failures=False)
 
 
 def _rc_files(shell: str, env: Mapping[str, str]) -> list[Path]:
@@ -272,13 +253,21 @@ def _tool_facts(env: Mapping[str, str]) -> list[dict[str, Any]]:
         for f in facts:
             v = futures[f["name"]].result() if f["name"] in futures else {"version": None, "error": None}
             f["version"] = v["version"]
+            f["version_source"] = v.get("source")
             f["version_error"] = v["error"]
+    from wrapagent.commands.doctor_readiness import recent_readiness
+
+    try:
+        ready = recent_readiness(tools, env)
+    except Exception:  # doctor must report, not crash
+        ready = {}
     shims = _shim_facts(tools, env)
     aliases = find_aliases(tools, env)
     for f in facts:
         f["shim"] = shims.get(f["name"])
         f["alias"] = aliases[f["name"]]
         f["wrapped"] = _wrapped(f)
+        f["last_ready"] = ready.get(f["name"])
     return facts
 
 
@@ -368,6 +357,8 @@ def _last_session_facts(record: Mapping[str, Any] | None) -> dict[str, Any] | No
     return {
         "id": record.get("id"),
         "tool": record.get("tool"),
+        "transport": record.get("transport"),
+        "tool_version": record.get("tool_version"),
         "started_at": record.get("started_at"),
         "exit_code": record.get("exit_code"),
         "state": record.get("state"),

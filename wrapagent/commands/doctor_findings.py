@@ -55,6 +55,16 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
             add(WARNING, f"{tool['name']}: no active shim and no alias found, so typing `{tool['name']}` "
                          f"runs it without wrapagent (`wrapagent shims install`, or "
                          f"`wrapagent init {tool['alias'].get('shell') or 'bash'}` in your shell rc)")
+    from wrapagent.commands.doctor_readiness import fallback_message
+
+    for tool in report["tools"]:
+        ready = tool.get("last_ready")
+        if tool["found"] and ready and ready.get("ready_by") == "generic":
+            convs = ready.get("conversations") or []
+            where = f"in your last session with it ({ready.get('id')})"
+            if convs and 1 not in convs:
+                where = f"after a reset in your last session with it ({ready.get('id')})"
+            add(INFO, fallback_message(tool["name"], ready.get("tool_version"), where))
     last = report.get("last_session")
     if last is not None:
         inj = last.get("injection") or {}

@@ -268,7 +268,8 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
     env = dict(os.environ if env is None else env)
     result: dict[str, Any] = {"tool": tool, "argv": None, "executable": None, "adapter": None,
                               "rows": rows, "cols": cols, "timeout_s": timeout, "started": False,
-                              "error": None, "ready": False, "ready_after_s": None, "markers": [],
+                              "error": None, "ready": False, "ready_after_s": None, "ready_by": None,
+                              "tool_version": None, "markers": [],
                               "bracketed_paste": None, "bracketed_paste_required": None,
                               "screen": None, "queries_answered": 0, "emulator_error": None,
                               "quit": None}
@@ -297,6 +298,7 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
         result["emulator_error"] = run.emulator_error
         result["ready"] = ready
         result["ready_after_s"] = run.injector.report.ready_after_s if ready else None
+        result["ready_by"] = getattr(run.injector.report, "ready_by", None) if ready else None
         screen = run.screen_text()
         result["screen"] = screen
         result["markers"] = [{"pattern": p, "on_screen": bool(re.search(p, screen))}
@@ -315,6 +317,11 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
                 run.signal_group(signal.SIGKILL)
                 run.pump(5.0, lambda: not run.alive)
         run.close()
+    if name != "demo":  # the demo agent's binary is the Python interpreter
+        from wrapagent.session.tool_version import find_version
+
+        # After the tool quit: the cache or its npm package, else `TOOL --version` from `/`.
+        result["tool_version"] = find_version(executable, child_env, may_run=True, trust_failures=False)["version"]
     return result
 
 

@@ -89,6 +89,7 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
                 version += f" ({t['version_error']})"
             out.append(f"  {t['name']:<9} {t['path']}")
             out.append(f"  {'':<9} version: {version}")
+            out.append(f"  {'':<9} last seen ready: {_last_ready_text(t.get('last_ready'))}")
         else:
             out.append(f"  {t['name']:<9} not found{_not_found_detail(t['error'])}")
             # shim and alias lines only matter for a missing tool when something is set up for it
@@ -123,14 +124,18 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
     if last is None:
         out.append("Last session: (none for this project)")
     else:
-        out.append(f"Last session: {last['id']} ({last['tool']}, {format_time(last['started_at'])}, "
+        version = f" {last['tool_version']}" if last.get("tool_version") else ""
+        out.append(f"Last session: {last['id']} ({last['tool']}{version}, {format_time(last['started_at'])}, "
                    f"exit {format_exit(last)})")
         inj = last["injection"]
         details = []
         if inj.get("path") and inj.get("path") != "none":
             details.append(f"path {inj['path']}")
-        if inj.get("ready_after_s") is not None:
-            details.append(f"tool ready after {inj['ready_after_s']:.2f}s")
+        from wrapagent.commands.sessions_show import ready_text
+
+        ready = ready_text(inj, last.get("transport"))
+        if ready:
+            details.append(f"tool {ready}")
         line = f"  injection: {inj.get('status') or 'none'}"
         out.append(line + (f" ({', '.join(details)})" if details else ""))
         for note in inj.get("notes") or []:
@@ -146,6 +151,18 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
     for f in report["findings"]:
         out.append(f"  {paint(f['level'], _LEVEL_COLOURS.get(f['level'], ''), colour)}: {f['message']}")
     return "\n".join(out) + "\n"
+
+
+def _last_ready_text(ready: Mapping[str, Any] | None) -> str:
+    """Which rule saw the tool ready in its newest such session, and the release that ran."""
+    from wrapagent.commands.doctor_readiness import rule_text
+    from wrapagent.commands.sessions import format_time
+
+    if not ready:
+        return "(no session of yours saw it ready yet)"
+    release = f"{ready['tool_version']}, " if ready.get("tool_version") else "version not recorded, "
+    return (f"by {rule_text(ready.get('ready_by'))} "
+            f"({release}session {ready.get('id')}, {format_time(ready.get('started_at'))})")
 
 
 def _not_found_detail(error: str | None) -> str:
@@ -196,11 +213,22 @@ def render_probe(result: Mapping[str, Any], *, colour: bool = False) -> str:
         out.append(f"  {paint('error', RED, colour)}         {result['error']}")
         return "\n".join(out) + "\n"
     out.append(f"  command       {' '.join(shlex.quote(a) for a in result['argv'])}")
+    if result.get("adapter") != "demo":
+        out.append(f"  version       {result.get('tool_version') or 'unknown'}")
     out.append(f"  terminal      private {result['cols']}x{result['rows']}; "
                f"{result['queries_answered']} terminal queries answered")
     if result["ready"]:
-        out.append(f"  readiness     {paint('FIRED', GREEN, colour)} after {result['ready_after_s']:.2f}s "
+        from wrapagent.commands.doctor_readiness import fallback_message
+
+        by = result.get("ready_by")
+        rule = {"marker": " by its own screen markers", "generic": " by the generic rule"}.get(str(by), "")
+        out.append(f"  readiness     {paint('FIRED', GREEN, colour)} after {result['ready_after_s']:.2f}s{rule} "
                    f"(wrapagent would inject into the first message)")
+        from wrapagent.inject.adapters import KNOWN_TOOLS
+
+        if by == "generic" and result.get("adapter") in KNOWN_TOOLS:
+            tool = str(result.get("adapter"))
+            out.append(f"  note          {fallback_message(tool, result.get('tool_version'), 'on this start')}")
     else:
         quit_info = result["quit"] or {}
         if result.get("emulator_error"):

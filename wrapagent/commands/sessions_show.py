@@ -76,6 +76,34 @@ def format_exit(record: Mapping[str, Any]) -> str:
     return str(code)
 
 
+def ready_text(inj: Mapping[str, Any], tool: Any) -> str | None:
+    """When and by which rule the tool was seen ready: "ready after 1.20s (generic rule: …)".
+
+    "generic" means the tool's own screen markers never showed and the
+    fallback (bracketed paste on, output quiet) fired: its screen changed.
+    """
+    after = inj.get("ready_after_s")
+    by = inj.get("ready_by")
+    if not isinstance(after, (int, float)) or isinstance(after, bool):
+        return None if by is None else f"ready ({_rule_text(by, tool)})"
+    text = f"ready after {after:.2f}s"
+    return text if by is None else f"{text} ({_rule_text(by, tool)})"
+
+
+def _rule_text(by: Any, tool: Any) -> str:
+    if by == "marker":
+        return "its own screen markers"
+    if by == "quiet":
+        return "output quiet after the reset"
+    if by == "generic":
+        from wrapagent.inject.adapters import KNOWN_TOOLS
+
+        if tool not in (*KNOWN_TOOLS, "demo"):  # a tool without an adapter: the only rule there is
+            return "generic rule"
+        return f"generic rule: {_cell(tool)}'s own markers did not show"
+    return f"rule {_cell(by)}"
+
+
 def format_injected(record: Mapping[str, Any]) -> str:
     status = (record.get("injection") or {}).get("status")
     if status in INJECTED_STATUSES:
@@ -109,6 +137,8 @@ def _summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "state": record.get("state"),
         "injected": injected(record),
         "injection_status": inj.get("status"),
+        "ready_by": inj.get("ready_by"),
+        "tool_version": record.get("tool_version"),
         "dir": record.get("_dir"),
     }
 
@@ -222,12 +252,16 @@ def _bytes(n: Any) -> str:
     return str(n)
 
 
-def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None) -> list[str]:
+def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None,
+                      tool: Any = None) -> list[str]:
     """One line per later delivery (a reset's conversation, an every_message guard's later message);
     its text only when it differs from the first."""
     out: list[str] = []
     for inj in injections[1:]:
         details = [_cell(inj.get("status") or "none")]
+        ready = ready_text(inj, tool)
+        if ready:
+            details.append(ready)
         if inj.get("at"):
             details.append(f"at {_cell(format_time(inj['at']))}")
         if inj.get("first_key_delay_ms") is not None:
@@ -330,6 +364,9 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
         out.append(f"  {label:<11} {_cell(value)}")
 
     field("tool", f"{record.get('tool')} (transport {record.get('transport')}, mode {record.get('mode')})")
+    if "tool_version" in record:  # records from before it was recorded have none
+        running = record.get("state") == "running"
+        field("version", record.get("tool_version") or ("(recorded when it ends)" if running else "unknown"))
     field("argv", " ".join(shlex.quote(str(a)) for a in argv) if argv else "-")
     field("executable", record.get("executable") or "-")
     field("project", record.get("project_root") or "-")
@@ -355,8 +392,9 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     out.append("")
     status = _cell(inj.get("status") or "none")
     details = [f"path {_cell(inj.get('path') or '-')}", f"attempts {_cell(inj.get('attempts', 0))}"]
-    if isinstance(inj.get("ready_after_s"), (int, float)):
-        details.append(f"ready after {inj['ready_after_s']:.2f}s")
+    ready = ready_text(inj, record.get("transport"))
+    if ready:
+        details.append(ready)
     if inj.get("first_key_delay_ms") is not None:
         details.append(f"first key held {_cell(inj['first_key_delay_ms'])} ms")
     out.append(f"Injection: {status} ({', '.join(details)})")
@@ -373,7 +411,7 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
         out.append("--- end of injected text ---")
     else:
         out.append("  (no injected text)")
-    out.extend(_later_injections(record.get("injections") or [], text))
+    out.extend(_later_injections(record.get("injections") or [], text, record.get("transport")))
     out.extend(_turn_rows(record))
     out.extend(_stop_check_rows(record))
     out.extend(_sent_rows(record))

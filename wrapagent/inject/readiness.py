@@ -22,9 +22,9 @@ A start-up dialog (trust this folder, choose a theme, where the new chat runs)
 is quiet too, with bracketed paste on: it must never be taken for the
 composer, or the blocks would be pasted into it and the key that answers it
 held. `looks_like_dialog` recognises what all the measured dialogs share: a
-numbered list of choices with a selection pointer on one of them, or the
-confirm/cancel footer (`Enter to confirm`, `Press enter to continue`,
-`Esc to cancel`). While one shows, the generic rule waits: the user's keys
+selection pointer on a choice (numbered, `Yes`/`No`, a `✔`), the key hint of a
+choice (`Enter to confirm`, `Press enter to continue`, `enter select`), or
+`Do you trust`. While one shows, the generic rule waits: the user's keys
 answer it untouched, the tool draws its composer, and the rules are tried on
 that screen once output is quiet again.
 
@@ -52,9 +52,9 @@ _DIALOG = re.compile(
     # `❯ No, exit` (claude 2.1.330 numbers nothing), `❯ ✔ Auto (match terminal)` (a theme picker).
     r"(?m)^[ \t│┃|║]*" + _POINTER + r"[ \t]*(?:\d{1,2}[.)][ \t]+\S|✔|(?:Yes|No)\b)"
     # The key hints of choice dialogs: `Enter to confirm`, `Press enter to continue`,
-    # `enter continue · esc back`, `enter select · esc back`, `Esc to cancel`.
+    # `enter continue · esc back`, `enter select · esc back` (an Esc hint alone is no dialog:
+    # composers show `esc to interrupt`-like hints too).
     r"|(?i:\b(?:enter|return|⏎)[ \t]+(?:to[ \t]+)?(?:confirm|continue|select)\b)"
-    r"|(?i:\besc(?:ape)?[ \t]+(?:to[ \t]+)?(?:cancel|go[ \t]+back)\b)"
     r"|(?i:\bdo[ \t]+you[ \t]+trust\b)"
 )
 
@@ -111,7 +111,7 @@ class Readiness:
 
         if not any(tok.kind in (TEXT, PASTE_START) for tok in tokenize(data)):
             return False
-        if not self._generic_ready():
+        if not self._generic_ready(quiet=True):
             return False
         self._became_ready(now, "generic")
         return True
@@ -136,10 +136,11 @@ class Readiness:
             return None
         return self.last_output + bound
 
-    def _generic_ready(self) -> bool:
+    def _generic_ready(self, quiet: bool = False) -> bool:
         text = self.screen.text()
         if looks_like_dialog(text):
-            self.log("injection: a dialog is on the screen; waiting for the composer")
+            if not quiet:
+                self.log("injection: a dialog is on the screen; waiting for the composer")
             return False
         # After a reset the emulator starts blank and holds only what was drawn since.
         return has_content(text) or self.state == WAIT_READY

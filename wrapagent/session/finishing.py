@@ -43,12 +43,24 @@ def after(live: Live, exit_code: int) -> None:
     try:
         with HangupIgnored():
             _history_after(live)
+            _tool_version(live)
             live.record.save()
             run_event(live, "post_run", exit_code)
             run_event(live, "session_complete", exit_code)
     except Exception as exc:
         live.failures.append(f"wrapagent failed after {live.launch.name} ended: {exc!r}")
     say_failures(live)
+
+
+def _tool_version(live: Live) -> None:
+    """The tool's version into the record: the lookup started with the tool, waited for briefly."""
+    lookup = live.version_lookup
+    if lookup is None:
+        return
+    version = lookup.result()
+    live.record.record["tool_version"] = version
+    if version is None and lookup.found is not None and lookup.found.get("error"):
+        live.record.log(f"tool version: unknown ({lookup.found['error']})")
 
 
 def _history_after(live: Live) -> None:

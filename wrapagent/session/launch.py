@@ -20,7 +20,8 @@ class RunOptions:
     def __init__(self, tool: str, args: "list[str]", *, no_hooks: bool = False,
                  strict: bool = False, shim_dir: "str | None" = None,
                  display_name: "str | None" = None, argv_override: "list[str] | None" = None,
-                 config_factory: "Callable[[Path, Mapping[str, str]], object] | None" = None) -> None:
+                 config_factory: "Callable[[Path, Mapping[str, str]], object] | None" = None,
+                 tool_version: "str | None" = None) -> None:
         self.tool = tool
         self.args = args
         self.no_hooks = no_hooks
@@ -31,6 +32,8 @@ class RunOptions:
         self.argv_override = argv_override
         """Run this argv instead of resolving `tool` (the demo agent)."""
         self.config_factory = config_factory
+        self.tool_version = tool_version
+        """The release of a tool wrapagent brings itself (the demo agent: wrapagent's); else looked up."""
 
 
 def _exec_direct(path: str, argv: "Sequence[str]", env: "Mapping[str, str]") -> int:

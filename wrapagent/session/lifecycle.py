@@ -144,7 +144,7 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
     """The session of a tool already started: record, sweep and context while it starts up."""
     from wrapagent.proxy import pty_loop
     from wrapagent.session.finishing import after, tool_ended, tool_failed
-    from wrapagent.session.live import open_live
+    from wrapagent.session.live import look_up_version, open_live
     from wrapagent.session.starting import history_before
 
     child, started_at = started
@@ -152,6 +152,7 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
     def setup() -> None:
         live = open_live(launch, cfg, session_id, started_at)
         opened.append(live)
+        look_up_version(live)
         history_before(live)  # records why there is no checkpoint
 
     try:

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 class Live:
     """A session with a record: its launch, config, record, hook context and what went wrong."""
 
-    __slots__ = ("launch", "cfg", "record", "ctx", "child_env", "tool_started", "failures", "sweeper")
+    __slots__ = ("launch", "cfg", "record", "ctx", "child_env", "tool_started", "failures", "sweeper",
+                 "version_lookup")
 
     def __init__(self, launch: Launch, cfg, record, ctx, child_env: dict[str, str],
                  tool_started: float | None, sweeper) -> None:
@@ -31,6 +32,7 @@ class Live:
         self.tool_started = tool_started  # None until the start phase knows when the tool started
         self.failures: list[str] = []  # said in one line after the tool's screen is gone
         self.sweeper = sweeper  # the abandoned-session sweep's thread, or None
+        self.version_lookup = None  # the tool's version, looked up once it runs (`look_up_version`)
 
     @property
     def env(self) -> dict[str, str]:
@@ -44,6 +46,24 @@ class Live:
         if self.sweeper is not None:
             self.sweeper.join(timeout=sweep_wait)
         self.record.close()
+
+
+def look_up_version(live: Live) -> None:
+    """Once the tool has been spawned: its version, in a thread (`tool_version`); never raises.
+
+    The record gets the result at the end (`finishing.after`). A tool
+    wrapagent brings itself (the demo agent, whose binary is the Python
+    interpreter) comes with its release (`RunOptions.tool_version`).
+    """
+    launch = live.launch
+    if launch.opts.argv_override is not None:
+        live.record.record["tool_version"] = launch.opts.tool_version
+        return
+    if live.version_lookup is not None:
+        return
+    from wrapagent.session.tool_version import start_lookup
+
+    live.version_lookup = start_lookup(launch.executable, live.child_env, launch.adapter.name)
 
 
 def open_live(launch: Launch, cfg, session_id: str, started: float | None = None) -> Live:

@@ -171,6 +171,7 @@ class Session:
             "injection": {"status": "none", "path": None, "text": None, "at": None,
                           "attempts": 0, "notes": []},
             "injections": [],
+            "tool_version": None,  # session/tool_version.py, filled in at the end
             "turns": [],
             "warnings": [],
             "state": "running",

@@ -67,6 +67,7 @@ def run_tool(live: Live):
     from wrapagent.proxy import pty_loop
     from wrapagent.session.conversation import Conversation, collect_blocks
     from wrapagent.session.finishing import tool_ended
+    from wrapagent.session.live import look_up_version
     from wrapagent.session.planning import prompt_plan, wants_injection
 
     launch = live.launch
@@ -82,6 +83,10 @@ def run_tool(live: Live):
         live.child_env = launch.adapter.child_env(live.child_env)
     env = live.child_env
     argv = list(launch.argv)
+
+    def spawned(pid: int) -> None:  # the tool runs: its version is looked up beside it
+        look_up_version(live)
+
     head = _pre_read_stdin(launch, plan)
     if plan is not None and plan.kind == "argv" and head is not None and head[0]:
         # gemini puts piped stdin BEFORE the prompt argument: the blocks go
@@ -90,19 +95,19 @@ def run_tool(live: Live):
         data, eof = head
         feeder = _stdin_feeder(live, initial=data, stdin_left=not eof,
                                prompt=_prompt_text(data) + "\n\n" + argv[plan.index])
-        return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder))
+        return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder, on_spawn=spawned))
     if plan is not None and plan.kind == "argv":
         _inject_into_argument(live, argv, plan.index)
     if plan is not None and plan.kind == "stdin-args":
         return _run_stdin_args(live, argv, plan, head or (b"", True))
     if plan is not None and plan.kind == "stdin":
         feeder = _stdin_feeder(live, initial=b"", read_head=True)
-        return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder))
+        return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder, on_spawn=spawned))
     if not launch.interactive:
-        return tool_ended(live, passthrough.run(argv, env=env))
+        return tool_ended(live, passthrough.run(argv, env=env, on_spawn=spawned))
     conversation = Conversation.start(live, plan)
     try:
-        result = pty_loop.run(argv, env=env,
+        result = pty_loop.run(argv, env=env, on_spawn=spawned,
                               interceptor=conversation.interceptor if conversation is not None else None)
     finally:
         if conversation is not None:
@@ -206,6 +211,7 @@ def _run_stdin_args(live: Live, argv: list[str], plan, head: tuple[bytes, bool])
     from wrapagent.inject.adapters.opencode import quote_join
     from wrapagent.proxy import passthrough
     from wrapagent.session.finishing import tool_ended
+    from wrapagent.session.live import look_up_version
 
     message = quote_join([argv[i] for i in plan.args]).encode()
     data, eof = head
@@ -213,7 +219,8 @@ def _run_stdin_args(live: Live, argv: list[str], plan, head: tuple[bytes, bool])
         message += b"\n" + data  # the tool's own join of args and piped stdin
     rest = [a for i, a in enumerate(argv) if i not in set(plan.args)]
     feeder = _stdin_feeder(live, initial=message, stdin_left=not eof)
-    return tool_ended(live, passthrough.run(rest, env=live.child_env, stdin_feeder=feeder))
+    return tool_ended(live, passthrough.run(rest, env=live.child_env, stdin_feeder=feeder,
+                                                   on_spawn=lambda pid: look_up_version(live)))
 
 
 def _stdin_feeder(live: Live, *, initial: bytes, read_head: bool = False, stdin_left: bool = False,
