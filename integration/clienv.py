@@ -350,11 +350,13 @@ trust_level = "trusted"
         return term
 
     def spawn_wrapagent(self, wrapagent_args: Sequence[str], cols: int = 120, rows: int = 40,
-                        label: str = ""):
-        """`python -m wrapagent ARGS…` in a PTY, in the work dir (a subcommand that starts the tool)."""
+                        label: str = "", python_args: Sequence[str] = ("-m", "wrapagent")):
+        """`python -m wrapagent ARGS…` in a PTY, in the work dir (a subcommand that starts the tool).
+
+        `python_args`: how Python starts wrapagent (a test may start it through `-c CODE`)."""
         from .driver import Terminal
 
-        argv = [sys.executable, "-m", "wrapagent", *wrapagent_args]
+        argv = [sys.executable, *python_args, *wrapagent_args]
         run = self.new_run(argv, True, label or "wrapagent " + " ".join(wrapagent_args[:2]))
         log = self.root / f"pty-{len(self.runs)}-wrapagent.raw"
         term = Terminal(argv, env=self.run_env(run), cwd=str(self.cwd), cols=cols, rows=rows, raw_log=log)

@@ -13,6 +13,10 @@ before the pinned one), through wrapagent with a guard:
    `"quiet"` after a reset of a tool without reset markers; as measured by
    bench/ready_timeline.py (bench/ready_timeline.md); and the release's version.
 
+And the reported case itself: codex 0.140 with the codex markers wrapagent had before the
+fallback (`Ask Codex to do anything`, which 0.140 never shows), where the first key fires the
+generic rule at start and the bound fires it after `/new`.
+
 Kept to one CLI start per tool: the suite's CI budget is tight.
 """
 
@@ -92,14 +96,51 @@ def send(term, text: str) -> None:
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
 def test_older_release_first_message_and_reset(make_cli_env, older_cli_bin_dir, tool):
     cli_env = make_cli_env(tool, bin_dir=older_cli_bin_dir)
+    term = cli_env.spawn(cli_env.interactive_args())
+    first_message_and_reset(cli_env, term, tool, READY_BY[tool], wait_for_ready_line=True)
+
+
+ADAPTER_OF_BEFORE = """
+import sys
+import wrapagent.inject.adapters.codex as codex
+from wrapagent.values import replace
+before = ("Ask Codex to do anything",)
+codex.ADAPTER = replace(codex.ADAPTER, ready_patterns=before, reset_ready_patterns=before)
+from wrapagent.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+"""wrapagent with the codex markers it had before this fallback: the placeholder of 0.150+."""
+
+
+@pytest.mark.parametrize("tool", [pytest.param("codex", marks=pytest.mark.timeout(TIMEOUT["codex"]))])
+def test_codex_0_140_with_the_markers_of_before(make_cli_env, older_cli_bin_dir, tool):
+    """The reported case: codex < 0.150 never shows `Ask Codex to do anything`.
+
+    Before the fallback: no blocks for the whole session, the record said `lost: the tool never
+    showed its ready screen`. Now the generic rule finds the composer, at start and after `/new`.
+    The first message is typed as a person would, once the screen has settled (0.6 s of quiet),
+    without waiting for wrapagent's word: the first key fires the generic rule when the bound
+    is not over yet.
+    """
+    cli_env = make_cli_env(tool, bin_dir=older_cli_bin_dir)
+    term = cli_env.spawn_wrapagent([tool, *cli_env.interactive_args()], cols=120, rows=40,
+                                   python_args=("-c", ADAPTER_OF_BEFORE))
+    first_message_and_reset(cli_env, term, tool, ("generic", "generic"), wait_for_ready_line=False)
+
+
+def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str], *,
+                            wait_for_ready_line: bool) -> None:
+    """First message, reset, second message: both verbatim with fresh blocks; the record's rules."""
     spec = cli_env.spec  # the release's own (integration/cliversions.py)
-    assert cli_env.version, f"no version found for the older {tool} in {older_cli_bin_dir}"
+    assert cli_env.version, f"no version found for the older {tool}"
     configure(cli_env)
     mock = cli_env.mock
-    term = cli_env.spawn(cli_env.interactive_args())
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
-    wait_logged(cli_env, term, rf"injection: {tool} ready after .* \((marker|generic) rule\)")
-    term.wait_quiet(spec.settle, timeout=10)
+    if wait_for_ready_line:
+        wait_logged(cli_env, term, rf"injection: {tool} ready after .* \((marker|generic) rule\)")
+        term.wait_quiet(spec.settle, timeout=10)
+    else:
+        term.wait_quiet(0.6, timeout=30)
     mark = mock.mark()
 
     # 1. the first message: the block, then exactly what was typed
@@ -129,5 +170,5 @@ def test_older_release_first_message_and_reset(make_cli_env, older_cli_bin_dir, 
     assert [(i["conversation"], i["status"]) for i in injections] == [(1, "submitted"), (2, "submitted")], injections
     assert [i["text"] for i in injections] == [block(1), block(2)]
     assert (record["injection"]["ready_by"], *(i["ready_by"] for i in injections)) == (
-        READY_BY[tool][0], *READY_BY[tool]), injections
+        ready_by[0], *ready_by), injections
     assert record.get("tool_version") == cli_env.version, {k: record.get(k) for k in ("tool", "tool_version")}

@@ -113,7 +113,7 @@ class Readiness:
             return False
         if not self._generic_ready(quiet=True):
             return False
-        self._became_ready(now, "generic")
+        self._became_ready(now, "generic", at_key=True)
         return True
 
     def _current_patterns(self) -> list[re.Pattern[str]]:
@@ -145,14 +145,14 @@ class Readiness:
         # After a reset the emulator starts blank and holds only what was drawn since.
         return has_content(text) or self.state == WAIT_READY
 
-    def _became_ready(self, now: float, by: str) -> None:
+    def _became_ready(self, now: float, by: str, at_key: bool = False) -> None:
         self._screen_dirty = False
         self._next_check = None
         self.watch_output = self._keep_watching
         self.screen.close()
         self.report.ready_by = by
         if by == "generic" and self._current_patterns():
-            self._fell_back(now)
+            self._fell_back(at_key)
         if self.state == WAIT_READY:
             self._arm()
             self.log(f"injection: composer ready again for conversation {self.report.conversation}"
@@ -166,12 +166,13 @@ class Readiness:
         self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s"
                  f" ({by} rule)")
 
-    def _fell_back(self, now: float) -> None:
+    def _fell_back(self, at_key: bool) -> None:
         """The adapter's markers did not show: say so once, and let wrapagent's own messages
         (stop check, `send`) find the composer by the same rule."""
         what = "reset_ready_patterns" if self.state == WAIT_READY else "ready_patterns"
-        self.log(f"injection: {self.adapter.name}'s {what} did not show within "
-                 f"{self.adapter.fallback_quiet_secs:g}s of quiet output; the generic rule fired "
+        when = (f"at the first message key, after {FIRST_KEY_QUIET_SECS:g}s of quiet output" if at_key
+                else f"after {self.adapter.fallback_quiet_secs:g}s of quiet output")
+        self.log(f"injection: {self.adapter.name}'s {what} did not show; the generic rule fired {when} "
                  "(the tool's screen changed: injection still works)")
         if self.outgoing is not None:
             self.outgoing.use_generic_composer()
