@@ -63,7 +63,7 @@ _install_waited = False
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Before the first integration test's timer starts, wait for the CLIs' install.
+    """Before the first integration test's timer starts, wait for the CLIs' install (every set).
 
     `run-tests` installs them in the background while the unit tests run; on a slow
     network that install may still be going when the first integration test begins,
@@ -73,10 +73,11 @@ def pytest_runtest_protocol(item, nextitem):
     global _install_waited
     if not _install_waited and item.get_closest_marker("integration") is not None:
         _install_waited = True
-        try:
-            ensure_installed(quiet=False)
-        except InstallError:
-            pass  # the fixture reports it, as a failure of the test that needs the CLIs
+        for cli_set in SETS:
+            try:
+                ensure_installed(quiet=False, cli_set=cli_set)
+            except InstallError:
+                pass  # the fixture reports it, as a failure of the tests that need that set
     yield
 
 
