@@ -248,6 +248,11 @@ def test_after_a_reset_a_dialog_waits_for_its_answer() -> None:
     "Choose the text style that looks best with your terminal\n \u276f 1. Dark mode \u2714\n   2. Light mode",
     "Do you trust this folder?\n\u25cf 1. Trust folder (p)\n  2. Trust parent folder\n  3. Don't trust (esc)",
     "\u2502 \u25cf 1. Trust folder                    \u2502",
+    # login screens: a paste of a code or a key must reach them untouched
+    "Browser didn't open? Use the url below to sign in\n\nhttps://claude.ai/oauth/authorize?x=1\n\n"
+    " Paste code here if prompted > ",
+    "Enter Gemini API Key\nPlease enter your Gemini API key. It will be securely stored.\n> ",
+    "Paste or type your API key:\n> ",
 ])
 def test_dialogs_are_recognised(text: str) -> None:
     assert looks_like_dialog(text)

@@ -23,8 +23,9 @@ is quiet too, with bracketed paste on: it must never be taken for the
 composer, or the blocks would be pasted into it and the key that answers it
 held. `looks_like_dialog` recognises what all the measured dialogs share: a
 selection pointer on a choice (numbered, `Yes`/`No`, a `✔`), the key hint of a
-choice (`Enter to confirm`, `Press enter to continue`, `enter select`), or
-`Do you trust`. While one shows, the generic rule waits: the user's keys
+choice (`Enter to confirm`, `Press enter to continue`, `enter select`),
+`Do you trust`, or a question for a secret or a code (a login's `Paste code
+here`, `Enter your API key`). While one shows, the generic rule waits: the user's keys
 answer it untouched, the tool draws its composer, and the rules are tried on
 that screen once output is quiet again.
 
@@ -56,6 +57,11 @@ _DIALOG = re.compile(
     # composers show `esc to interrupt`-like hints too).
     r"|(?i:\b(?:enter|return|⏎)[ \t]+(?:to[ \t]+)?(?:confirm|continue|select)\b)"
     r"|(?i:\bdo[ \t]+you[ \t]+trust\b)"
+    # A question for a secret or a code (a login's `Paste code here if prompted >`, an API key
+    # field): the user's paste there must never get the blocks in front of it.
+    r"|(?i:\bpaste[ \t]+(?:the[ \t]+|your[ \t]+)?(?:code|key|token)\b)"
+    r"|(?i:\b(?:enter|paste|provide|type)[ \t]+(?:your[ \t]+|an?[ \t]+|the[ \t]+)?(?:\w+[ \t]+)?"
+    r"(?:api[ \t-]?key|token|password|passphrase|code)\b)"
 )
 
 
