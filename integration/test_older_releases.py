@@ -28,6 +28,7 @@ import time
 import pytest
 
 from .clienv import tool_params
+from .test_session_turns import block, counting_guard
 
 pytestmark = pytest.mark.integration
 
@@ -51,18 +52,8 @@ FIRST = "first message to an older release"
 SECOND = "first message after the reset"
 
 
-def block(n: int) -> str:
-    return f'<prompt-guard name="counter">\nguard run {n}\n</prompt-guard>\n\n'
-
-
 def configure(cli_env) -> None:
-    counter = cli_env.root / "guard-runs"
-    hooks = f"""
-[[prompt_guard]]
-name = "counter"
-command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo guard run $n"
-"""
-    cli_env.write_wrapagent_config(hooks_toml=hooks)
+    cli_env.write_wrapagent_config(hooks_toml=counting_guard(cli_env))
 
 
 def wait_logged(cli_env, term, pattern: str, timeout: float = 30.0) -> str:

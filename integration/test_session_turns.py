@@ -39,17 +39,23 @@ THIRD = "and one more, untouched"
 
 
 def block(n: int) -> str:
+    """The counting guard's block on its n-th run (a fresh block per conversation)."""
     return f'<prompt-guard name="counter">\nguard run {n}\n</prompt-guard>\n\n'
 
 
-def configure(cli_env) -> None:
+def counting_guard(cli_env) -> str:
+    """hooks.toml text of a guard that counts its runs: `guard run N`."""
     counter = cli_env.root / "guard-runs"
-    waits = cli_env.root / "waits.log"
-    hooks = f"""
+    return f"""
 [[prompt_guard]]
 name = "counter"
 command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo guard run $n"
+"""
 
+
+def configure(cli_env) -> None:
+    waits = cli_env.root / "waits.log"
+    hooks = counting_guard(cli_env) + f"""
 [waiting_for_input]
 command = "echo $(date +%s.%N) {{turn}} $WRAPAGENT_TURN >> {waits}"
 """
