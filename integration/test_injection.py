@@ -239,7 +239,9 @@ def test_startup_dialog_keys_pass_through(cli_env, tool):
     configure(cli_env, hanging_guard=False)
     term = cli_env.spawn(cli_env.interactive_args())
     term.wait_for("Yes, I trust this folder", timeout=spec.ready_timeout)
-    term.wait_quiet(0.5, timeout=15)
+    # Longer than the generic rule's bound: bracketed paste is on, the dialog is drawn and
+    # quiet, claude's markers are not there. It must still not be taken for the composer.
+    term.wait_quiet(2.0, timeout=15)
     term.key(b"\x1b[B", after=0.3)   # Down: "Yes, I trust this folder"
     term.key(b"\r", after=0.3)
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
@@ -254,3 +256,4 @@ def test_startup_dialog_keys_pass_through(cli_env, tool):
     cli_env.assert_run_clean(term.run)
     answered = json.loads(settings.read_text())["projects"][str(cli_env.cwd)]
     assert answered.get("hasTrustDialogAccepted") is True  # our Down+Enter reached the dialog
+    assert last_record(cli_env)["injection"]["ready_by"] == "marker"  # the composer, not the dialog
