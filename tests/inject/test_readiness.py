@@ -275,3 +275,17 @@ def test_dialogs_are_recognised(text: str) -> None:
 ])
 def test_composers_are_not_dialogs(text: str) -> None:
     assert not looks_like_dialog(text)
+
+
+def test_a_key_after_a_reset_before_anything_was_drawn_does_not_fire_it() -> None:
+    """Nothing drawn since `/new` (the tool still busy with it): the fresh emulator is blank, which
+    the timer path never takes for ready; a key must not either, or the blocks go in front of a
+    screen that is not there yet (the dialog codex may still show)."""
+    w = World(resets=True)
+    w.output(BP + NEW_CODEX)
+    w.wait(0.2)
+    assert w.message(b"first") == PASTED + b"first\r"
+    assert w.inj.on_input(b"/new\r", w.clock.t) == b"/new\r"
+    w.wait(0.6)                                       # quiet, nothing drawn since the reset
+    assert not w.inj.on_input(b"h", w.clock.t).startswith(b"\x1b[200~")
+    assert w.inj.state == "wait-ready"

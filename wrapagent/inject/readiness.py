@@ -113,6 +113,8 @@ class Readiness:
         since = max(self.last_output, self._reset_at) if self.state == WAIT_READY else self.last_output
         if self._fallback_due() is None or now - since < FIRST_KEY_QUIET_SECS:
             return False
+        if self.state == WAIT_READY and self.last_output <= self._reset_at:
+            return False  # nothing drawn since the reset: the timer path would never fire either
         from wrapagent.inject.keys import PASTE_START, TEXT, tokenize
 
         if not any(tok.kind in (TEXT, PASTE_START) for tok in tokenize(data)):
