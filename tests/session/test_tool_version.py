@@ -342,3 +342,30 @@ def test_version_runs_with_no_signal_blocked(tmp_path: Path) -> None:
     thread.join(60)
     assert found == ["1.0.0"]
     assert int((tmp_path / "mask.txt").read_text().split()[0], 16) == 0
+
+
+def damaged_cache(env: dict, tool: Path, corrupt: str) -> None:
+    path = Path(tv.cache_path(env))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if corrupt == "nested":
+        path.write_text("[" * 100_000)
+    else:
+        st = tool.resolve().stat()
+        path.write_text(json.dumps({str(tool.resolve()): {"mtime_ns": st.st_mtime_ns, "size": st.st_size,
+                                                          "version": None, "failures": "x"}}))
+
+
+@pytest.mark.parametrize("corrupt", ["nested", "failures"])
+def test_a_corrupt_cache_is_started_afresh(tmp_path: Path, corrupt: str) -> None:
+    """A damaged cache is no cache: before, a deeply nested one raised RecursionError and a
+    non-number `failures` ValueError out of `find_version` (doctor's traceback; every session's
+    version lost for good, the cache never rewritten)."""
+    tool = counting_tool(tmp_path, "0.140.0")
+    env = dict(os.environ)
+    damaged_cache(env, tool, corrupt)
+    assert tv.find_version(str(tool), env, may_run=True)["version"] == "0.140.0"
+    assert tv.cached(str(tool), env) == (True, "0.140.0")
+    silent = write_exe(tmp_path / "other" / "codex", "#!/bin/sh\necho no idea\n")
+    damaged_cache(env, silent, corrupt)
+    assert tv.find_version(str(silent), env, may_run=True)["version"] is None
+    assert tv.cached(str(silent), env) == (False, None)

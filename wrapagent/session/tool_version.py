@@ -132,7 +132,7 @@ def _read_cache(path: str) -> dict[str, Any]:
         return {}
     try:
         cache = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # damaged: no cache (a deep nesting overflows the parser)
         return {}
     return cache if isinstance(cache, dict) else {}
 
@@ -192,7 +192,8 @@ def _remember(ident: tuple[str, int, int], path: str, version: str | None, sourc
     cache = _read_cache(path)
     real, mtime_ns, size = ident
     old = _entry(cache, ident) or {}
-    failures = 0 if version is not None else int(old.get("failures") or 0) + 1
+    failures = old.get("failures")
+    failures = 0 if version is not None else (failures if isinstance(failures, int) else 0) + 1
     cache[real] = {"mtime_ns": mtime_ns, "size": size, "version": version, "failures": failures,
                    "source": source, "at": round(time.time(), 3)}
     if len(cache) > CACHE_MAX_ENTRIES:  # the binaries seen longest ago go
