@@ -369,3 +369,35 @@ def test_a_corrupt_cache_is_started_afresh(tmp_path: Path, corrupt: str) -> None
     damaged_cache(env, silent, corrupt)
     assert tv.find_version(str(silent), env, may_run=True)["version"] is None
     assert tv.cached(str(silent), env) == (False, None)
+
+
+def test_a_session_that_fails_does_not_leave_its_version_run_behind(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """wrapagent failing (or a SIGTERM's unwinding) while `--version` runs: `after` never comes,
+    so before, nothing ended the lookup and a hanging `--version` outlived wrapagent."""
+    from wrapagent.session import starting
+    from wrapagent.session.launch import RunOptions
+    from wrapagent.session.lifecycle import Session
+
+    tool = hanging_tool(tmp_path / "bin")
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def failing_run_tool(live):
+        live.version_lookup = tv.Lookup(str(tool), dict(os.environ), may_run=True, delay=0, timeout=300).start()
+        wait_for(lambda: (tmp_path / "bin" / "version.pid").exists()
+                 and (tmp_path / "bin" / "version.pid").read_text().strip())
+        raise RuntimeError("wrapagent failed while the tool ran")
+
+    monkeypatch.setattr(starting, "run_tool", failing_run_tool)
+    monkeypatch.chdir(work)
+    env = dict(os.environ)
+    session = Session(RunOptions(tool="codex", args=[]), env, dict(env), str(tool), [str(tool)], False)
+    with pytest.raises(RuntimeError):
+        session.run()
+    pid = int((tmp_path / "bin" / "version.pid").read_text())
+    try:
+        wait_for(lambda: gone(pid), timeout=10)
+    finally:
+        if not gone(pid):
+            os.kill(pid, 9)

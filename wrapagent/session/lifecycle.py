@@ -66,6 +66,8 @@ class Session:
             return _run_in_order(launch, cfg, session_id, opened)
         finally:
             _end_running_hooks(opened[0] if opened else None)
+            if opened and opened[0].version_lookup is not None:
+                opened[0].version_lookup.result(wait=0)  # `after` did not come: no `--version` outlives us
             if opened:
                 opened[0].close(SWEEP_WAIT_SECS)
 
