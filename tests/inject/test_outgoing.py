@@ -179,3 +179,23 @@ def test_when_the_markers_never_showed_a_dialog_still_cancels():
     rig.run_until(start + 4.0)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
+
+
+def test_codex_after_a_turn_a_permission_dialog_still_cancels():
+    """codex's marker is its `›` prompt glyph, and codex's transcript shows each message of the
+    user as `› <message>` (measured, 0.169): that line is on the screen while a permission
+    dialog hides the composer. Before, the stop check's message was typed into the dialog and
+    its Enter answered it (README: "a permission dialog hides them, and an Enter there would
+    answer it")."""
+    ready = BP_ON + "\x1b[2J\x1b[H  >_ OpenAI Codex (v0.169.0)\r\n\x1b[20;1H\u203a Ask Codex to do anything\r\n\r\n" \
+        "  mock-model default \u00b7 ~/p".encode()
+    rig = Rig("codex", screen=ready)
+    assert rig.inj.report.ready_by == "marker"
+    rig.output("\x1b[5;1H\u203a hello there\r\n\r\n\u2022 MOCK-REPLY-1\r\n\x1b[14;1H\x1b[J"
+               "  Would you like to run the following command?\r\n\r\n  $ touch x\r\n\r\n"
+               "\u203a 1. Yes, proceed (y)\r\n  2. No, and tell Codex what to do differently (esc)\r\n\r\n"
+               "  Press enter to confirm or esc to cancel".encode(), 1.2)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(4.0)
+    assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
+    assert rig.writes == []

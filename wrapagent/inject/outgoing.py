@@ -227,11 +227,11 @@ class Outgoing:
         text = self.screen.text(timeout=SCREEN_CATCH_UP_SECS)
         if text is None:
             return False
-        if self._generic:
-            from wrapagent.inject.readiness import looks_like_dialog
+        from wrapagent.inject.readiness import looks_like_dialog
 
-            return not looks_like_dialog(text)
-        return all(p.search(text) for p in self._patterns)
+        if looks_like_dialog(text):  # a marker may also be in the transcript (codex's `› <message>`)
+            return False
+        return self._generic or all(p.search(text) for p in self._patterns)
 
     def close(self) -> None:
         if self.screen is not None:
