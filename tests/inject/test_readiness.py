@@ -289,3 +289,26 @@ def test_a_key_after_a_reset_before_anything_was_drawn_does_not_fire_it() -> Non
     w.wait(0.6)                                       # quiet, nothing drawn since the reset
     assert not w.inj.on_input(b"h", w.clock.t).startswith(b"\x1b[200~")
     assert w.inj.state == "wait-ready"
+
+
+CODEX_RESUME_PICKER = (
+    "\x1b[2J\x1b[H Resume a previous session\r\n\r\n Filter:  Cwd  All    Status:  Active  Archived    "
+    "Sort:  Updated  Created\r\n\r\n Type to search\r\n\r\n  \u203a 1s ago      hello there\r\n"
+    "\x1b[21;1H\u2500\u2500\u2500\u2500\u2500\u2500 1 / 1 \u00b7 100% \u2500\r\n"
+    " enter resume   ^a archive   esc start new   ^c quit   tab focus sort/filter   \u2190/\u2192 change option\r\n"
+    " ^o comfortable view   ^t transcript   ^e expand   \u2191/\u2193 browse").encode()
+"""`codex resume` (0.169, measured): bracketed paste on, quiet, a `›` on the selected session's row."""
+
+
+def test_codex_resume_picker_is_not_its_composer() -> None:
+    """Before, codex's `›` marker matched the picker's row (and the generic rule took the quiet
+    picker for a composer too): the blocks were pasted into its search field at the first key."""
+    w = World()
+    w.output(BP + CODEX_RESUME_PICKER)
+    w.wait(bound(w) * 5)
+    assert w.inj.state == "starting"
+    assert w.inj.on_input(b"h", w.clock.t) == b"h"      # typing to search: untouched
+    assert w.inj.on_input(b"\r", w.clock.t) == b"\r"    # resume it
+    w.output(b"\x1b[2J\x1b[H\xe2\x80\xba hello there\r\n\r\n\xe2\x80\xa2 MOCK-REPLY-1\r\n" + NEW_CODEX[7:])
+    w.wait(0.2)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "marker"

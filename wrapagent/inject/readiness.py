@@ -55,7 +55,8 @@ _DIALOG = re.compile(
     # The key hints of choice dialogs: `Enter to confirm`, `Press enter to continue`,
     # `enter continue · esc back`, `enter select · esc back` (an Esc hint alone is no dialog:
     # composers show `esc to interrupt`-like hints too).
-    r"|(?i:\b(?:enter|return|⏎)[ \t]+(?:to[ \t]+)?(?:confirm|continue|select)\b)"
+    # `enter resume · esc start new`: codex's `resume` picker, a `›` on the chosen session's row.
+    r"|(?i:\b(?:enter|return|⏎)[ \t]+(?:to[ \t]+)?(?:confirm|continue|select|resume)\b)"
     r"|(?i:\bdo[ \t]+you[ \t]+trust\b)"
     # A question for a secret or a code (a login's `Paste code here if prompted >`, an API key
     # field): the user's paste there must never get the blocks in front of it.
@@ -135,7 +136,8 @@ class Readiness:
         text = self.screen.text()
         if not patterns:
             return has_content(text) and not looks_like_dialog(text)
-        return all(p.search(text) for p in patterns)
+        # A marker may show on a dialog too (codex's `›` on its resume picker's chosen row).
+        return all(p.search(text) for p in patterns) and not looks_like_dialog(text)
 
     def _fallback_due(self) -> float | None:
         """When the generic rule may fire if nothing more is drawn (None: it never will)."""
