@@ -312,3 +312,19 @@ def test_codex_resume_picker_is_not_its_composer() -> None:
     w.output(b"\x1b[2J\x1b[H\xe2\x80\xba hello there\r\n\r\n\xe2\x80\xa2 MOCK-REPLY-1\r\n" + NEW_CODEX[7:])
     w.wait(0.2)
     assert w.inj.state == "armed" and w.inj.report.ready_by == "marker"
+
+
+def test_claude_resume_picker_is_a_dialog() -> None:
+    """`claude --resume` (2.1.330, measured): no footer, so before, the generic rule took the
+    quiet picker for the composer (after the bound, or at a search key after 0.5 s)."""
+    picker = ("\u2500" * 40 + "\n  Resume session\n  \u256d" + "\u2500" * 30 + "\u256e\n  \u2502 \u2315 Search\u2026"
+              "\n  \u2570" + "\u2500" * 30 + "\u256f\n    proj-claude\n\n  \u276f hello there\n"
+              "    now \u00b7 main \u00b7 157.3KB\n\n  Ctrl+A to show all projects \u00b7 Ctrl+B to only show current "
+              "branch \u00b7 Space to preview \u00b7 Ctrl+R to rename \u00b7 Type to\n  search \u00b7 Enter to resume"
+              " \u00b7 Esc to close")
+    assert looks_like_dialog(picker)
+    w = World("claude")
+    w.output(BP + picker.replace("\n", "\r\n").encode())
+    w.wait(bound(w) * 5)
+    assert w.inj.state == "starting"
+    assert w.inj.on_input(b"h", w.clock.t) == b"h"
