@@ -266,6 +266,9 @@ def test_dialogs_are_recognised(text: str) -> None:
     "Tips for getting started:\n1. Ask questions, edit files, or run commands.\n2. Be specific.\n"
     "3. Create GEMINI.md files to customize your interactions.\n >   Type your message or @path/to/file",
     "\u203a Ask Codex to do anything\n\n  ? for shortcuts                 100% context left",
+    # a resumed transcript speaking of code and tokens: not a question for a secret
+    "> Paste your code and I'll review it. Type the code below, or enter the token count.\n"
+    "\u203a Ask Codex to do anything",
     "\u203a Run /review on my current changes\n\n  \u23ce send   ? for shortcuts",
     "\u2500" * 40 + "\n\u276f \n" + "\u2500" * 40 + "\n  ? for shortcuts",
     " >   Type your message or @path/to/file\n~/p   no sandbox   gemini-2.5-pro (100% context left)",

@@ -60,9 +60,11 @@ _DIALOG = re.compile(
     r"|(?i:\bdo[ \t]+you[ \t]+trust\b)"
     # A question for a secret or a code (a login's `Paste code here if prompted >`, an API key
     # field): the user's paste there must never get the blocks in front of it.
-    r"|(?i:\bpaste[ \t]+(?:the[ \t]+|your[ \t]+)?(?:code|key|token)\b)"
+    # Narrow on purpose: a resumed conversation's transcript ("paste your code here") is on
+    # the screen too, and a dialog match there stops both rules.
+    r"|(?i:\bpaste[ \t]+code[ \t]+here\b)"
     r"|(?i:\b(?:enter|paste|provide|type)[ \t]+(?:your[ \t]+|an?[ \t]+|the[ \t]+)?(?:\w+[ \t]+)?"
-    r"(?:api[ \t-]?key|token|password|passphrase|code)\b)"
+    r"(?:api[ \t-]?key|access[ \t]+token|password|passphrase)\b)"
 )
 
 
