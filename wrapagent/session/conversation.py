@@ -157,12 +157,14 @@ class Conversation:
             except OSError as exc:
                 live.record.warn(f"send: cannot take messages: {exc}")
         every = (first or resets) and any(g.every_message for g in live.cfg.guards)
+        interrupts = self._interrupt_watch(adapter.name)
         self.interceptor = FirstMessageInjector(
             adapter, rows=rows, cols=cols,
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
             on_reset=self._new_conversation if resets else None,
-            on_message=self._next_message if every else None, outgoing=self.outgoing)
+            on_message=self._next_message if every else None, outgoing=self.outgoing,
+            interrupts=interrupts)
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -240,6 +242,14 @@ class Conversation:
         self.prefix.start_later = start
 
     # -- per turn ------------------------------------------------------------------
+
+    def _interrupt_watch(self, tool: str):
+        """Tells the turn tracker, at each stop, whether the user interrupted the agent."""
+        from wrapagent.inject.interrupts import InterruptWatch, rule_for
+
+        watch = InterruptWatch(rule_for(tool), self.turns.working, log=self.live.record.log)
+        self.turns.interrupted = watch.take
+        return watch
 
     def _hook_firer(self, wait_hook):
         if wait_hook is None:
