@@ -100,7 +100,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                  on_reset: Callable[[], None] | None = None,
                  on_message: Callable[[int, int], None] | None = None,
                  outgoing: Outgoing | None = None,
-                 interrupts: InterruptWatch | None = None) -> None:
+                 interrupts: InterruptWatch | None = None,
+                 prompt_given: bool = False) -> None:
         from wrapagent.inject.screen import Screen
 
         self.adapter = adapter
@@ -119,6 +120,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
         self.interrupts = interrupts
+        self.prompt_given = prompt_given
+        """The first message came on the command line (with its blocks): the tool submits it itself."""
         """Told every key that reaches the tool: did the user interrupt the agent (`interrupts.py`)."""
         self._keep_watching = outgoing is not None and outgoing.screen is not None
         self.whole_session = turns is not None or on_reset is not None
