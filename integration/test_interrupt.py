@@ -1,0 +1,119 @@
+"""The user's interrupt wins, on each real CLI: no stop-check continuation after the user stops the agent.
+
+One CLI start per tool, with a `[stop_check]` that always fails (its continuation says
+`(think)`, so the mock holds its reply back while the CLI animates) and `max_continues = 2`:
+
+1. the user's first message is answered; the check sends the first continuation, whose
+   reply the mock holds back; while the agent works on it the user presses the tool's
+   interrupt key (Esc; opencode asks for a second Esc);
+2. waiting_for_input fires for that turn (the stop was handled), and for at least 10 s
+   after it the mock gets no further turn: no continuation;
+3. the user's next message restarts the count: exactly two continuations follow it (had
+   the count gone on from the interrupted one, the limit would allow only one), then
+   waiting_for_input;
+4. the record marks the interrupted turn and the check's entry says it did not run there.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from .clienv import SPECS, tool_params
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = {"codex": 300, "claude": 300, "gemini": 400, "opencode": 500}
+WORKING = re.compile(r"esc (to )?(interrupt|cancel)")
+"""The working agent's hint: codex and claude `esc to interrupt`, gemini `esc to cancel`, opencode `esc interrupt`."""
+NO_CONTINUATION_SECS = 10.0
+CONTINUATION = "(think) the tests still fail: keep working"
+
+
+def send(term, text: str) -> None:
+    term.type(text)
+    term.wait_for(text[-15:], timeout=15)
+    term.enter(after=0.3)
+
+
+def lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def wait_lines(path, count: int, term, timeout: float = 120.0) -> list[str]:
+    end = time.monotonic() + timeout
+    while len(lines(path)) < count:
+        if time.monotonic() > end:
+            raise AssertionError(f"{path.name}: {lines(path)}, expected {count} lines\n" + term.dump("screen"))
+        time.sleep(0.1)
+    return lines(path)
+
+
+def block(text: str) -> str:
+    return f'<prompt-guard name="stop_check">\n{text}\n</prompt-guard>'
+
+
+def interrupt(term, tool: str) -> None:
+    """The tool's own interrupt key, as a person presses it while the agent works."""
+    term.wait_for(WORKING, timeout=60)
+    term.key(b"\x1b")
+    if tool == "opencode":
+        term.wait_for("esc again to interrupt", timeout=15)
+        term.key(b"\x1b")
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_interrupt_stops_the_stop_check(cli_env, tool):
+    spec = SPECS[tool]
+    waits = cli_env.root / "waits.log"
+    hooks = f"""
+[stop_check]
+command = "cat >/dev/null; echo '{CONTINUATION}'; exit 2"
+max_continues = 2
+
+[waiting_for_input]
+command = "echo {{turn}} >> {waits}"
+"""
+    cli_env.write_wrapagent_config(hooks_toml=hooks)
+    mock = cli_env.mock
+    mock.think_secs = 60.0                       # the continuation's reply is held back: the agent works
+    term = cli_env.spawn(cli_env.interactive_args())
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    mark = mock.mark()
+
+    # 1. a message, its continuation, and the user's interrupt while the agent works on it
+    send(term, "first task")
+    texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout + 30, since=mark)
+    assert texts == ["first task", block(CONTINUATION)], mock.summary()
+    interrupt(term, tool)
+
+    # 2. the stop was handled (waiting_for_input, turn 2), and no continuation follows it
+    assert wait_lines(waits, 1, term) == ["2"]
+    handled = time.monotonic()
+    while time.monotonic() - handled < NO_CONTINUATION_SECS:
+        assert len(mock.user_texts(api=spec.api, since=mark)) == 2, mock.summary()
+        time.sleep(0.2)
+
+    # 3. the next message restarts the count: two continuations, then the agent may stop
+    mock.think_secs = 1.0
+    term.wait_quiet(0.5, timeout=10)
+    if tool == "claude":
+        term.key(b"\x15")                        # claude put the interrupted message back into the composer
+    send(term, "second task")
+    assert wait_lines(waits, 2, term, timeout=240) == ["2", "5"]
+    texts = mock.user_texts(api=spec.api, since=mark)
+    assert texts == ["first task", block(CONTINUATION), "second task", block(CONTINUATION),
+                     block(CONTINUATION)], mock.summary()
+
+    term.wait_quiet(1.0, timeout=30)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = cli_env.sessions()[-1]
+    assert [t.get("interrupted", False) for t in record["turns"][:5]] == [False, True, False, False, False]
+    entry = record["stop_check"]
+    assert entry["interrupted"] == [2]
+    assert [c["turn"] for c in entry["continuations"]] == [2, 4, 5]
+    assert entry["still_failing"] == {"turn": 5, "after_continues": 2}
