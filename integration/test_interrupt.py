@@ -101,7 +101,11 @@ command = "echo {{turn}} >> {waits}"
     mock.think_secs = 1.0
     term.wait_quiet(0.5, timeout=10)
     if tool == "claude":
-        term.key(b"\x15")                        # claude put the interrupted message back into the composer
+        # claude put the interrupted message back into the composer: Ctrl-C empties it
+        term.wait_for("keep working", timeout=15)
+        term.key(b"\x03")
+        term.wait_gone("keep working", timeout=15)  # (it left the transcript: nothing had come back)
+        term.wait_quiet(0.5, timeout=10)
     send(term, "second task")
     assert wait_lines(waits, 2, term, timeout=240) == ["2", "5"]
     texts = mock.user_texts(api=spec.api, since=mark)
