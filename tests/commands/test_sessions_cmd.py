@@ -453,3 +453,20 @@ def test_show_prints_later_injections_and_turns_compactly() -> None:
     assert "output quiet from +1.0s (seen waiting quiet_secs later), 2 waits" in text
     assert "#3  submitted" in text and "not seen waiting" in text
     assert "waiting_for_input x3" in text
+
+
+def test_show_lists_a_turn_the_user_interrupted() -> None:
+    from wrapagent.commands.sessions import render_show
+
+    record = {
+        "id": "01JY", "tool": "demo", "argv": ["demo"], "injection": {"status": "none", "notes": []},
+        "turns": [{"n": 1, "at": "2026-11-23T10:00:00+00:00", "quiet_at": "2026-11-23T10:00:04+00:00",
+                   "interrupted": True},
+                  {"n": 2, "at": "2026-11-23T10:01:00+00:00", "quiet_at": "2026-11-23T10:01:03+00:00"}],
+        "stop_check": {"command": "make test", "max_continues": 3, "runs": [], "continuations": [],
+                       "interrupted": [1]},
+    }
+    text = render_show(record, None)
+    assert "#1  submitted" in text and "(seen waiting quiet_secs later), interrupted by the user" in text
+    assert text.count("interrupted by the user") == 1
+    assert "after turn 1: not run (the user interrupted the agent)" in text

@@ -184,7 +184,8 @@ def _load_layer(kind: str, path: str, read: Callable[[], tuple], parse: Callable
     used = not check.has_errors and trusted is not False
     in_line_order = sorted(check.problems, key=lambda p: p.line or 0)  # stable: unlined ones keep their place
     in_line_order += check.reported()[len(check.problems):]  # "N more, not listed" closes the list
-    layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state)
+    layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state,
+                  getattr(value, "stop_check", None), getattr(value, "send", None))
     return layer, (value if used else None)
 
 

@@ -144,8 +144,8 @@ class Layer(Frozen):
     needs to read the file again to say so.
     """
 
-    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust")
-    _defaults = {"trust": None}
+    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust", "stop_check", "send")
+    _defaults = {"trust": None, "stop_check": None, "send": None}
 
     kind: str  # "global-hooks" | "global-config" | "project-hooks"
     path: str
@@ -154,6 +154,11 @@ class Layer(Frozen):
     trusted: bool | None
     problems: tuple[Problem, ...]
     trust: str | None  # "trusted" | "untrusted" | "changed" | None (not checked)
+    stop_check: StopCheckSpec | bool | None
+    """This file's own `[stop_check]` (also when the file is not used, for `doctor`): a StopCheckSpec,
+    False (`enabled = false`), or None (not in it)."""
+    send: bool | None
+    """This file's own `[send] enabled` (None: not in it)."""
 
 
 class CheckpointSettings(Frozen):

@@ -47,6 +47,13 @@ IDLE_COMPOSER = {
 ENTER_GAP_SECS = 0.15
 """codex takes an Enter within 120 ms of fast input for a newline; gemini within 40 ms of a paste."""
 
+ENTER_GAPS = {
+    # gemini's 40 ms after a paste is a timer of its event loop: on a loaded machine (load 5 on
+    # 2 cores) an Enter 0.15 s after the paste still became a newline, the continuation unsent.
+    "gemini": 0.6,
+}
+"""Per tool, where ENTER_GAP_SECS is not enough."""
+
 MAX_SCREEN_LAG_BYTES = 4 * 1024 * 1024
 """Output the emulator may lag behind by before it starts over (see FollowedScreen.feed)."""
 
@@ -166,7 +173,8 @@ class Outgoing:
                 if not took:
                     self.log("outgoing: the screen did not change after the text; Enter anyway")
                 self.state = ENTER_DUE
-                self._enter_at = max(now, self._last_text_at + ENTER_GAP_SECS)
+                gap = ENTER_GAPS.get(self.adapter.name, ENTER_GAP_SECS)
+                self._enter_at = max(now, self._last_text_at + gap)
             if self.state != ENTER_DUE or now < self._enter_at:
                 return b"", False
         if self.state == ENTER_DUE and now >= self._enter_at:

@@ -156,13 +156,16 @@ class Conversation:
                 self.server = SendServer(live, self.gate)
             except OSError as exc:
                 live.record.warn(f"send: cannot take messages: {exc}")
-        every = (first or resets) and any(g.every_message for g in live.cfg.guards)
+        prompt_given = plan is not None and plan.kind == "argv" and not plan.oneshot
+        every = (first or resets or prompt_given) and any(g.every_message for g in live.cfg.guards)
+        interrupts = self._interrupt_watch(adapter.name)
         self.interceptor = FirstMessageInjector(
             adapter, rows=rows, cols=cols,
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
             on_reset=self._new_conversation if resets else None,
-            on_message=self._next_message if every else None, outgoing=self.outgoing)
+            on_message=self._next_message if every else None, outgoing=self.outgoing,
+            interrupts=interrupts, prompt_given=prompt_given)
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -170,7 +173,8 @@ class Conversation:
 
         First-message blocks when the plan is interactive; resets re-arm
         injection whenever blocks are configured (even after an argv
-        prompt); turns are followed whenever either is on, or
+        prompt), and so do `every_message` guards for each later message
+        (after an argv prompt too: it is the first); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
         first = plan is not None and plan.kind == "interactive"
@@ -185,7 +189,9 @@ class Conversation:
             if (plan or prompt_plan(live.launch)).oneshot:
                 live.record.log("stop_check and send: not used: a one-shot run has no composer")
                 stop_check, sends = None, False
-        if not (first or resets or wait_hook is not None or stop_check is not None or sends):
+        every = (plan is not None and plan.kind == "argv" and not plan.oneshot
+                 and any(g.every_message for g in live.cfg.guards))
+        if not (first or resets or every or wait_hook is not None or stop_check is not None or sends):
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
                    sends=sends)
@@ -240,6 +246,14 @@ class Conversation:
         self.prefix.start_later = start
 
     # -- per turn ------------------------------------------------------------------
+
+    def _interrupt_watch(self, tool: str):
+        """Tells the turn tracker, at each stop, whether the user interrupted the agent."""
+        from wrapagent.inject.interrupts import InterruptWatch, rule_for
+
+        watch = InterruptWatch(rule_for(tool), self.turns.working, log=self.live.record.log)
+        self.turns.interrupted = watch.take
+        return watch
 
     def _hook_firer(self, wait_hook):
         if wait_hook is None:

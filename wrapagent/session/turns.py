@@ -57,6 +57,10 @@ class TurnTracker:
         """Monotonic time the agent's output went quiet, for the latest wait (read by `fire`)."""
         self.next_by: str | None = None
         """Who makes the next submission when it is not the user ("stop_check"); kept in its entry."""
+        self.interrupted: Callable[[int], bool] | None = None
+        """Asked at each stop: did the user interrupt this turn (`inject/interrupts.py`)?"""
+        self.interrupted_turn: int | None = None
+        """The latest turn the user interrupted (its stop is theirs: no continuation, no send)."""
         self._armed_at: float | None = None
         self._needs_output = False
 
@@ -78,6 +82,10 @@ class TurnTracker:
             return  # before the first submission there is no turn to wait after
         self._armed_at = now
         self._needs_output = True
+
+    def working(self) -> int | None:
+        """The turn under way (a submission, no stop seen since), or None while the agent waits."""
+        return self.turn if self._armed_at is not None and self.turn else None
 
     def deadline(self, last_output: float) -> float | None:
         if self._armed_at is None:
@@ -106,6 +114,11 @@ class TurnTracker:
                 entry["quiet_at"] = self.to_wall(quiet_since)
             else:
                 entry["waits"] = entry.get("waits", 1) + 1
+        if self.interrupted is not None and self.interrupted(self.turn):
+            self.interrupted_turn = self.turn
+            if entry is not None:
+                entry["interrupted"] = True
+            self.log(f"turns: turn {self.turn}: the user interrupted the agent")
         self.log(f"turns: turn {self.turn}: the agent waits (output quiet {self.quiet_secs:g}s)")
         self.quiet_since = quiet_since
         if self.fire is not None:
