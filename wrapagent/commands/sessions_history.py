@@ -46,10 +46,18 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
 
     at = args.index("diff") + 1
     args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
+    left_out = {**(info.get("left_out_before") or {}), **(info.get("left_out_after") or {})}
+    if left_out:
+        out.write(checkpoints.left_out_line(left_out) + "\n")
     out.flush()
     try:
-        return gitcmd.run(repo.top, args, git_dir=repo.git_dir, work_tree=repo.top, interactive=True,
-                          base_env=env).code
+        if repo.store is not None:
+            from wrapagent.history.store import CONFIG
+
+            return gitcmd.run(repo.top, args, git_dir=repo.store.path, work_tree=repo.top, config=CONFIG,
+                              interactive=True, base_env=env).code
+        return gitcmd.run(repo.top, ["--no-optional-locks", *args], git_dir=repo.git_dir, work_tree=repo.top,
+                          interactive=True, base_env=env).code
     except gitcmd.GitError as exc:
         raise _SessionsError(str(exc)) from None
 

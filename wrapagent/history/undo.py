@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from wrapagent.history.checkpoints import Repo
 
 from wrapagent.history.checkpoint_access import UndoConflict, UndoRefused, shown_paths
-from wrapagent.history.checkpoints import check_ignore, git, ignore_query
+from wrapagent.history.checkpoints import check_ignore, ignore_query
 
 GITLINK = "160000"
 
@@ -95,8 +95,8 @@ def ignored_before(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
             data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in ignores) + b"\0"
             repo.run(["checkout-index", "-z", "--stdin", f"--prefix={tree}/"], index=index, input=data)
         data = ignore_query([p.encode("utf-8", "surrogateescape") for p in paths])
-        proc = git(tree, ["check-ignore", "--no-index", "-z", "--stdin"], env=repo.env,
-                   git_dir=repo.git_dir, input=data, check=False)  # the work tree: `before`'s ignore files
+        # the work tree: `before`'s ignore files; the store's info/exclude is the user's
+        proc = repo.run_in(tree, ["check-ignore", "--no-index", "-z", "--stdin"], input=data)
         return {p.decode("utf-8", "surrogateescape") for p in check_ignore(proc)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
