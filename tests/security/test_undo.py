@@ -142,7 +142,12 @@ def test_a_second_undo_says_already_undone(tmp_path: Path, env) -> None:
     code, out, err = sessions(env, repo, "undo", "last")
     assert code == 0, err
     after = record["checkpoints"]["after"]
-    assert f"git restore --source={after[:12]} -- PATH" in out  # the way back is named
+    way_back = f"cat-file blob {after[:12]}:PATH > PATH"  # the way back is named, byte for byte
+    assert way_back in out
+    command = out.split("`")[-2].replace("PATH", "README.md")
+    subprocess.run(command, shell=True, cwd=repo, env=env, check=True)
+    assert (repo / "README.md").read_text() == "agent\n"
+    subprocess.run(["git", "checkout", "-q", "README.md"], cwd=repo, env=env, check=True)
     assert load_record(record)["checkpoints"]["undone_at"]
     state = user_state(repo, env)
     code, out, err = sessions(env, repo, "undo", "last")

@@ -507,7 +507,8 @@ def skip_reason(*, enabled: bool, depth: int, parent: str | None) -> str | None:
     return None
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """`60 MB`, `12 KB`: a size for one line."""
     return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
 
 
@@ -516,7 +517,7 @@ def left_out_line(left_out: Mapping[str, int], limit: int = 6) -> str:
     from wrapagent.history.checkpoint_access import shown_paths
 
     items = sorted(left_out.items())
-    shown = "; ".join(f"{shown_paths([p])}, {_size(n)}" for p, n in items[:limit])
+    shown = "; ".join(f"{shown_paths([p])}, {size_text(n)}" for p, n in items[:limit])
     more = f" … and {len(items) - limit} more" if len(items) > limit else ""
     return f"not in the snapshot: {shown}{more}"
 
