@@ -272,3 +272,49 @@ def test_a_snapshot_in_the_users_repository_reads_with_no_optional_locks(tmp_pat
     os.utime(repo / "README.md", None)  # a stat change git would write back into the index
     run_session(repo, env, lambda r: None, settings=CheckpointSettings(budget_secs=60))
     assert (repo / ".git" / "index").read_bytes() == index
+
+
+def test_a_transcript_copy_records_and_the_sessions_repository_are_private_under_umask_022(tmp_path) -> None:
+    """Before: the copy of a 0600 claude transcript was 0644 in 0755 folders (umask 022), and
+    another local user could read a secret from it; records too."""
+    from wrapagent.history import records, transcripts
+
+    env = isolated_env(tmp_path / "iso")
+    source = tmp_path / "native.jsonl"
+    source.write_text('{"secret": "sk-live-123"}\n')
+    source.chmod(0o600)
+    old = os.umask(0o022)
+    try:
+        session = records.Session.create(tool="sh", transport="sh", argv=["sh"], executable="/bin/sh",
+                                          cwd=tmp_path, project_root=tmp_path, env=env, mode="pipe")
+        session.log("a line")
+        dest = Path(session.dir) / "transcript"
+        dest.mkdir(mode=0o700)
+        transcripts._copy_capped(source, dest / "claude-x.jsonl", 1 << 20)
+        session.save()
+    finally:
+        os.umask(old)
+    state = Path(env["XDG_STATE_HOME"]) / "wrapagent"
+    for path in [state, *state.rglob("*")]:
+        mode = path.lstat().st_mode & 0o777
+        assert mode & 0o077 == 0, f"{path}: {mode:o}"
+
+
+@pytest.mark.parametrize("where", ["relative", "in-repository"])
+def test_a_sessions_root_of_somebody_elses_repository_is_refused(tmp_path, env, where) -> None:
+    """`WRAPAGENT_SESSIONS_ROOT=.` in a fresh repository: before, wrapagent called the user's `.git`
+    damaged, set it aside, ran `git init` and committed every file of the folder, `.env` included."""
+    import sys
+
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    write(repo / ".env", "TOKEN=secret\n")
+    hashes = git_dir_hashes(repo)
+    run_env = dict(env, WRAPAGENT_SESSIONS_ROOT="." if where == "relative" else str(repo / "sessions"))
+    proc = subprocess.run([sys.executable, "-m", "wrapagent", "sh", "-c", "echo tool ran; exit 3"], cwd=repo,
+                          env=run_env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 3 and "tool ran" in proc.stdout  # the tool's exit code, the tool ran
+    assert "without a session record" in proc.stderr and proc.stderr.count("\n") == 1
+    assert git_dir_hashes(repo) == hashes
+    assert sorted(p.name for p in repo.iterdir()) == [".env", ".git"]

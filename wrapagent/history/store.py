@@ -94,35 +94,6 @@ def is_store(path: str) -> bool:
         return False
 
 
-def make_private_dir(path: str) -> None:
-    """Create `path` and its missing parents 0700, refusing a link anywhere we create or enter.
-
-    `os.makedirs` follows a link planted at any level; here each level is
-    made with `mkdir` (which never follows) and checked with `lstat`.
-    """
-    parts: list[str] = []
-    head = os.path.abspath(path)
-    while not os.path.isdir(head):
-        head, tail = os.path.split(head)
-        parts.append(tail)
-    for name in reversed(parts):
-        head = os.path.join(head, name)
-        try:
-            os.mkdir(head, DIR_MODE)
-        except FileExistsError:
-            pass
-        st = os.lstat(head)
-        if not stat.S_ISDIR(st.st_mode):
-            raise StoreError(f"{head} is not a folder (a link?): not used")
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise StoreError(f"{path} is not a folder (a link?): not used")
-    if st.st_uid != os.geteuid():
-        raise StoreError(f"{path} belongs to another user: not used")
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(path, DIR_MODE)
-
-
 def write_private(path: str, data: bytes) -> None:
     """Write `path` 0600 through a new file renamed into place: never through a link, never half-written."""
     folder, name = os.path.split(path)
@@ -149,12 +120,17 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _init(final: str) -> None:
+def _init(final: str, env: Mapping[str, str] | None = None) -> None:
     """Create the store at `final`: built beside it, then renamed into place (two sessions may race)."""
     import shutil
 
+    from wrapagent.paths import make_private_dirs, state_dir_str
+
     parent = os.path.dirname(final)
-    make_private_dir(parent)
+    state = state_dir_str(env)
+    if parent.startswith(state + os.sep):
+        make_private_dirs(state)  # the state folder itself 0700
+    make_private_dirs(parent)
     tmp = os.path.join(parent, f".{os.path.basename(final)}.{os.getpid()}-{os.urandom(4).hex()}.new")
     os.mkdir(tmp, DIR_MODE)
     try:
@@ -184,13 +160,18 @@ class Store:
     def open(cls, top: str, user_git_dir: str, user_objects: str | None,
              env: Mapping[str, str] | None = None, *, create: bool = True) -> "Store":
         """The store of the work tree `top`, created when missing (with `create`)."""
+        from wrapagent.paths import sudo_refusal
+
         path = store_path(top, env)
+        refusal = sudo_refusal(path)
+        if refusal is not None:
+            raise StoreError(refusal)
         if not is_store(path):
             if not create:
                 raise StoreError(f"no checkpoint store for {top}")
             if os.path.lexists(path):
                 raise StoreError(f"{path} is not a checkpoint store of wrapagent's: not used")
-            _init(path)
+            _init(path, env)
         st = os.lstat(path)
         if st.st_uid != os.geteuid():
             raise StoreError(f"{path} belongs to another user: not used")
