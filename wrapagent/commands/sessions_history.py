@@ -48,7 +48,7 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
     left_out = {**(info.get("left_out_before") or {}), **(info.get("left_out_after") or {})}
     if left_out:
-        out.write(checkpoints.left_out_line(left_out) + "\n")
+        out.write(checkpoint_access.left_out_line(left_out) + "\n")
     out.flush()
     try:
         if repo.store is not None:

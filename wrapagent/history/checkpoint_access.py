@@ -115,3 +115,13 @@ class UndoConflict(UndoRefused):
         self.paths = list(paths)
         super().__init__(f"refusing to undo: {len(self.paths)} file(s) changed after the session ended: "
                          f"{shown_paths(self.paths)} (nothing was changed)")
+
+
+def left_out_line(left_out: Mapping[str, int], limit: int = 6) -> str:
+    """`not in the snapshot: model.bin, 60 MB; …` for the files a size cap left out."""
+    from wrapagent.history.checkpoints import size_text
+
+    items = sorted(left_out.items())
+    shown = "; ".join(f"{shown_paths([p])}, {size_text(n)}" for p, n in items[:limit])
+    more = f" … and {len(items) - limit} more" if len(items) > limit else ""
+    return f"not in the snapshot: {shown}{more}"

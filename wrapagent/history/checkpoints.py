@@ -512,16 +512,6 @@ def size_text(n: int) -> str:
     return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
 
 
-def left_out_line(left_out: Mapping[str, int], limit: int = 6) -> str:
-    """`not in the snapshot: model.bin, 60 MB; …` for the files a size cap left out."""
-    from wrapagent.history.checkpoint_access import shown_paths
-
-    items = sorted(left_out.items())
-    shown = "; ".join(f"{shown_paths([p])}, {size_text(n)}" for p, n in items[:limit])
-    more = f" … and {len(items) - limit} more" if len(items) > limit else ""
-    return f"not in the snapshot: {shown}{more}"
-
-
 def _open_for(project_root: str | Path, which: str, info: dict, env: Mapping[str, str] | None,
               deadline: float) -> Repo | None:
     """The repository and its store for this snapshot; None (with the reason in `info`) when there is none.
