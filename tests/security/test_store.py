@@ -318,3 +318,22 @@ def test_a_sessions_root_of_somebody_elses_repository_is_refused(tmp_path, env, 
     assert "without a session record" in proc.stderr and proc.stderr.count("\n") == 1
     assert git_dir_hashes(repo) == hashes
     assert sorted(p.name for p in repo.iterdir()) == [".env", ".git"]
+
+
+def test_a_folder_that_existed_before_the_session_stays_even_empty(tmp_path, env) -> None:
+    """`uploads/` (a mount point, a folder the app expects) was deleted by undo once the session's
+    file in it was removed."""
+    repo = make_repo(tmp_path / "proj", env)
+    (repo / "uploads").mkdir()
+    (repo / "logs").mkdir()
+    write(repo / "logs" / "app.log", "ignored\n")
+    info = run_session(repo, env, lambda r: (write(r / "uploads" / "x.png", "png\n"),
+                                             write(r / "logs" / "new.txt", "n\n"),
+                                             write(r / "made" / "deep" / "f.txt", "f\n")))["checkpoints"]
+    assert {"uploads", "logs"} <= set(info["folders_before"])
+    (repo / "logs" / "app.log").unlink()  # even with nothing of the user's left in it
+    code, out, err = sessions(env, repo, "undo", "last")
+    assert code == 0, err
+    assert (repo / "uploads").is_dir() and not list((repo / "uploads").iterdir())
+    assert (repo / "logs").is_dir()
+    assert not (repo / "made").exists()  # the session's own folders go

@@ -109,7 +109,8 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         checkpoint_access.session_commits(info)
         repo = checkpoint_access.open_repo(info, env)
         before, after = checkpoint_access.session_commits(info, repo)
-        plan = undo_mod.plan(repo, before, after, left_out=undo_mod.left_out(info), force=ns.force)
+        plan = undo_mod.plan(repo, before, after, left_out=undo_mod.left_out(info), force=ns.force,
+                             keep_folders=undo_mod.folders_before(info))
     except checkpoints.CheckpointError as exc:
         raise SessionsError(str(exc)) from None
     notes = []

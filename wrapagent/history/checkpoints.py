@@ -41,6 +41,7 @@ LEGACY_REF_PREFIX = "refs/wrapagent/checkpoints/"  # in the user's repository, b
 OVER_BUDGET_MARK = "over-budget"  # in $GIT_DIR/wrapagent/: the last snapshot here ran out of time
 OVER_BUDGET_RETRY_SECS = 24 * 3600
 IDENTITY = gitcmd.IDENTITY
+FOLDERS_KEPT = 1000  # at most this many empty (or ignored-only) folders of `before` listed in a record
 DEFAULT_MAX_FILE_MB = 10.0  # [checkpoints] max_file_mb: a larger file is left out of a snapshot
 
 
@@ -221,7 +222,7 @@ class Repo:
                      input=b"\0".join(drop) + b"\0")
 
     def write_tree(self, deadline: float | None = None, max_file_bytes: int | None = None,
-                   left_out: dict | None = None) -> str:
+                   left_out: dict | None = None, folders: list | None = None) -> str:
         """The work tree as it is now (tracked + untracked, minus ignored), as a tree id in the store.
 
         Files larger than `max_file_bytes` that git would have to read are
@@ -237,7 +238,7 @@ class Repo:
             self._seed_index(private, work, deadline)
             # First: an update would write the new content of a file ignored since into the store.
             self._forget_ignored(work, deadline)
-            self._update(work, deadline, max_file_bytes, left_out)
+            self._update(work, deadline, max_file_bytes, left_out, folders)
             tree = self.run(["write-tree"], index=work, deadline=deadline).stdout.decode().strip()
             os.replace(work, private)
             return tree
@@ -246,17 +247,61 @@ class Repo:
             _unlink(work + ".lock")  # left by a git process killed at the end of the budget
 
     def _update(self, work: str, deadline: float | None, max_file_bytes: int | None,
-                left_out: dict | None) -> None:
+                left_out: dict | None, folders: list | None = None) -> None:
         """`git add -A`, by hand: one scan lists what changed, Python leaves out the files too big
-        (and those it cannot read), `update-index` hashes the rest."""
+        (and those it cannot read), `update-index` hashes the rest.
+
+        The scan collapses untracked folders (`--directory`); only those are
+        listed again, file by file. One that lists nothing is empty (or holds
+        ignored files only): it goes into `folders`, so that undo keeps it.
+        """
+        listed = self.run(["ls-files", "-z", "-m", "-o", "--directory", "--exclude-standard"], index=work,
+                          deadline=deadline).stdout.split(b"\0")
+        entries = [p for p in dict.fromkeys(listed) if p]
+        untracked_dirs = [p for p in entries if p.endswith(b"/")]
+        paths = [p for p in entries if not p.endswith(b"/")]
+        # A tracked file turned folder: git lists the entry, not the folder's files (`--directory`).
+        turned = [p + b"/" for p in paths if os.path.isdir(os.path.join(os.fsencode(self.top), p))
+                  and not os.path.islink(os.path.join(os.fsencode(self.top), p))]
+        if turned:
+            paths += self._list_folders(work, turned, deadline)
+        if untracked_dirs:
+            inside = self._list_folders(work, untracked_dirs, deadline)
+            paths += inside
+            if folders is not None:
+                found = {p for p in inside}
+                folders += [d.rstrip(b"/").decode("utf-8", "surrogateescape") for d in untracked_dirs
+                            if not any(f.startswith(d) for f in found) and d.rstrip(b"/") not in found]
+        add, gone = self._sort_out(paths, max_file_bytes, left_out)
+        if gone:
+            self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work, deadline=deadline,
+                     input=b"\0".join(gone) + b"\0")
+        if add:
+            done = self.run(["update-index", "-z", "--add", "--remove", "--replace", "--stdin"], index=work,
+                            deadline=deadline, input=b"\0".join(add) + b"\0", check=False)
+            if done.returncode != 0:
+                raise CheckpointError(f"`git update-index` failed: {done.last_error_line()}")
+
+    def _list_folders(self, work: str, folders: Sequence[bytes], deadline: float | None) -> list[bytes]:
+        """The untracked, not ignored files (and nested repositories, as `x`) below `folders`."""
+        out: list[bytes] = []
+        for start in range(0, len(folders), 500):  # a command line never too long
+            specs = [b":(literal)" + f for f in folders[start:start + 500]]
+            listed = self.run(["ls-files", "-z", "-o", "--exclude-standard", "--",
+                               *(s.decode("utf-8", "surrogateescape") for s in specs)],
+                              index=work, deadline=deadline).stdout.split(b"\0")
+            out += [p.rstrip(b"/") for p in listed if p]
+        return out
+
+    def _sort_out(self, paths: Sequence[bytes], max_file_bytes: int | None,
+                  left_out: dict | None) -> tuple[list[bytes], list[bytes]]:
+        """(paths to hash into the index, paths whose entry goes): by what `lstat` says of each."""
         import stat
 
-        listed = self.run(["ls-files", "-z", "-m", "-o", "--exclude-standard"], index=work,
-                          deadline=deadline).stdout.split(b"\0")
         top = os.fsencode(self.top)
         add: list[bytes] = []
         gone: list[bytes] = []
-        for path in dict.fromkeys(p.rstrip(b"/") for p in listed if p):
+        for path in dict.fromkeys(paths):
             if not self._under_folders(path):
                 gone.append(path)
                 continue
@@ -277,14 +322,7 @@ class Repo:
                 if not os.access(os.path.join(top, path), os.R_OK):
                     continue  # unreadable (another user's file): as `add --ignore-errors` did
             add.append(path)
-        if gone:
-            self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work, deadline=deadline,
-                     input=b"\0".join(gone) + b"\0")
-        if add:
-            done = self.run(["update-index", "-z", "--add", "--remove", "--replace", "--stdin"], index=work,
-                            deadline=deadline, input=b"\0".join(add) + b"\0", check=False)
-            if done.returncode != 0:
-                raise CheckpointError(f"`git update-index` failed: {done.last_error_line()}")
+        return add, gone
 
     def _forget_ignored(self, work: str, deadline: float | None) -> None:
         """Make the store's index hold exactly the user's tracked files plus untracked, non-ignored ones.
@@ -382,13 +420,13 @@ class Repo:
 
     def snapshot(self, ref: str, message: str, parent: str | None,
                  deadline: float | None = None, max_file_bytes: int | None = None,
-                 left_out: dict | None = None) -> str:
+                 left_out: dict | None = None, folders: list | None = None) -> str:
         """Commit the work tree's current state under `ref` in the store; the commit id.
 
         `parent` is a commit of the store (the session's `before`), never the
         user's HEAD: the store must not depend on the user's history.
         """
-        tree = self.write_tree(deadline, max_file_bytes, left_out)
+        tree = self.write_tree(deadline, max_file_bytes, left_out, folders)
         args = ["commit-tree", tree, "-m", message]
         if parent:
             args += ["-p", parent]
@@ -570,10 +608,13 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
             # the agent may have committed: diff and undo still compare work trees
             info["head_after"] = repo.rev("HEAD", deadline)
         left_out: dict[str, int] = {}
+        folders: list[str] = []
         commit = repo.snapshot(session_ref(session_id, which), f"wrapagent session {session_id}: {which}",
-                               parent, deadline, max_file_bytes, left_out)
+                               parent, deadline, max_file_bytes, left_out, folders)
         if left_out:
             info[f"left_out_{which}"] = left_out
+        if folders and which == "before":
+            info["folders_before"] = sorted(folders)[:FOLDERS_KEPT]
         info[which] = commit
         info["status"] = "taken"
     except BudgetExceeded:

@@ -45,6 +45,7 @@ class UndoPlan:
         self.kept: list[tuple[str, str]] = []  # (path, why): left as they are
         self.not_restored: list[tuple[str, str]] = []  # (path, why): nested repositories
         self.seen: dict[str, tuple[int, ...] | None] = {}  # path: what `lstat` said just before the check
+        self.keep_folders: set[str] = set()  # folders that existed before the session: never removed
 
     @property
     def acted_on(self) -> list[str]:
@@ -290,7 +291,7 @@ def _check_in_the_way(plan: UndoPlan) -> None:
 
 
 def plan(repo: Repo, before: str, after: str, *, left_out: Mapping[str, int] | None = None,
-         force: bool = False) -> UndoPlan:
+         force: bool = False, keep_folders: Sequence[str] = ()) -> UndoPlan:
     """Every check, nothing changed: the plan, or `UndoRefused` saying why in one line.
 
     `left_out` (path: size) are the files a size cap kept out of the
@@ -302,6 +303,7 @@ def plan(repo: Repo, before: str, after: str, *, left_out: Mapping[str, int] | N
     from wrapagent.history.checkpoints import size_text
 
     result = UndoPlan(repo, before, after)
+    result.keep_folders = set(keep_folders)
     created: list[str] = []
     restore_ids: list[tuple[str, str, str]] = []
     skipped = dict(left_out or {})
@@ -382,7 +384,7 @@ def apply(plan: UndoPlan) -> None:
     if edited:
         raise UndoConflict(edited)
     for path in plan.remove:
-        _remove_created(plan.repo.top, path)
+        _remove_created(plan.repo.top, path, plan.keep_folders)
     restored = [p for _, p in plan.restore]
     modes = _read_write_bits(plan.repo.top, restored)
     plan.repo.checkout_paths(plan.before, restored)
@@ -429,7 +431,7 @@ def _put_back_read_write_bits(top: str, modes: Mapping[str, int]) -> None:
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
-def _remove_created(top: str, path: str) -> None:
+def _remove_created(top: str, path: str, keep: set[str] | frozenset[str] = frozenset()) -> None:
     """Remove a file the session created, then the folders it left empty; never through a link.
 
     Each leading folder is opened from the one above it with `O_NOFOLLOW`:
@@ -454,6 +456,8 @@ def _remove_created(top: str, path: str) -> None:
         except FileNotFoundError:
             pass
         for i in range(len(parts) - 1, 0, -1):  # the folders it leaves empty, deepest first
+            if "/".join(parts[:i]) in keep:
+                return  # there before the session (empty, or holding ignored files only)
             try:
                 os.rmdir(parts[i - 1], dir_fd=fds[i - 1])
             except OSError:
@@ -473,6 +477,12 @@ def left_out(info: Mapping[str, object]) -> dict[str, int]:
     return out
 
 
+def folders_before(info: Mapping[str, object]) -> list[str]:
+    """The folders of the work tree that held nothing snapshotted before the session (kept by undo)."""
+    value = info.get("folders_before")
+    return [str(f) for f in value] if isinstance(value, list) else []
+
+
 def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,
          dry_run: bool = False, force: bool = False) -> UndoPlan:
     """Check everything, then (unless `dry_run`) put the session's files back; the plan."""
@@ -481,7 +491,8 @@ def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,
     session_commits(info)  # says why there are none before looking for the repository
     repo = open_repo(info, env)
     before, after = session_commits(info, repo)
-    result = plan(repo, before, after, left_out=left_out(info), force=force)
+    result = plan(repo, before, after, left_out=left_out(info), force=force,
+                  keep_folders=folders_before(info))
     if not dry_run:
         apply(result)
     return result
