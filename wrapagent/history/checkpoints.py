@@ -60,6 +60,15 @@ class BudgetExceeded(CheckpointError):
     """A git step did not finish within the snapshot's time budget."""
 
 
+IGNORE_STAMP = "ignore-stamp"  # in the store: what the ignore rules were at the last snapshot
+
+
+def _sha(data: bytes) -> str:
+    from wrapagent.paths import _sha256_hex
+
+    return _sha256_hex(data)
+
+
 def _read_file(path: str) -> bytes | None:
     try:
         with open(path, "rb") as f:
@@ -108,6 +117,8 @@ class Repo:
         self.env = env
         self.store = store
         self.objects = objects
+        self.head: str | None = None  # the user's HEAD commit when `find` looked (None: no commit yet)
+        self._config: dict[str, str] | None = None
 
     @classmethod
     def find(cls, path: str | Path, env: Mapping[str, str] | None = None,
@@ -115,17 +126,21 @@ class Repo:
         """The repository whose work tree holds `path`; None outside one (or in a bare one). Reads only."""
         from wrapagent.history.store import user_read
 
+        args = ["rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
         try:
-            proc = user_read(path, ["rev-parse", "--path-format=absolute", "--show-toplevel",
-                                    "--absolute-git-dir", "--git-common-dir"], env=env, deadline=deadline)
+            proc = user_read(path, [*args, "HEAD"], env=env, deadline=deadline)  # HEAD in the same call
+            if proc.returncode != 0:  # no commit yet (or no repository)
+                proc = user_read(path, args, env=env, deadline=deadline)
         except gitcmd.GitTimeout:
             raise BudgetExceeded("no time left in the snapshot budget") from None
         except gitcmd.GitError:
             return None
         lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-        if proc.returncode != 0 or len(lines) != 3 or not lines[0]:
+        if proc.returncode != 0 or len(lines) not in (3, 4) or not lines[0]:
             return None
-        return cls(lines[0], lines[1], env, objects=os.path.join(lines[2], "objects"))
+        repo = cls(lines[0], lines[1], env, objects=os.path.join(lines[2], "objects"))
+        repo.head = lines[3] if len(lines) == 4 else None
+        return repo
 
     def open_store(self, *, create: bool = True) -> "Repo":
         """This repository with its store opened (created when missing): where snapshots go."""
@@ -174,6 +189,19 @@ class Repo:
         except gitcmd.GitError as exc:
             raise CheckpointError(str(exc)) from None
 
+    def user_config(self, deadline: float | None = None) -> dict[str, str]:
+        """The user's settings a snapshot reads (store.USER_CONFIG_KEYS), asked once per Repo."""
+        if self._config is None:
+            from wrapagent.history.store import user_config
+
+            try:
+                self._config = user_config(self.top, self.git_dir, self.env, deadline)
+            except gitcmd.GitTimeout:
+                raise BudgetExceeded("no time left in the snapshot budget") from None
+            except gitcmd.GitError as exc:
+                raise CheckpointError(str(exc)) from None
+        return self._config
+
     def rev(self, name: str, deadline: float | None = None) -> str | None:
         """A commit of the user's repository (HEAD), read only."""
         proc = self.read_user(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], deadline=deadline)
@@ -194,32 +222,34 @@ class Repo:
         unique = f"{os.getpid()}-{os.urandom(4).hex()}"  # sessions (and threads) never share one
         return os.path.join(folder, "index"), os.path.join(folder, f"index.{unique}.tmp")
 
-    def _seed_index(self, private: str, work: str, deadline: float | None) -> None:
+    def _seed_index(self, private: str, work: str, deadline: float | None) -> bool:
         """Start from the store's index (warm stat cache), else from the user's index minus the
         paths whose blob there is not the file's bytes (store.converted_paths), else from nothing.
 
-        The user's index is only read (a plain copy, never a lock).
+        The user's index is only read (a plain copy, never a lock). True
+        when the store's own index was there (warm).
         """
         from wrapagent.history.store import converted_paths, write_private
 
         data = _read_file(private)
         if data is not None:
             write_private(work, data)
-            return
+            return True
         data = _read_file(os.path.join(self.git_dir, "index"))
         if data is None:
-            return
+            return False
         write_private(work, data)
         listed = self.run(["ls-files", "-z", "--cached"], index=work, deadline=deadline, check=False)
         if listed.returncode != 0:  # a split or sparse index, an unknown extension: start empty
             _unlink(work)
-            return
+            return False
         paths = [p for p in listed.stdout.split(b"\0") if p]
-        converted = converted_paths(self.top, self.git_dir, paths, self.env, deadline)
+        converted = converted_paths(self.top, self.git_dir, paths, self.env, deadline, self.user_config(deadline))
         drop = paths if converted is None else sorted(converted)
         if drop:
             self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work, deadline=deadline,
                      input=b"\0".join(drop) + b"\0")
+        return False
 
     def write_tree(self, deadline: float | None = None, max_file_bytes: int | None = None,
                    left_out: dict | None = None, folders: list | None = None) -> str:
@@ -232,46 +262,76 @@ class Repo:
         if self.store is None:
             raise CheckpointError("this session's checkpoints are in the repository (an earlier release): "
                                   "read only")
-        self.store.sync_excludes()
+        excludes = self.store.sync_excludes()
         private, work = self._index_paths()
         try:
-            self._seed_index(private, work, deadline)
-            # First: an update would write the new content of a file ignored since into the store.
-            self._forget_ignored(work, deadline)
-            self._update(work, deadline, max_file_bytes, left_out, folders)
+            warm = self._seed_index(private, work, deadline)
+            paths, dirs = self._changed(work, deadline)
+            # Ignore rules that may have changed since the last snapshot (or a first index): the
+            # entries ignored now go before the update, which would write their new content.
+            stamp = self._ignore_stamp(excludes)
+            if not warm or stamp != _read_file(self.store.file(IGNORE_STAMP)) or \
+                    any(p == b".gitignore" or p.endswith(b"/.gitignore") for p in paths):
+                dropped = self._forget_ignored(work, deadline)
+                paths = [p for p in paths if p not in dropped]
+            self._update(work, paths, dirs, deadline, max_file_bytes, left_out, folders)
             tree = self.run(["write-tree"], index=work, deadline=deadline).stdout.decode().strip()
             os.replace(work, private)
+            from wrapagent.history.store import write_private
+
+            write_private(self.store.file(IGNORE_STAMP), stamp)
             return tree
         finally:
             _unlink(work)
             _unlink(work + ".lock")  # left by a git process killed at the end of the budget
 
-    def _update(self, work: str, deadline: float | None, max_file_bytes: int | None,
-                left_out: dict | None, folders: list | None = None) -> None:
-        """`git add -A`, by hand: one scan lists what changed, Python leaves out the files too big
-        (and those it cannot read), `update-index` hashes the rest.
+    def _ignore_stamp(self, excludes: bytes) -> bytes:
+        """What decides which files are ignored, outside the work tree's `.gitignore` files: the user's
+        index (tracked files are never ignored), `info/exclude`, the global excludes file."""
+        from wrapagent.history.store import excludes_stamp
+
+        try:
+            st = os.stat(os.path.join(self.git_dir, "index"))
+            index = f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"
+        except OSError:
+            index = "-"
+        digest = _sha(excludes)
+        return f"index {index}\nexclude {digest}\nglobal {excludes_stamp(self.user_config(), self.env)}\n".encode(
+            "utf-8", "surrogateescape")
+
+    def _changed(self, work: str, deadline: float | None) -> tuple[list[bytes], list[bytes]]:
+        """(changed or untracked paths, untracked folders that list nothing): one scan of the work tree.
 
         The scan collapses untracked folders (`--directory`); only those are
-        listed again, file by file. One that lists nothing is empty (or holds
-        ignored files only): it goes into `folders`, so that undo keeps it.
+        listed again, file by file. One that lists nothing is empty (or
+        holds ignored files only).
         """
         listed = self.run(["ls-files", "-z", "-m", "-o", "--directory", "--exclude-standard"], index=work,
                           deadline=deadline).stdout.split(b"\0")
         entries = [p for p in dict.fromkeys(listed) if p]
         untracked_dirs = [p for p in entries if p.endswith(b"/")]
         paths = [p for p in entries if not p.endswith(b"/")]
+        top = os.fsencode(self.top)
         # A tracked file turned folder: git lists the entry, not the folder's files (`--directory`).
-        turned = [p + b"/" for p in paths if os.path.isdir(os.path.join(os.fsencode(self.top), p))
-                  and not os.path.islink(os.path.join(os.fsencode(self.top), p))]
+        turned = [p + b"/" for p in paths if os.path.isdir(os.path.join(top, p))
+                  and not os.path.islink(os.path.join(top, p))]
         if turned:
             paths += self._list_folders(work, turned, deadline)
+        empty: list[bytes] = []
         if untracked_dirs:
             inside = self._list_folders(work, untracked_dirs, deadline)
             paths += inside
-            if folders is not None:
-                found = {p for p in inside}
-                folders += [d.rstrip(b"/").decode("utf-8", "surrogateescape") for d in untracked_dirs
-                            if not any(f.startswith(d) for f in found) and d.rstrip(b"/") not in found]
+            found = set(inside)
+            empty = [d.rstrip(b"/") for d in untracked_dirs
+                     if d.rstrip(b"/") not in found and not any(f.startswith(d) for f in found)]
+        return paths, empty
+
+    def _update(self, work: str, paths: Sequence[bytes], empty: Sequence[bytes], deadline: float | None,
+                max_file_bytes: int | None, left_out: dict | None, folders: list | None) -> None:
+        """`git add -A`, by hand, on what `_changed` listed: Python leaves out the files too big (and
+        those it cannot read), `update-index` hashes the rest. `folders` gets the empty ones."""
+        if folders is not None:
+            folders += [d.decode("utf-8", "surrogateescape") for d in empty]
         add, gone = self._sort_out(paths, max_file_bytes, left_out)
         if gone:
             self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work, deadline=deadline,
@@ -324,7 +384,7 @@ class Repo:
             add.append(path)
         return add, gone
 
-    def _forget_ignored(self, work: str, deadline: float | None) -> None:
+    def _forget_ignored(self, work: str, deadline: float | None) -> set[bytes]:
         """Make the store's index hold exactly the user's tracked files plus untracked, non-ignored ones.
 
         An update never adds an ignored file and never drops an entry: a
@@ -346,12 +406,14 @@ class Repo:
         if drop:
             self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work,
                      deadline=deadline, input=b"\0".join(drop) + b"\0")
+        dropped = set(drop)
         # Tracked by the user since, and ignored (the update takes in the others): as files.
         add = [p for p in self._ignored(sorted(p for p in theirs - ours if p), deadline)
                if self._is_file(p)]
         if add:
             self.run(["update-index", "-z", "--add", "--replace", "--stdin"], index=work,
                      deadline=deadline, input=b"\0".join(add) + b"\0")
+        return dropped
 
     def _ignored(self, paths: Sequence[bytes], deadline: float | None) -> list[bytes]:
         """Those of `paths` git's ignore rules match now (tracked or not).
@@ -403,8 +465,7 @@ class Repo:
                                 else self.env.get("HOME") or os.path.expanduser("~"))
         if os.path.realpath(self.top) == home:
             return HOME_NOTE
-        value = self.read_user(["config", "--get", "status.showUntrackedFiles"],
-                               deadline=deadline).stdout.decode("utf-8", "replace").strip().lower()
+        value = self.user_config(deadline).get("status.showuntrackedfiles", "").lower()
         if value in ("no", "false", "off", "0"):
             return ("status.showUntrackedFiles is `no` in this repository: untracked files are not "
                     "its business, so no checkpoints by default")
@@ -431,7 +492,12 @@ class Repo:
         if parent:
             args += ["-p", parent]
         commit = self.run(args, deadline=deadline).stdout.decode().strip()
-        self.run(["update-ref", "--no-deref", ref, commit], deadline=deadline)
+        from wrapagent.history.store import StoreError
+
+        try:
+            self.store.write_ref(ref, commit)
+        except (StoreError, OSError) as exc:
+            raise CheckpointError(f"cannot write {ref}: {exc}") from None
         return commit
 
     def _mark_path(self) -> str:
@@ -600,13 +666,12 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
             if reason is not None:
                 info.update(status="skipped", note=reason)
                 return
-            info.update(repo=repo.top, store=repo.store.path, ref=REF_PREFIX + session_id,
-                        head=repo.rev("HEAD", deadline))
+            info.update(repo=repo.top, store=repo.store.path, ref=REF_PREFIX + session_id, head=repo.head)
             parent = None
         else:
             parent = info.get("before")
             # the agent may have committed: diff and undo still compare work trees
-            info["head_after"] = repo.rev("HEAD", deadline)
+            info["head_after"] = repo.head
         left_out: dict[str, int] = {}
         folders: list[str] = []
         commit = repo.snapshot(session_ref(session_id, which), f"wrapagent session {session_id}: {which}",
