@@ -153,7 +153,7 @@ def bench(files: int, runs: int, with_end_to_end: bool) -> None:
         print(f"\n== {tracked} tracked files ({disk(repo / '.git') / 1e6:.1f} MB in .git)")
         status = git_status(repo, runs)
         print(f"git status              (ms): {ms(status)}")
-        borrowed, own, borrowed_bytes, own_bytes = first_snapshots(repo, max(3, runs // 3))
+        borrowed, own, borrowed_bytes, own_bytes = first_snapshots(repo, 1 if files >= 50_000 else 3)
         print(f"first, borrowed         (ms): {ms(borrowed)}   store {borrowed_bytes / 1e6:6.1f} MB")
         print(f"first, own copy         (ms): {ms(own)}   store {own_bytes / 1e6:6.1f} MB")
         warm = steady(repo, runs)

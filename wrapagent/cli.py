@@ -72,7 +72,8 @@ writes (branch_protection, dirty_tree, git_status); outside a git repository,
 where those say nothing, it adds `date` and says so.
 
 The demo is a real wrapped session: `wrapagent sessions list` shows it, and in
-a git repository it leaves checkpoint refs under refs/wrapagent/.
+a git repository it takes checkpoints into wrapagent's own store (the
+repository is only read).
 
   PROMPT   the first message, given on the command line
   -p       read the first message from stdin
@@ -259,9 +260,9 @@ def cmd_doctor(args: Sequence[str], *, strict: bool) -> int:
 
 def cmd_uninstall(args: Sequence[str], *, strict: bool) -> int:
     parser = _parser("uninstall", "Remove what wrapagent created: its shims at once; after a yes at "
-                     "the terminal (or --yes), the state folder (session records, trust.json) and, in "
-                     "every project named by a session record, the refs under refs/wrapagent/ and "
-                     "<git dir>/wrapagent/. Then remove the package with pip, pipx or uv.")
+                     "the terminal (or --yes), the state folder (session records, checkpoint stores, "
+                     "trust.json) and the checkpoint refs earlier releases left, exactly as their records "
+                     "name them. Then remove the package with pip, pipx or uv.")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask before removing the history")
     parser.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     parser.add_argument("--config", action="store_true",

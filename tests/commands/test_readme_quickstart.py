@@ -28,7 +28,7 @@ def test_first_section_is_quick_start_in_order():
     assert positions == sorted(positions)
     # what the demo leaves behind is said next to it
     assert "wrapagent sessions list" in body
-    assert "--exclude='refs/wrapagent/*'" in body
+    assert "only read" in body and "refs/wrapagent" not in body
     # the first screen: the quick start begins within the first 10 lines
     assert README.split("\n").index("## Quick start") < 10
 
@@ -42,10 +42,11 @@ def test_tests_are_under_development_at_the_end_and_ci_runs_them():
     assert "Uninstall" in titles
 
 
-def test_refs_are_mentioned_with_the_exclude_form():
+def test_the_history_section_says_where_checkpoints_live_and_how_big_they_grow():
     history = dict(_sections())["Session history: diff, undo, resume"]
-    assert "refs/wrapagent/checkpoints" in history
-    assert "git log --all --exclude='refs/wrapagent/*'" in history
+    assert "~/.local/state/wrapagent/stores/" in history and "max_file_mb" in history
+    assert "How big it grows" in history
+    assert "git log --all --exclude" not in README  # nothing to hide any more
 
 
 def test_benchmark_internals_live_in_bench_readme():
