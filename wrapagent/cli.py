@@ -46,6 +46,9 @@ subcommands:
                     tab completion: eval "$(wrapagent completion bash)" in ~/.bashrc
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
+  undo | redo [--dry-run] [--force] [--quiet]
+                    undo the newest turn of the newest session here (again: the one before);
+                    redo puts back what the last undo removed
   trust [PATH] [--revoke] [--list]
   send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
                     the next message of a running session (TEXT or stdin; needs [send] enabled)
@@ -246,6 +249,18 @@ def cmd_sessions(args: Sequence[str], *, strict: bool) -> int:
     return sessions_main(list(args))
 
 
+def cmd_undo(args: Sequence[str], *, strict: bool) -> int:
+    from wrapagent.commands.turn_undo import main as turn_main
+
+    return turn_main("undo", list(args))
+
+
+def cmd_redo(args: Sequence[str], *, strict: bool) -> int:
+    from wrapagent.commands.turn_undo import main as turn_main
+
+    return turn_main("redo", list(args))
+
+
 def cmd_send(args: Sequence[str], *, strict: bool) -> int:
     from wrapagent.commands.send import main as send_main
 
@@ -306,6 +321,8 @@ COMMANDS = {
     "trust": cmd_trust,
     "sessions": cmd_sessions,
     "send": cmd_send,
+    "undo": cmd_undo,
+    "redo": cmd_redo,
     "doctor": cmd_doctor,
     "uninstall": cmd_uninstall,
     "completion": cmd_completion,

@@ -66,7 +66,11 @@ def open_repo(info: Mapping[str, object], env: Mapping[str, str] | None = None) 
             raise CheckpointError(f"the checkpoint store {store} is gone")
         if not top or not os.path.isdir(str(top)):
             raise CheckpointError(f"the session's project {top!r} is gone")
-        return Repo(str(top), "", env, store=Store(str(store), str(top), "", env))
+        found = Repo.find(str(top), env)
+        if found is None or os.path.realpath(found.top) != os.path.realpath(str(top)):
+            raise CheckpointError(f"the session's project {top!r} is no longer that git repository")
+        found.store = Store(str(store), found.top, found.git_dir, env)
+        return found
     repo = Repo.find(str(top), env) if top and os.path.isdir(str(top)) else None
     if repo is None:
         raise CheckpointError(f"the session's repository {top!r} is gone")

@@ -59,6 +59,9 @@ class TurnTracker:
         """Who makes the next submission when it is not the user ("stop_check"); kept in its entry."""
         self._armed_at: float | None = None
         self._needs_output = False
+        self.on_turn: Callable[[str, int], None] | None = None
+        """Told ("start", n) at a submission and ("stop", n) at a wait: the turn checkpoints
+        (history/turn_checkpoints.py). It must not block: it only queues."""
 
     # -- told by the injector --------------------------------------------------
 
@@ -72,6 +75,8 @@ class TurnTracker:
             self.turns.append(entry)
         self._armed_at = now
         self._needs_output = False
+        if self.on_turn is not None:
+            self.on_turn("start", self.turn)
 
     def resumed(self, now: float) -> None:
         if self.turn == 0:
@@ -108,6 +113,8 @@ class TurnTracker:
                 entry["waits"] = entry.get("waits", 1) + 1
         self.log(f"turns: turn {self.turn}: the agent waits (output quiet {self.quiet_secs:g}s)")
         self.quiet_since = quiet_since
+        if self.on_turn is not None:
+            self.on_turn("stop", self.turn)
         if self.fire is not None:
             self.fire(self.turn)
 
