@@ -71,7 +71,14 @@ def snapshot(repo: Path) -> dict:
 
 
 def disk(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:
+                pass
+    return total
 
 
 def own_copy():
@@ -148,6 +155,8 @@ def end_to_end(repo: Path, runs: int) -> tuple[list[float], list[float]]:
 def bench(files: int, runs: int, with_end_to_end: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="wa-bench-cp-") as tmp:
         os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
+        # no background `git gc --auto` in the benchmark repository while it is measured or removed
+        os.environ.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="gc.auto", GIT_CONFIG_VALUE_0="0")
         repo = build_repo(Path(tmp), files)
         tracked = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True).stdout.count("\n")
         print(f"\n== {tracked} tracked files ({disk(repo / '.git') / 1e6:.1f} MB in .git)")
