@@ -127,3 +127,28 @@ def test_three_turns_undone_one_at_a_time_redone_and_the_agent_told(world: World
     turns = json.loads(path.read_text())["turns"]
     assert turns[0]["files"] == ["a.txt"] and turns[1]["files"] == ["b.txt"]
     assert turns[0]["checkpoint"]["start"] and turns[0]["checkpoint"]["stop"]
+
+
+def test_sessions_diff_and_undo_of_one_turn(world: World) -> None:
+    """`sessions diff last --turn N` shows exactly turn N; `sessions undo last --turn N` undoes it."""
+    child = world.spawn()
+    try:
+        child.expect("demo> ")
+        world.wait_ref("before")
+        time.sleep(0.2)
+        say(child, "write a.txt one", 1)
+        world.wait_ref("turn-1-stop")
+        say(child, "write b.txt two", 2)
+        world.wait_ref("turn-2-stop")
+        child.send("/quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    diff = world.wrapagent("sessions", "diff", "last", "--turn", "2")
+    assert diff.returncode == 0, diff.stderr
+    assert "b.txt" in diff.stdout and "a.txt" not in diff.stdout
+    show = world.wrapagent("sessions", "show", "last")
+    assert "changed: a.txt" in show.stdout and "changed: b.txt" in show.stdout
+    undo = world.wrapagent("sessions", "undo", "last", "--turn", "1")
+    assert undo.returncode == 0, undo.stderr
+    assert not (world.project / "a.txt").exists() and (world.project / "b.txt").read_text() == "two\n"

@@ -37,8 +37,12 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     from wrapagent import gitcmd
     from wrapagent.history import checkpoint_access, checkpoints
 
-    _, info = _checkpoints_of(ns, env, err, read_only=True)
+    record, info = _checkpoints_of(ns, env, err, read_only=True)
     try:
+        if getattr(ns, "turn", None) is not None:
+            from wrapagent.history.turn_checkpoints import turn_info
+
+            info = turn_info(record, info, ns.turn, env)
         repo, args = checkpoint_access.diff_args(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None

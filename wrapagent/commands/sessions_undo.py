@@ -102,6 +102,14 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         raise SessionsError(f"session {sid} has no checkpoints (recorded before they existed)")
+    turn = getattr(ns, "turn", None)
+    if turn is not None:
+        from wrapagent.history.turn_checkpoints import turn_info
+
+        try:
+            info = turn_info(record, info, turn, env)
+        except checkpoints.CheckpointError as exc:
+            raise SessionsError(str(exc)) from None
     if info.get("undone_at"):
         out.write(f"session {sid} was already undone on {format_time(info['undone_at'])}: nothing to do\n")
         return 0
@@ -143,7 +151,7 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
             raise SessionsError(f"undo stopped part-way: {exc}; the files as they were before the session "
                                 f"are in commit {before} and the session's in {after} ({_where(repo)}); "
                                 f"run `wrapagent sessions undo {sid}` again to finish") from None
-        if plan.acted_on:
+        if plan.acted_on and turn is None:
             _note_undone(record)
         out.write(f"undid session {sid} in {field(repo.top)}:\n")
     for path, what in lines:

@@ -163,3 +163,33 @@ class TurnCheckpoints:
                     turn["files"] = [path for _, path in repo.changes(taken["start"], taken["stop"])][:200]
                 except (CheckpointError, AttributeError):
                     pass
+
+
+def turn_info(record: Mapping[str, Any], info: Mapping[str, Any], n: int,
+              env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The session's checkpoints narrowed to turn `n`: its `start` as `before`, its `stop` as `after`.
+
+    From the record's turns (an ended session), else from the store's refs
+    (a running one: its record is written at its end). A CheckpointError
+    says why there is no such turn.
+    """
+    from wrapagent.history.checkpoint_access import open_repo
+    from wrapagent.history.checkpoints import CheckpointError
+
+    taken: Mapping[str, Any] = {}
+    for turn in record.get("turns") or []:
+        if isinstance(turn, dict) and turn.get("n") == n and isinstance(turn.get("checkpoint"), dict):
+            taken = turn["checkpoint"]
+    start, stop = taken.get("start"), taken.get("stop")
+    if not (start and stop) and info.get("store"):
+        repo = open_repo(info, env)
+        sid = record.get("id")
+        listed = repo.run(["for-each-ref", "--format=%(refname) %(objectname)", f"refs/sessions/{sid}/"])
+        refs = dict(line.split(" ", 1) for line in listed.text().splitlines() if " " in line)
+        start, stop = refs.get(turn_ref(str(sid), n, "start")), refs.get(turn_ref(str(sid), n, "stop"))
+    if not (start and stop):
+        raise CheckpointError(f"turn {n} of this session has no checkpoints (no such turn, or it has not "
+                              "ended yet)")
+    narrowed = {k: v for k, v in info.items() if k not in ("undone_at", "left_out_before", "left_out_after")}
+    narrowed.update(status="taken", before=start, after=stop, left_out_after=dict(taken.get("left_out") or {}))
+    return narrowed
