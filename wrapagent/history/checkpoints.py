@@ -222,34 +222,41 @@ class Repo:
         unique = f"{os.getpid()}-{os.urandom(4).hex()}"  # sessions (and threads) never share one
         return os.path.join(folder, "index"), os.path.join(folder, f"index.{unique}.tmp")
 
-    def _seed_index(self, private: str, work: str, deadline: float | None) -> bool:
-        """Start from the store's index (warm stat cache), else from the user's index minus the
-        paths whose blob there is not the file's bytes (store.converted_paths), else from nothing.
+    def _seed_index(self, private: str, work: str, deadline: float | None) -> str:
+        """Start from the store's index (warm stat cache), else from the user's index, else nothing:
+        "store", "user" or "empty".
 
-        The user's index is only read (a plain copy, never a lock). True
-        when the store's own index was there (warm).
+        From the user's index, a path whose blob there may not be the file's
+        bytes (store.converted_paths: a filter, eol conversion) is hashed
+        again, as bytes: the index then holds exactly the user's tracked
+        files, so the first snapshot needs no look at the ignore rules.
+        The user's index is only read (a plain copy, never a lock).
         """
         from wrapagent.history.store import converted_paths, write_private
 
         data = _read_file(private)
         if data is not None:
             write_private(work, data)
-            return True
+            return "store"
         data = _read_file(os.path.join(self.git_dir, "index"))
         if data is None:
-            return False
+            return "empty"
         write_private(work, data)
         listed = self.run(["ls-files", "-z", "--cached"], index=work, deadline=deadline, check=False)
         if listed.returncode != 0:  # a split or sparse index, an unknown extension: start empty
             _unlink(work)
-            return False
+            return "empty"
         paths = [p for p in listed.stdout.split(b"\0") if p]
         converted = converted_paths(self.top, self.git_dir, paths, self.env, deadline, self.user_config(deadline))
         drop = paths if converted is None else sorted(converted)
         if drop:
             self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work, deadline=deadline,
                      input=b"\0".join(drop) + b"\0")
-        return False
+            again = [p for p in drop if self._under_folders(p) and self._is_file(p)]
+            if again:
+                self.run(["update-index", "-z", "--add", "--replace", "--stdin"], index=work,
+                         deadline=deadline, input=b"\0".join(again) + b"\0")
+        return "user"
 
     def write_tree(self, deadline: float | None = None, max_file_bytes: int | None = None,
                    left_out: dict | None = None, folders: list | None = None) -> str:
@@ -265,13 +272,15 @@ class Repo:
         excludes = self.store.sync_excludes()
         private, work = self._index_paths()
         try:
-            warm = self._seed_index(private, work, deadline)
+            seed = self._seed_index(private, work, deadline)
             paths, dirs = self._changed(work, deadline)
-            # Ignore rules that may have changed since the last snapshot (or a first index): the
-            # entries ignored now go before the update, which would write their new content.
+            # Ignore rules that may have changed since the last snapshot: the entries ignored now go
+            # before the update, which would write their new content. (An index just copied from
+            # the user's holds exactly their tracked files: nothing to look at.)
             stamp = self._ignore_stamp(excludes)
-            if not warm or stamp != _read_file(self.store.file(IGNORE_STAMP)) or \
-                    any(p == b".gitignore" or p.endswith(b"/.gitignore") for p in paths):
+            if seed == "empty" or (seed == "store" and (
+                    stamp != _read_file(self.store.file(IGNORE_STAMP))
+                    or any(p == b".gitignore" or p.endswith(b"/.gitignore") for p in paths))):
                 dropped = self._forget_ignored(work, deadline)
                 paths = [p for p in paths if p not in dropped]
             self._update(work, paths, dirs, deadline, max_file_bytes, left_out, folders)
