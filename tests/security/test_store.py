@@ -337,3 +337,28 @@ def test_a_folder_that_existed_before_the_session_stays_even_empty(tmp_path, env
     assert (repo / "uploads").is_dir() and not list((repo / "uploads").iterdir())
     assert (repo / "logs").is_dir()
     assert not (repo / "made").exists()  # the session's own folders go
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: `sudo codex` is run as root")
+def test_under_sudo_nothing_root_owned_is_left_in_the_users_folders(tmp_path) -> None:
+    """`sudo codex` in your own repository left root-owned objects, refs and `.git/wrapagent/`:
+    the owner's checkpoints then failed silently. Now nothing is written there as root."""
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    repo = home / "proj"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a\n")
+    for path in [home, *home.rglob("*")]:
+        os.lchown(path, 4242, 4242)
+    hashes = git_dir_hashes(repo)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "WRAPAGENT_", "GIT_"))}
+    env.update(HOME=str(home), SUDO_UID="4242", SUDO_GID="4242", GIT_CONFIG_NOSYSTEM="1")
+    proc = subprocess.run([sys.executable, "-m", "wrapagent", "sh", "-c", "echo b > b.txt"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    (repo / "b.txt").unlink()  # the tool's own file (root's, as the user asked for)
+    assert [str(p) for p in [home, *home.rglob("*")] if p.lstat().st_uid == 0] == []
+    assert git_dir_hashes(repo) == hashes
