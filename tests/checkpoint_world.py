@@ -59,6 +59,11 @@ def git(repo: Path, env: dict[str, str], *args: str) -> str:
     return proc.stdout.decode("utf-8", "surrogateescape")
 
 
+def in_store(info: dict, env: dict[str, str], *args: str) -> str:
+    """git on a session's checkpoint store (wrapagent's own git directory; the project its work tree)."""
+    return git(Path(info["repo"]), env, f"--git-dir={info['store']}", f"--work-tree={info['repo']}", *args)
+
+
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "send", "trust", "uninstall", "completion",
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "send", "undo", "redo", "trust", "uninstall",
+               "completion",
                "_complete", "help")
 
 

@@ -367,7 +367,8 @@ def test_undo_of_a_session_that_changed_nothing(world: dict) -> None:
 
 def test_prune_keeps_recent_and_drops_old(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     w = history_world(tmp_path)
-    refs = lambda: git_in(w["repo"], w["env"], "for-each-ref", "refs/wrapagent/")  # noqa: E731
+    info = w["record"]["checkpoints"]
+    refs = lambda: git_in(w["repo"], w["env"], f"--git-dir={info['store']}", "for-each-ref", "refs/")  # noqa: E731
     assert refs().count("\n") == 2
     code, out, _ = run(w, "prune", "--project", str(w["repo"]))
     assert code == 0 and "0 session(s)" in out and refs().count("\n") == 2

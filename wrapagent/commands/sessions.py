@@ -79,13 +79,15 @@ def _parser() -> argparse.ArgumentParser:
     dif = sub.add_parser("diff", help="what the session changed in the work tree, as a git diff")
     dif.add_argument("id", metavar="ID", help=ref_help)
     dif.add_argument("--stat", action="store_true", help="only the diff stat")
+    dif.add_argument("--turn", metavar="N", type=int, default=None, help="only what turn N changed")
     und = sub.add_parser("undo", help="put every file the session changed back as it was before it")
     und.add_argument("id", metavar="ID", help=ref_help)
     und.add_argument("--dry-run", action="store_true", help="list what undo would do, change nothing")
+    und.add_argument("--turn", metavar="N", type=int, default=None, help="only what turn N changed")
     und.add_argument("--force", action="store_true",
                      help="undo even though another session of this repository ran at the same time "
                           "(never past a file changed after the session)")
-    prn = sub.add_parser("prune", help="drop old sessions' checkpoints (git refs) from the project")
+    prn = sub.add_parser("prune", help="drop old sessions' checkpoints from the project's store")
     prn.add_argument("--older-than", metavar="DAYS", type=float, default=30.0,
                      help="sessions older than this many days (default 30; 0 = all)")
     prn.add_argument("--project", metavar="PATH", default=None, help="default: the current project")

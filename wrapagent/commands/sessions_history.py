@@ -37,8 +37,12 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     from wrapagent import gitcmd
     from wrapagent.history import checkpoint_access, checkpoints
 
-    _, info = _checkpoints_of(ns, env, err, read_only=True)
+    record, info = _checkpoints_of(ns, env, err, read_only=True)
     try:
+        if getattr(ns, "turn", None) is not None:
+            from wrapagent.history.turn_checkpoints import turn_info
+
+            info = turn_info(record, info, ns.turn, env)
         repo, args = checkpoint_access.diff_args(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
@@ -46,10 +50,18 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
 
     at = args.index("diff") + 1
     args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
+    left_out = {**(info.get("left_out_before") or {}), **(info.get("left_out_after") or {})}
+    if left_out:
+        out.write(checkpoint_access.left_out_line(left_out) + "\n")
     out.flush()
     try:
-        return gitcmd.run(repo.top, args, git_dir=repo.git_dir, work_tree=repo.top, interactive=True,
-                          base_env=env).code
+        if repo.store is not None:
+            from wrapagent.history.store import CONFIG
+
+            return gitcmd.run(repo.top, args, git_dir=repo.store.path, work_tree=repo.top, config=CONFIG,
+                              interactive=True, base_env=env).code
+        return gitcmd.run(repo.top, ["--no-optional-locks", *args], git_dir=repo.git_dir, work_tree=repo.top,
+                          interactive=True, base_env=env).code
     except gitcmd.GitError as exc:
         raise _SessionsError(str(exc)) from None
 

@@ -311,6 +311,10 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
         out.append(f"  #{_cell(turn.get('n'))}  submitted{by} {_cell(format_time(turn.get('at')))}"
                    + (f", output quiet from +{_seconds_between(turn.get('at'), quiet)} (seen waiting "
                       f"quiet_secs later){waits}" if quiet else ", not seen waiting") + stopped)
+        files = turn.get("files")
+        if isinstance(files, list):
+            shown = ", ".join(_cell(f) for f in files[:8]) + (f" … and {len(files) - 8} more" if len(files) > 8 else "")
+            out.append(f"      changed: {shown}" if files else "      changed no file")
     if total > TURNS_SHOWN:
         out.append(f"  ... {total - TURNS_SHOWN} more")
     return out

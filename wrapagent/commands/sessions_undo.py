@@ -102,6 +102,14 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         raise SessionsError(f"session {sid} has no checkpoints (recorded before they existed)")
+    turn = getattr(ns, "turn", None)
+    if turn is not None:
+        from wrapagent.history.turn_checkpoints import turn_info
+
+        try:
+            info = turn_info(record, info, turn, env)
+        except checkpoints.CheckpointError as exc:
+            raise SessionsError(str(exc)) from None
     if info.get("undone_at"):
         out.write(f"session {sid} was already undone on {format_time(info['undone_at'])}: nothing to do\n")
         return 0
@@ -109,7 +117,8 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         checkpoint_access.session_commits(info)
         repo = checkpoint_access.open_repo(info, env)
         before, after = checkpoint_access.session_commits(info, repo)
-        plan = undo_mod.plan(repo, before, after)
+        plan = undo_mod.plan(repo, before, after, left_out=undo_mod.left_out(info), force=ns.force,
+                             keep_folders=undo_mod.folders_before(info))
     except checkpoints.CheckpointError as exc:
         raise SessionsError(str(exc)) from None
     notes = []
@@ -139,16 +148,29 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         except checkpoint_access.UndoRefused as exc:  # the work tree changed since the checks
             raise SessionsError(str(exc)) from None
         except (OSError, checkpoints.CheckpointError) as exc:
-            raise SessionsError(f"undo stopped part-way: {exc}; the session's files are all in "
-                                f"{after} (git restore --source={after[:12]} -- PATH)") from None
-        if plan.acted_on:
+            raise SessionsError(f"undo stopped part-way: {exc}; the files as they were before the session "
+                                f"are in commit {before} and the session's in {after} ({_where(repo)}); "
+                                f"run `wrapagent sessions undo {sid}` again to finish") from None
+        if plan.acted_on and turn is None:
             _note_undone(record)
         out.write(f"undid session {sid} in {field(repo.top)}:\n")
     for path, what in lines:
         out.write(f"  {field(path)}: {what}\n")  # one line per path: a newline in a name is escaped
     for note in notes:
         out.write(f"note: {field(note)}\n")
-    ref = f"{info.get('ref')}/after" if info.get("ref") else "its after checkpoint"
-    out.write(f"the session's version of every file stays in {ref} ({after[:12]}): "
-              f"`git restore --source={after[:12]} -- PATH` brings one back\n")
+    out.write(f"the session's version of every file stays in {after[:12]}: "
+              f"`{_show_command(repo, after)}` brings one back\n")
     return 0
+
+
+def _where(repo) -> str:
+    return f"wrapagent's store {repo.store.path}" if repo.store is not None else "the repository"
+
+
+def _show_command(repo, commit: str) -> str:
+    """The git command that writes one file of a checkpoint back, byte for byte."""
+    import shlex
+
+    if repo.store is None:
+        return f"git restore --source={commit[:12]} -- PATH"
+    return f"git --git-dir={shlex.quote(repo.store.path)} cat-file blob {commit[:12]}:PATH > PATH"

@@ -167,13 +167,15 @@ class CheckpointSettings(Frozen):
     A project file's keys override the global file's, key by key.
     """
 
-    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "source")
+    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "max_file_mb",
+                 "source")
     _defaults = {
         "enabled": True,
         "budget_secs": 2.0,
         "transcripts": True,
         "max_transcript_bytes": 16 * 1024 * 1024,
         "keep_days": 30.0,
+        "max_file_mb": 10.0,
         "source": DEFAULT_SOURCE,
     }
 
@@ -186,7 +188,9 @@ class CheckpointSettings(Frozen):
     max_transcript_bytes: int
     """Size cap for all of one session's transcripts together."""
     keep_days: float
-    """Checkpoint refs of sessions older than this are dropped at a later session's end (0 = never)."""
+    """Checkpoints of sessions older than this are dropped at a later session's end (0 = never)."""
+    max_file_mb: float
+    """A file larger than this (MB) is left out of a snapshot and listed in the record (0 = no cap)."""
     source: str
 
 

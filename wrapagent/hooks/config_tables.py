@@ -33,7 +33,7 @@ _EVENT_KEYS = ("enabled", "command", "timeout_secs")
 _STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
-_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days")
+_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "max_file_mb")
 
 
 
@@ -318,6 +318,13 @@ def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:
             out[key] = _check_bool(check, table, key, getattr(defaults, key), prefix, parts)
     if "budget_secs" in table:
         out["budget_secs"] = _check_timeout(check, table, "budget_secs", defaults.budget_secs, prefix, parts)
+    if "max_file_mb" in table:
+        mb = table["max_file_mb"]
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or mb < 0:
+            check.error(f"{prefix}max_file_mb", f"expected a size in MB >= 0 (0 = no cap), got {mb!r}",
+                        (*parts, "max_file_mb"))
+        else:
+            out["max_file_mb"] = float(mb)
     if "keep_days" in table:
         days = table["keep_days"]
         if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:

@@ -100,6 +100,23 @@ class _Prefix:
                     pass
 
 
+def undo_notice(live: Live) -> str:
+    """The `<prompt-guard name="undo">` block, once, when `wrapagent undo`/`redo` changed files
+    while this session ran (the notice it left in the session folder, taken and removed here)."""
+    from wrapagent.history.turn_checkpoints import take_notice
+    from wrapagent.inject.blocks import build_prefix
+
+    notice = take_notice(str(live.record.dir)) if live.record.unavailable is None else None
+    if notice is None:
+        return ""
+    what, files = notice
+    shown = "\n".join(f"- {f}" for f in files[:50]) + (f"\n… and {len(files) - 50} more" if len(files) > 50 else "")
+    body = (f"The user ran `wrapagent {what}` since your last turn: these files were put back as they "
+            f"were, the work tree no longer holds what you last saw. Look at them again before going on."
+            f"\n{shown}" if files else f"The user ran `wrapagent {what}` since your last turn (no file changed).")
+    return build_prefix("", [("undo", body)])
+
+
 def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=None) -> str:
     """Run the guards and pre_session once; their runs go into the record, their failures to the user.
 
@@ -134,6 +151,7 @@ class Conversation:
         self.prefix.open_wake()
         self.firer = self._hook_firer(wait_hook)
         self.turns = self._turn_tracker(wait_hook, stop_check)
+        self.turn_checkpoints = self._turn_checkpoints()
         if first:
             self._run_guards(live.ctx, 0, self._message_info(1, 1))
         rows, cols = start_size()  # the tool's own size: one rule (a 0x0 terminal is 24x80)
@@ -157,7 +175,8 @@ class Conversation:
             except OSError as exc:
                 live.record.warn(f"send: cannot take messages: {exc}")
         prompt_given = plan is not None and plan.kind == "argv" and not plan.oneshot
-        every = (first or resets or prompt_given) and any(g.every_message for g in live.cfg.guards)
+        every = (first or resets or prompt_given) and (any(g.every_message for g in live.cfg.guards)
+                                                       or self.turn_checkpoints is not None)  # the undo block
         interrupts = self._interrupt_watch(adapter.name)
         self.interceptor = FirstMessageInjector(
             adapter, rows=rows, cols=cols,
@@ -216,7 +235,8 @@ class Conversation:
 
         def work() -> None:
             try:
-                box.set(collect_blocks(live, ctx, None, "none", message), generation)
+                blocks = collect_blocks(live, ctx, None, "none", message)
+                box.set(undo_notice(live) + blocks if message.message > 1 else blocks, generation)
             except Exception as exc:  # a bug in a guard must not hang the first key
                 live.record.warn(f"guards failed: {exc!r}")
                 box.set("", generation)
@@ -268,6 +288,24 @@ class Conversation:
 
         return HookFirer(run, log=live.record.log)
 
+    def _turn_checkpoints(self):
+        """A checkpoint per turn, when the session has its `before` one (same store, same rules)."""
+        live = self.live
+        info = live.record.record.get("checkpoints")
+        if not isinstance(info, dict) or info.get("status") != "taken":
+            return None
+        from wrapagent.history.checkpoints import max_file_bytes
+        from wrapagent.history.turn_checkpoints import TurnCheckpoints
+
+        turns = TurnCheckpoints(live.launch.root_str, live.record.id, live.env,
+                                max_file_bytes(live.cfg.checkpoints), log=live.record.log, before=info.get("before"))
+
+        def on_turn(which: str, n: int) -> None:
+            (turns.started if which == "start" else turns.stopped)(n)
+
+        self.turns.on_turn = on_turn
+        return turns
+
     def _turn_tracker(self, wait_hook, stop_check):
         from wrapagent.session.turns import TurnTracker
 
@@ -295,10 +333,15 @@ class Conversation:
                 live.failures.append("injection not delivered")
         if self.plan is not None:
             later = [asdict(r) for r in interceptor.reports[1:]]
+            if not any(g.every_message for g in live.cfg.guards):  # armed only for an undo block
+                later = [r for r in later if r["status"] != "none"]
             record["injections"] = [dict(inj, conversation=1, message=1), *later]
             if any(r["status"] == "lost" for r in later):
                 live.failures.append("injection after a reset not delivered")
         self.turns.record_into(record)
+        if self.turn_checkpoints is not None:  # before the session's `after` snapshot
+            self.turn_checkpoints.close()
+            self.turn_checkpoints.record_into(record["turns"])
         if self.server is not None:
             self.server.close()
         if self.gate is not None:

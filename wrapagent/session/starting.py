@@ -32,7 +32,7 @@ def spawn_first(launch: Launch, session_id: str):
 
     # The one thing of the record that can fail for the user to fix: before the tool.
     try:
-        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id)
+        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id, launch.env)
     except WrapagentError:
         return None
 

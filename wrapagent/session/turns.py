@@ -63,6 +63,9 @@ class TurnTracker:
         """The latest turn the user interrupted (its stop is theirs: no continuation, no send)."""
         self._armed_at: float | None = None
         self._needs_output = False
+        self.on_turn: Callable[[str, int], None] | None = None
+        """Told ("start", n) at a submission and ("stop", n) at a wait: the turn checkpoints
+        (history/turn_checkpoints.py). It must not block: it only queues."""
 
     # -- told by the injector --------------------------------------------------
 
@@ -76,6 +79,8 @@ class TurnTracker:
             self.turns.append(entry)
         self._armed_at = now
         self._needs_output = False
+        if self.on_turn is not None:
+            self.on_turn("start", self.turn)
 
     def resumed(self, now: float) -> None:
         if self.turn == 0:
@@ -121,6 +126,8 @@ class TurnTracker:
             self.log(f"turns: turn {self.turn}: the user interrupted the agent")
         self.log(f"turns: turn {self.turn}: the agent waits (output quiet {self.quiet_secs:g}s)")
         self.quiet_since = quiet_since
+        if self.on_turn is not None:
+            self.on_turn("stop", self.turn)
         if self.fire is not None:
             self.fire(self.turn)
 
