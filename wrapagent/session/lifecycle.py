@@ -65,7 +65,9 @@ class Session:
                     return _run_tool_first(launch, cfg, session_id, started, opened)
             return _run_in_order(launch, cfg, session_id, opened)
         finally:
-            _end_running_hooks(opened[0] if opened else None)
+            from wrapagent.session.finishing import end_running_hooks
+
+            end_running_hooks(opened[0] if opened else None, "the session ended")
             if opened and opened[0].version_lookup is not None:
                 opened[0].version_lookup.result(wait=0)  # `after` did not come: no `--version` outlives us
             if opened:
@@ -125,21 +127,6 @@ class _TerminatedRaised:
         if self.signum:
             signal.signal(self.signum, signal.SIG_DFL)
             os.kill(os.getpid(), self.signum)
-
-
-def _end_running_hooks(live) -> None:
-    """Guards, pre_session or waiting_for_input still running when the session ends: their groups killed.
-
-    The threads that own their deadlines do not outlive wrapagent's exit.
-    """
-    import sys
-
-    hook_runner = sys.modules.get("wrapagent.hooks.hook_runner")  # not loaded: no hook ever ran
-    if hook_runner is None:
-        return
-    killed = hook_runner.kill_running()
-    if killed and live is not None:
-        live.log(f"still running when the session ended, killed: {', '.join(killed)}")
 
 
 def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list) -> int:
