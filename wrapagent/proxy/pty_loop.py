@@ -76,9 +76,13 @@ def _undo_modes(loop: "Supervisor", stdout_fd: int) -> None:
         write_all(stdout_fd, reset)
 
 
-def _terminate(pid: int, grace: float) -> "tuple[int, object, bool]":
-    """SIGTERM the child's group, SIGKILL after `grace`; reap. Returns (status, rusage, killed)."""
-    _killpg(pid, signal.SIGTERM)
+def _terminate(pid: int, grace: float, pgid: "int | None" = None) -> "tuple[int, object, bool]":
+    """SIGTERM the tool's group `pgid`, SIGKILL after `grace`; reap its leader `pid`.
+    Returns (status, rusage, killed)."""
+    pgid = pid if pgid is None else pgid
+    _killpg(pgid, signal.SIGTERM)
+    _killpg(pgid, signal.SIGCONT)  # a stopped tool, too
+    _kill(pid, signal.SIGCONT)
     end = time.monotonic() + grace
     while True:
         try:
@@ -90,7 +94,7 @@ def _terminate(pid: int, grace: float) -> "tuple[int, object, bool]":
         if time.monotonic() >= end:
             break
         time.sleep(0.02)  # only on this error path; the loop proper never polls
-    _killpg(pid, signal.SIGKILL)
+    _killpg(pgid, signal.SIGKILL)
     _, status, rusage = os.wait4(pid, 0)
     return status, rusage, True
 
@@ -160,18 +164,20 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     """
     child.check_exec()  # raises, all cleaned up, if the tool could not be exec'd
     pid, master, sigpipe = child.pid, child.master, child.signals
+    tool = child.tool_pid if child.tool_pid is not None else pid
     try:
-        loop = Supervisor(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace)
+        loop = Supervisor(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace, tool)
     except BaseException:
-        _terminate(pid, kill_grace)
+        _terminate(pid, kill_grace, tool)
         os.close(master)
         sigpipe.close()
         raise
     try:
         if on_spawn is not None:
-            on_spawn(pid)
+            on_spawn(tool)
         portable.prepare_sweep()  # (the master stays blocking: see to_child._write)
-        with terminal.raw_mode(stdin_fd):
+        with terminal.raw_mode(stdin_fd) as saved:
+            loop.job.saved = saved  # job control gives the terminal back with these
             try:
                 loop.run(sigpipe, after_start)
             finally:
@@ -184,7 +190,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
             # child behind. SIGTERM first, as for a forwarded signal, but
             # never wait forever: a child that ignores SIGTERM used to hang
             # wrapagent here in a blocking wait4.
-            loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
+            loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace, tool)
         if not loop.threads_alive():
             _undo_modes(loop, stdout_fd)
             os.close(master)  # (see Supervisor.close)

@@ -29,7 +29,8 @@ from wrapagent.proxy import terminal
 from wrapagent.proxy.input_thread import InputCopier
 from wrapagent.proxy.loop_state import CopyThread, LoopState, drain_pipe, killpg, poke
 from wrapagent.proxy.output_thread import DRAIN_QUIET_SECS, OutputCopier, wake
-from wrapagent.proxy.spawn import FORWARDED_SIGNALS, usable_size
+from wrapagent.proxy.job_control import JobControl
+from wrapagent.proxy.spawn import FORWARDED_SIGNALS, JOB_SIGNALS, usable_size
 from wrapagent.proxy.to_child import ToChild
 
 if TYPE_CHECKING:
@@ -48,15 +49,20 @@ class Supervisor:
     def __init__(self, pid: int, master: int, stdin_fd: int, stdout_fd: int,
                  interceptor: "Interceptor | None",
                  on_output: "Callable[[bytes], None] | None",
-                 kill_grace: float) -> None:
+                 kill_grace: float, tool_pgid: "int | None" = None) -> None:
         self.st = st = LoopState(pid, master, stdin_fd, stdout_fd)
         self.pid = pid
+        """The tool's session leader: waited for (its status is the tool's)."""
+        self.tool_pgid = pid if tool_pgid is None else tool_pgid
+        """The tool's process group: where signals go."""
         self.master = master
         self.kill_grace = kill_grace
         self.to_child = ToChild(st, interceptor)
         self.output = OutputCopier(st, self.to_child, on_output)
         self.input = InputCopier(st, self.to_child)
         self.threads = [CopyThread(self.output.run), CopyThread(self.input.run)]
+        self.job = JobControl(st, pid, self.output.modes)
+        self.job.tool_pgid = self.tool_pgid
         self.status: "int | None" = None
         self.rusage: "object | None" = None
         self.kill_deadline: "float | None" = None
@@ -91,12 +97,21 @@ class Supervisor:
                 self.try_reap()
             elif sig in FORWARDED_SIGNALS:
                 self.forward(sig)
+            elif sig in JOB_SIGNALS and self.status is None:
+                if sig == signal.SIGCONT:
+                    self.job.continued()
+                else:
+                    self.job.stop_requested(sig)
 
     def forward(self, sig: int) -> None:
         """Pass a signal sent to wrapagent on to the child's process group, then wait for it."""
         self.result_signals.append(sig)
         if self.status is None:
-            killpg(self.pid, sig)
+            killpg(self.tool_pgid, sig)
+            if self.job.tool_stopped:  # a stopped tool acts on it once continued (as `kill` in a shell)
+                self.job.tool_stopped = False
+                killpg(self.tool_pgid, signal.SIGCONT)
+                killpg(self.pid, signal.SIGCONT)
             if self.kill_deadline is None:
                 self.kill_deadline = time.monotonic() + self.kill_grace
         if sig == signal.SIGHUP:
@@ -109,9 +124,13 @@ class Supervisor:
         if self.status is not None:
             return
         try:
-            pid, status, rusage = os.wait4(self.pid, os.WNOHANG)
+            pid, status, rusage = os.wait4(self.pid, os.WNOHANG | os.WUNTRACED)
         except ChildProcessError:
             pid, status, rusage = self.pid, 0, None
+        if pid == self.pid and os.WIFSTOPPED(status):
+            # The tool suspended itself (Ctrl-Z in a TUI); its leader stopped with it.
+            self.job.tool_stopped_itself()
+            return
         if pid == self.pid:
             self.status = status
             self.rusage = rusage
@@ -191,7 +210,7 @@ class Supervisor:
                 # to exit (SIGCHLD wakes us), still forwarding signals.
                 self.try_reap()
             if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
-                killpg(self.pid, signal.SIGKILL)
+                killpg(self.tool_pgid, signal.SIGKILL)
                 self.killed = True
                 self.kill_deadline = None
         if st.error is not None:
@@ -212,6 +231,7 @@ class Supervisor:
     def stop(self) -> None:
         """Stop both copy threads and wait for them (also on the exception path)."""
         st = self.st
+        self.job.release()
         st.stop_input = st.stop_output = True
         poke(st.in_w)
         poke(st.out_w)
