@@ -275,10 +275,13 @@ def _wait_until_settled(pid: int, what: str, timeout: float = 60.0) -> None:
     their blocking wait later, and their start-up switches must not be
     counted as idle wake-ups.
     """
+    from wrapagent.proxy.supervisor import AFTER_START_WAIT_SECS
+
     end = time.monotonic() + timeout
     last = _context_switches(pid)
     while time.monotonic() < end:
-        time.sleep(0.1)
+        # Longer than the wait for a first output: a quiet tool's session setup comes after it.
+        time.sleep(AFTER_START_WAIT_SECS + 0.3)
         now = _context_switches(pid)
         if now == last:
             return

@@ -99,6 +99,7 @@ class OutputCopier:
             master, whole, mv, buf = self.master, self.whole, self.mv, self.buf
             stdout_fd, to_child, modes = self.stdout_fd, self.to_child, self.modes
             readv, write, find, gate = os.readv, os.write, buf.find, st.out_gate
+            first = True
             while True:
                 try:
                     got = readv(master, whole)
@@ -135,6 +136,10 @@ class OutputCopier:
                             st.stdout_ok = write_all(stdout_fd, view[n:])
                         if reaped is not None:
                             self.drain_write_secs += monotonic() - began
+                if first:  # once: the supervisor's `after_start` waits for it
+                    first = False
+                    st.first_output = True
+                    poke(st.main_w)
                 icpt = to_child.interceptor
                 if icpt is not None:
                     if icpt.watch_output:

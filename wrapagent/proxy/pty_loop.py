@@ -134,6 +134,7 @@ def run(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None" = 
         interceptor: "Interceptor | None" = None,
         on_output: "Callable[[bytes], None] | None" = None,
         on_spawn: "Callable[[int], None] | None" = None,
+        after_start: "Callable[[], None] | None" = None,
         kill_grace: float = KILL_GRACE_SECS) -> "ProxyResult":
     """Run `argv` on a new PTY, proxying the terminal on `stdin_fd`/`stdout_fd`.
 
@@ -143,7 +144,7 @@ def run(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None" = 
     """
     child = start(argv, env=env, cwd=cwd, stdin_fd=stdin_fd, stdout_fd=stdout_fd)
     return proxy(child, stdin_fd=stdin_fd, stdout_fd=stdout_fd, interceptor=interceptor,
-                 on_output=on_output, on_spawn=on_spawn, kill_grace=kill_grace)
+                 on_output=on_output, on_spawn=on_spawn, after_start=after_start, kill_grace=kill_grace)
 
 
 def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
@@ -157,7 +158,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     Must run in the main thread (signal handlers). `on_output` and the
     interceptor's output calls happen in the output thread; all interceptor
     calls are serialised (see `Interceptor`). `after_start` runs in the main
-    thread while the copy threads already run (see `Supervisor.run`); if it
+    thread once the tool's first output was copied (see `Supervisor.run`); if it
     raises, the child is terminated like on any error. Closes the child's
     signal pipe, and leaves SIGHUP ignored: the tool has ended, and what the
     caller does next (save the record, commit) must outlive a hang-up.

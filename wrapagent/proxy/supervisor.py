@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from wrapagent.proxy.spawn import SignalPipe
     from wrapagent.proxy.to_child import Interceptor
 
+AFTER_START_WAIT_SECS = 0.5
+"""`after_start` waits for the tool's first output, or this long, or the tool's end (see `run`)."""
+
 SETUP_SWITCH_INTERVAL = 0.0005
 """GIL switch interval while `after_start` work runs beside the copy threads (see `_while_copying`)."""
 
@@ -178,20 +181,30 @@ class Supervisor:
     def run(self, sigpipe: "SignalPipe", after_start: "Callable[[], None] | None" = None) -> None:
         """Start the copy threads; handle signals, deadlines and the child until all is done.
 
-        `after_start` runs on this thread once the copy threads run: work that
-        need not precede the tool (a session's record) overlaps its start-up.
-        Signals that come meanwhile wait on the pipe.
+        `after_start` runs on this thread once the tool's first output was
+        copied (or AFTER_START_WAIT_SECS passed, or the tool ended): work that
+        need not precede the tool (a session's record, its version lookup)
+        must not take the CPU and the interpreter lock from the tool's start
+        and the copy of its first bytes. Signals that come meanwhile wait on
+        the pipe.
         """
         for thread in self.threads:
             thread.start()
         self.copy_whole_size()
-        if after_start is not None:
-            _while_copying(after_start)
         st, to_child = self.st, self.to_child
+        pending = after_start
+        pending_until = time.monotonic() + AFTER_START_WAIT_SECS
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
-        while (st.master_open and not self.output_abandoned) or self.status is None:
+        while (st.master_open and not self.output_abandoned) or self.status is None or pending is not None:
+            if pending is not None and (st.first_output or self.status is not None or not st.master_open
+                                        or time.monotonic() >= pending_until):
+                work, pending = pending, None
+                _while_copying(work)
+                continue
             deadline, wake = to_child.plan()
+            if pending is not None:
+                deadline = pending_until if deadline is None else min(deadline, pending_until)
             waiter.watch((sigfd, st.main_r) if wake is None else (sigfd, st.main_r, wake))
             readable, _ = waiter.wait(self.timeout(time.monotonic(), deadline))
             if st.error is not None:

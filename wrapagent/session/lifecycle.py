@@ -98,7 +98,7 @@ class _TerminatedRaised:
     """
 
     def __enter__(self) -> "_TerminatedRaised":
-        import signal
+        signal = _signal_module()
 
         self.signum = 0
         self._old: dict[int, object] = {}
@@ -120,13 +120,26 @@ class _TerminatedRaised:
 
     def __exit__(self, *exc: object) -> None:
         import os
-        import signal
 
+        signal = _signal_module()
         for sig, old in self._old.items():
             signal.signal(sig, old)  # type: ignore[arg-type]
         if self.signum:
             signal.signal(self.signum, signal.SIG_DFL)
             os.kill(os.getpid(), self.signum)
+
+
+def _signal_module():
+    """The C module `_signal`: `signal` imports `enum` (and with it `collections`, `functools`: ~10 ms)
+    for its IntEnums, and this runs before the tool starts."""
+    try:
+        import _signal
+
+        return _signal
+    except ImportError:  # pragma: no cover - an interpreter without it
+        import signal
+
+        return signal
 
 
 def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list) -> int:

@@ -107,7 +107,7 @@ def run_tool(live: Live):
         return tool_ended(live, passthrough.run(argv, env=env, on_spawn=spawned))
     conversation = Conversation.start(live, plan)
     try:
-        result = pty_loop.run(argv, env=env, on_spawn=spawned,
+        result = pty_loop.run(argv, env=env, after_start=lambda: spawned(0),  # after the first output
                               interceptor=conversation.interceptor if conversation is not None else None)
     finally:
         if conversation is not None:
