@@ -61,7 +61,7 @@ class Session:
                 from wrapagent.session.starting import spawn_first
 
                 started = spawn_first(launch, session_id)
-                if started is not None:
+                if started is not None and _exec_succeeded(started[0]):
                     return _run_tool_first(launch, cfg, session_id, started, opened)
             return _run_in_order(launch, cfg, session_id, opened)
         finally:
@@ -140,6 +140,22 @@ def _signal_module():
         import signal
 
         return signal
+
+
+def _exec_succeeded(child) -> bool:
+    """Whether a tool started first exec'd; else the usual order reports the failure in the record.
+
+    Asked once the modules of the session's run are loaded: they load
+    while the tool's exec runs.
+    """
+    from wrapagent.proxy import pty_loop  # noqa: F401 - loaded while the exec runs
+    from wrapagent.session import finishing, live  # noqa: F401
+
+    try:
+        child.check_exec()
+    except WrapagentError:
+        return False
+    return True
 
 
 def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list) -> int:

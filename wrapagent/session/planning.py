@@ -38,13 +38,11 @@ class Launch:
     which hands the final one on in `Live.child_env`.
     """
 
-    __slots__ = ("opts", "env", "child_env", "executable", "argv", "interactive", "name", "adapter",
+    __slots__ = ("opts", "env", "child_env", "executable", "argv", "interactive", "name", "_adapter",
                  "cwd_str", "root_str")
 
     def __init__(self, opts, env: dict[str, str], child_env: dict[str, str],
                  executable: str, argv: list[str], interactive: bool) -> None:
-        from wrapagent.inject.adapters import adapter_for
-
         self.opts = opts
         self.env = env
         self.child_env = child_env
@@ -52,9 +50,18 @@ class Launch:
         self.argv = argv
         self.interactive = interactive
         self.name = opts.display_name or os.path.basename(opts.tool)
-        self.adapter = adapter_for(self.name)
+        self._adapter = None
         self.cwd_str = os.getcwd()
         self.root_str = self.cwd_str  # the project root once `load_config` found it
+
+    @property
+    def adapter(self):
+        """The tool's adapter, loaded on first use: a tool that starts first starts without it."""
+        if self._adapter is None:
+            from wrapagent.inject.adapters import adapter_for
+
+            self._adapter = adapter_for(self.name)
+        return self._adapter
 
     # Paths for hooks, checkpoints and transcripts; plain strings before the
     # tool starts (pathlib costs ~20 ms to import).

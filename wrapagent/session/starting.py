@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 def spawn_first(launch: Launch, session_id: str):
     """The tool, started before the record exists (`planning.tool_goes_first`); (child, start time) or None.
 
-    None when the tool cannot start, or its record folder cannot be made:
-    the usual order then reports it (the tool runs without a record).
+    None when its record folder cannot be made: the usual order then
+    reports it (the tool runs without a record). Whether the tool's exec
+    succeeded is checked by the caller (`Child.check_exec`) once it has
+    loaded what it needs meanwhile.
     """
     import time
 
@@ -40,9 +42,7 @@ def spawn_first(launch: Launch, session_id: str):
 
     started = time.time()
     try:
-        child = spawn.start(launch.argv, env=launch.child_env)
-        child.check_exec()
-        return child, started
+        return spawn.start(launch.argv, env=launch.child_env), started
     except WrapagentError:
         return None
 
