@@ -136,3 +136,47 @@ def test_keys_typed_before_fg_takes_the_terminal_arrive_once(tmp_path):
         finish(sh)
     finally:
         sh.close(force=True)
+
+
+def test_sigstop_then_fg_takes_the_terminal_back(tmp_path):
+    """SIGSTOP cannot be caught: nothing is given back while stopped, but `fg` (SIGCONT) re-applies raw
+    mode and the tool's modes, so the next Ctrl-C is a byte for the tool, not a SIGINT that kills it."""
+    sh = shell(tmp_path)
+    try:
+        wrapagent = start_tool(sh, "--no-hooks")
+        os.kill(wrapagent.pid, signal.SIGSTOP)
+        sh.expect(r"Stopped")
+        sh.expect_exact(PROMPT)
+        sh.send("fg\r")
+        sh.expect_exact(MODES_ON[0])  # written once raw mode is back
+        keys_reach_the_tool_raw(sh)
+        finish(sh)
+    finally:
+        sh.close(force=True)
+
+
+def test_bg_stops_again_until_fg(tmp_path):
+    """Continued in the background, wrapagent cannot take the terminal: it stops again (tty output)."""
+    sh = shell(tmp_path)
+    try:
+        start_tool(sh, "--no-hooks")
+        sh.send("z")
+        sh.expect(r"Stopped")
+        sh.expect_exact(PROMPT)
+        sh.sendline("bg")
+        sh.expect_exact(PROMPT)
+        end = time.monotonic() + 60
+        while True:  # the shell tells of the new stop when asked (or at its next prompt)
+            sh.sendline("jobs -l")
+            if sh.expect([r"Stopped \(tty output\)", r"Running"]) == 0:
+                break
+            assert time.monotonic() < end, "wrapagent ran on in the background"
+            sh.expect_exact(PROMPT)
+            time.sleep(0.1)
+        sh.expect_exact(PROMPT)
+        sh.sendline("fg")
+        sh.expect_exact(b"BACK")
+        keys_reach_the_tool_raw(sh)
+        finish(sh)
+    finally:
+        sh.close(force=True)
