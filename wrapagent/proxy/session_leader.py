@@ -95,19 +95,48 @@ def _lead(slave: int, report_w: int, argv: "Sequence[str]", env: "Mapping[str, s
             signal.signal(getattr(signal, name), signal.SIG_DFL)
         _login_tty(slave)
         _close_others(report_w)
-        tool = os.fork()
-        if tool == 0:
-            _exec_tool(report_w, argv, env, cwd)
-        try:
-            os.setpgid(tool, tool)  # also done by the tool: whichever runs first
-        except OSError:
-            pass  # it exec'd already (EACCES), having done it itself
+        tool = _spawn_tool(report_w, argv, env, cwd)
+        if tool is None:
+            tool = os.fork()
+            if tool == 0:
+                _exec_tool(report_w, argv, env, cwd)
+            try:
+                os.setpgid(tool, tool)  # also done by the tool: whichever runs first
+            except OSError:
+                pass  # it exec'd already (EACCES), having done it itself
+        elif tool < 0:
+            os._exit(127)  # the exec failed: reported
         os.write(report_w, b"P%d;" % tool)
         os.close(report_w)
         _wait_for(tool)
     except BaseException:
         pass
     os._exit(127)
+
+
+def _spawn_tool(report_w: int, argv: "Sequence[str]", env: "Mapping[str, str]",
+                cwd: "str | None") -> "int | None":  # pragma: no cover - runs in the forked leader
+    """The tool by `posix_spawn` in a group of its own, made the foreground one; its pid, -1 when the
+    exec failed (reported), None when posix_spawn cannot start it (a cwd, a name to find on PATH).
+
+    No second copy of wrapagent's memory and no Python before the exec: the
+    spawn returns once the tool exec'd. The foreground is given right
+    after; a tool that touched its terminal before that was stopped by the
+    kernel (SIGTTOU/SIGTTIN) and is continued by `_wait_for`.
+    """
+    spawn = getattr(os, "posix_spawn", None)
+    if spawn is None or cwd is not None or "/" not in argv[0]:
+        return None
+    try:
+        tool = spawn(argv[0], list(argv), dict(env), setpgroup=0,
+                     setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTTOU, signal.SIGTTIN, signal.SIGTSTP))
+    except NotImplementedError:
+        return None
+    except OSError as exc:
+        os.write(report_w, b"E%d;" % (exc.errno or 0))
+        return -1
+    _foreground(0, tool)
+    return tool
 
 
 def _exec_tool(report_w: int, argv: "Sequence[str]", env: "Mapping[str, str]",
@@ -149,18 +178,35 @@ def _wait_for(tool: int) -> None:  # pragma: no cover - runs in the forked leade
             _, status = os.waitpid(tool, os.WUNTRACED)
         except ChildProcessError:
             os._exit(1)
+        if os.WIFSTOPPED(status) and os.WSTOPSIG(status) in (signal.SIGTTOU, signal.SIGTTIN) \
+                and not _is_foreground(tool):
+            # Its terminal touched before `_spawn_tool` gave it the foreground: not the user's stop.
+            _foreground(0, tool)
+            _continue(tool)
+            continue
         if os.WIFSTOPPED(status):
             os.kill(os.getpid(), signal.SIGSTOP)  # wrapagent sees its child stop
             # Continued by wrapagent (the user's `fg`): the PTY back to the tool, the tool continued.
             _foreground(0, tool)
-            try:
-                os.killpg(tool, signal.SIGCONT)
-            except OSError:
-                pass
+            _continue(tool)
             continue
         if os.WIFSIGNALED(status):
             _die_of(os.WTERMSIG(status))
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _is_foreground(tool: int) -> bool:
+    try:
+        return os.tcgetpgrp(0) == tool
+    except OSError:
+        return True
+
+
+def _continue(tool: int) -> None:
+    try:
+        os.killpg(tool, signal.SIGCONT)
+    except OSError:
+        pass
 
 
 def _die_of(sig: int) -> None:  # pragma: no cover - runs in the forked leader
