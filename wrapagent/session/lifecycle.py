@@ -149,7 +149,6 @@ def _exec_succeeded(child) -> bool:
     while the tool's exec runs.
     """
     from wrapagent.proxy import pty_loop  # noqa: F401 - loaded while the exec runs
-    from wrapagent.session import finishing, live  # noqa: F401
 
     try:
         child.check_exec()
@@ -161,13 +160,13 @@ def _exec_succeeded(child) -> bool:
 def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list) -> int:
     """The session of a tool already started: record, sweep and context while it starts up."""
     from wrapagent.proxy import pty_loop
-    from wrapagent.session.finishing import after, tool_ended, tool_failed
-    from wrapagent.session.live import look_up_version, open_live
-    from wrapagent.session.starting import history_before
 
     child, started_at = started
 
-    def setup() -> None:
+    def setup() -> None:  # once the tool's first output is out: its modules load then too
+        from wrapagent.session.live import look_up_version, open_live
+        from wrapagent.session.starting import history_before
+
         live = open_live(launch, cfg, session_id, started_at)
         opened.append(live)
         look_up_version(live)
@@ -177,8 +176,12 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
         result = pty_loop.proxy(child, after_start=setup)
     except BaseException as exc:
         if opened:
+            from wrapagent.session.finishing import tool_failed
+
             tool_failed(opened[0], 1, f"wrapagent failed while the tool was running: {exc!r}")
         raise
+    from wrapagent.session.finishing import after, tool_ended
+
     live = opened[0]
     tool_ended(live, result)
     after(live, result.exit_code)
