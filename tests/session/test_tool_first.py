@@ -113,7 +113,7 @@ def test_a_tool_that_cannot_start_still_gets_its_record(tmp_path: Path, run_wrap
 
 HEAVY_BEFORE_THE_TOOL = ("signal", "enum", "re", "json", "pathlib", "typing", "dataclasses", "subprocess",
                          "threading", "datetime", "functools", "collections", "struct", "select", "fcntl",
-                         "wrapagent.inject.adapters", "wrapagent.session.records", "wrapagent.session.tool_version",
+                         "wrapagent.inject.adapters", "wrapagent.history.records", "wrapagent.session.tool_version",
                          "wrapagent.hooks.hook_runner", "wrapagent.proxy.pty_loop")
 """Milliseconds each (enum ~8, re ~10, json ~12, pathlib ~20 on the development machine): none of it
 may come between a full-mode launch and the tool's start."""
