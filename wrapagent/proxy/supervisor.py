@@ -182,7 +182,7 @@ class Supervisor:
         """Start the copy threads; handle signals, deadlines and the child until all is done.
 
         `after_start` runs on this thread once the tool's first output was
-        copied (or AFTER_START_WAIT_SECS passed, or the tool ended): work that
+        copied (or AFTER_START_WAIT_SECS passed, or its output ended): work that
         need not precede the tool (a session's record, its version lookup)
         must not take the CPU and the interpreter lock from the tool's start
         and the copy of its first bytes. Signals that come meanwhile wait on
@@ -197,7 +197,7 @@ class Supervisor:
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
         while (st.master_open and not self.output_abandoned) or self.status is None or pending is not None:
-            if pending is not None and (st.first_output or self.status is not None or not st.master_open
+            if pending is not None and (st.first_output or not st.master_open
                                         or time.monotonic() >= pending_until):
                 work, pending = pending, None
                 _while_copying(work)

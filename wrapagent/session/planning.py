@@ -12,7 +12,6 @@ import os
 import sys
 
 from wrapagent.errors import WrapagentError
-from wrapagent.proxy.terminal import is_tty
 
 
 def stderr_line(line: str) -> None:
@@ -120,6 +119,8 @@ def prompt_plan(launch: Launch):
     from wrapagent.inject.adapters.base import PromptPlan
 
     adapter = launch.adapter
+    from wrapagent.proxy.terminal import is_tty  # the loop's module: loaded after the tool starts
+
     stdin_piped = not is_tty(0)
     plan = adapter.plan_prompt(launch.opts.args, stdin_piped=stdin_piped)
     # Plans index the tool's argv as if argv[0] were the tool; the demo
@@ -154,6 +155,10 @@ def tool_goes_first(launch: Launch, cfg) -> bool:
             or cfg.hook_for("waiting_for_input") is not None or cfg.stop_check is not None or cfg.send \
             or wants_injection(launch, cfg):
         return False
+    if not os.path.exists(os.path.join(launch.root_str, ".git")):
+        # No repository, so no `before` snapshot whatever the settings (the first reason of
+        # `checkpoints.before_skip_reason`, decided here without loading checkpoints and git's module).
+        return True
     from wrapagent.history import checkpoints
     from wrapagent.session.resolve import nested_depth
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 
-from wrapagent.proxy.terminal import is_tty
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -155,6 +154,8 @@ def _pre_read_stdin(launch: Launch, plan) -> tuple[bytes, bool] | None:
     stdin holds anything before wrapagent decides where the blocks go: its
     first bytes tell (`stdin_head`); the rest is streamed to the tool.
     """
+    from wrapagent.proxy.terminal import is_tty
+
     if plan is None or is_tty(0):
         return None
     if plan.kind == "stdin-args" or (plan.kind == "argv" and launch.adapter.stdin_before_arg):
