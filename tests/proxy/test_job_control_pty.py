@@ -180,3 +180,26 @@ def test_bg_stops_again_until_fg(tmp_path):
         finish(sh)
     finally:
         sh.close(force=True)
+
+
+def test_started_in_the_background_it_waits_for_fg(tmp_path):
+    """`wrapagent TOOL &`: stopped on its first terminal change (tty output), then `fg` runs it raw."""
+    sh = shell(tmp_path)
+    try:
+        sh.sendline(f"{sys.executable} -m wrapagent --no-hooks {sys.executable} {HELPER} &")
+        sh.expect_exact(PROMPT)
+        end = time.monotonic() + 60
+        while True:
+            sh.sendline("jobs -l")
+            if sh.expect([r"Stopped \(tty output\)", r"Running"]) == 0:
+                break
+            assert time.monotonic() < end, "wrapagent ran on in the background"
+            sh.expect_exact(PROMPT)
+            time.sleep(0.1)
+        sh.expect_exact(PROMPT)
+        sh.sendline("fg")
+        sh.expect_exact(MODES_ON[0])  # the tool's modes, once wrapagent has the terminal raw
+        keys_reach_the_tool_raw(sh)
+        finish(sh)
+    finally:
+        sh.close(force=True)
