@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 AFTER_START_WAIT_SECS = 0.5
 """`after_start` waits for the tool's first output, or this long, or the tool's end (see `run`)."""
 
+AFTER_FIRST_OUTPUT_SECS = 0.05
+"""…and then this long: the first bytes still have their way to the screen to make (the kernel
+passes them from one terminal to the next in a worker thread), and a TUI draws its first screen."""
+
 SETUP_SWITCH_INTERVAL = 0.0005
 """GIL switch interval while `after_start` work runs beside the copy threads (see `_while_copying`)."""
 
@@ -181,8 +185,9 @@ class Supervisor:
     def run(self, sigpipe: "SignalPipe", after_start: "Callable[[], None] | None" = None) -> None:
         """Start the copy threads; handle signals, deadlines and the child until all is done.
 
-        `after_start` runs on this thread once the tool's first output was
-        copied (or AFTER_START_WAIT_SECS passed, or its output ended): work that
+        `after_start` runs on this thread AFTER_FIRST_OUTPUT_SECS after the
+        tool's first output was copied (or AFTER_START_WAIT_SECS after the
+        start, or once its output ended): work that
         need not precede the tool (a session's record, its version lookup)
         must not take the CPU and the interpreter lock from the tool's start
         and the copy of its first bytes. Signals that come meanwhile wait on
@@ -194,14 +199,19 @@ class Supervisor:
         st, to_child = self.st, self.to_child
         pending = after_start
         pending_until = time.monotonic() + AFTER_START_WAIT_SECS
+        first_seen = False
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
         while (st.master_open and not self.output_abandoned) or self.status is None or pending is not None:
-            if pending is not None and (st.first_output or not st.master_open
-                                        or time.monotonic() >= pending_until):
-                work, pending = pending, None
-                _while_copying(work)
-                continue
+            if pending is not None:
+                now = time.monotonic()
+                if st.first_output and not first_seen:
+                    first_seen = True
+                    pending_until = min(pending_until, now + AFTER_FIRST_OUTPUT_SECS)
+                if not st.master_open or now >= pending_until:
+                    work, pending = pending, None
+                    _while_copying(work)
+                    continue
             deadline, wake = to_child.plan()
             if pending is not None:
                 deadline = pending_until if deadline is None else min(deadline, pending_until)
