@@ -3,7 +3,7 @@
 Two ways a session gets suspended, one way back (all on the supervisor's thread):
 - the tool stops itself (a TUI's Ctrl-Z: its modes off, SIGTSTP to its group):
   its session leader stops too (`session_leader`), the supervisor's wait sees
-  it (`tool_stopped`), and wrapagent stops its own job with SIGTSTP, as the
+  it (`tool_stopped_itself`), and wrapagent stops its own job with SIGTSTP, as the
   tool would have without wrapagent;
 - wrapagent itself gets SIGTSTP, SIGTTIN or SIGTTOU (`stop_requested`): it
   stops with that signal; the tool keeps running (its output waits in the PTY).
@@ -59,7 +59,6 @@ class JobControl:
         self.tool_stopped = False
         """The tool (and its leader) are stopped: `resume` continues the leader, which continues the tool."""
         self.resumed_at: "float | None" = None
-        self.stops = 0
 
     # -- what the supervisor reports -----------------------------------------------------
 
@@ -129,7 +128,6 @@ class JobControl:
 
     def _stop(self, sig: int, whole_job: bool) -> None:
         self.give_back()
-        self.stops += 1
         old = signal.signal(sig, signal.SIG_DFL)
         try:
             # The tool's Ctrl-Z stops wrapagent's job (a pipeline) as a Ctrl-Z typed to it would;
