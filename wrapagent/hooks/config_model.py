@@ -195,9 +195,8 @@ class CheckpointSettings(Frozen):
 
 
 def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
-    from types import MappingProxyType
-
-    return MappingProxyType(dict(data or {}))
+    mapping_proxy = type(type.__dict__)  # types.MappingProxyType, without loading `types` before the tool starts
+    return mapping_proxy(dict(data or {}))
 
 
 class Config(Frozen):

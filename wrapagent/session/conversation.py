@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from wrapagent.session.live import Live
 
 
+WAITING_CLOSE_SECS = 3.0
+"""After the hooks were ended at the tool's exit, how long a waiting_for_input run gets to report."""
+
+
 class _Prefix:
     """The injected prefix, computed in a background thread while the tool starts.
 
@@ -318,8 +322,18 @@ class Conversation:
     # -- after the tool ------------------------------------------------------------
 
     def report(self) -> None:
-        """Deliveries, turns and waiting_for_input runs into the record; failures for the user."""
+        """Deliveries, turns and waiting_for_input runs into the record; failures for the user.
+
+        Hooks still running are ended first (`finishing.end_running_hooks`):
+        the waiting_for_input run then finishes at once, not at its timeout.
+        """
         from dataclasses import asdict
+
+        from wrapagent.session.finishing import end_running_hooks
+
+        if self.firer is not None:
+            self.firer.close(timeout=0)  # no run starts from now on
+        end_running_hooks(self.live)
 
         live, interceptor = self.live, self.interceptor
         record = live.record.record
@@ -352,7 +366,13 @@ class Conversation:
     def _close_waiting_hook(self) -> None:
         if self.firer is None:
             return
-        self.firer.close(timeout=self.wait_hook.timeout_secs + 3.0)
+        from wrapagent.session.finishing import end_running_hooks
+
+        # Its group was ended (`report`): the run returns within moments, not at its timeout.
+        self.firer.close(timeout=WAITING_CLOSE_SECS)
+        if self.firer.busy:  # it was starting its shell while the groups were ended
+            end_running_hooks(self.live)
+            self.firer.close(timeout=WAITING_CLOSE_SECS)
         entry = self.firer.record_entry()
         if entry is None:
             return

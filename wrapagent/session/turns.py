@@ -187,9 +187,11 @@ class HookFirer:
                 turn, self._queued = self._queued, None
                 self._busy = True
             try:
+                from wrapagent.hooks.hook_runner import ENDED_AT_EXIT
+
                 result = self.run(turn)
                 outcome = result.to_record()
-                ok = result.ok()
+                ok = result.ok() or result.error == ENDED_AT_EXIT  # the tool exited: not the hook's fault
             except Exception as exc:  # fail-open: a hook problem never reaches the tool
                 outcome = {"error": repr(exc)}
                 ok = False
@@ -203,8 +205,8 @@ class HookFirer:
                 self._wake.notify_all()
 
     def close(self, timeout: float) -> None:
-        """The tool exited: drop a run not started yet (nobody waits for it any more) and let
-        a running one finish (bounded: hooks have their own timeout)."""
+        """The tool exited: drop a run not started yet (nobody waits for it any more) and wait
+        up to `timeout` for a running one to report (its group was ended: it returns at once)."""
         deadline = time.monotonic() + timeout
         with self._lock:
             self._closed = True
@@ -217,6 +219,12 @@ class HookFirer:
                 if left <= 0:
                     break
                 self._wake.wait(left)
+
+    @property
+    def busy(self) -> bool:
+        """A run is in progress."""
+        with self._lock:
+            return self._busy
 
     @property
     def closed(self) -> bool:
