@@ -32,7 +32,7 @@ def test_first_section_is_quick_start_with_the_two_commands():
     assert title == "Quick start"
     block = re.search(r"```sh\n(.*?)```", body, flags=re.S).group(1)
     commands = [line.split("#")[0].strip() for line in block.splitlines()]
-    assert commands == ["python3 -m pip install . && wrapagent demo", "./run-tests"]
+    assert commands == ["./install.sh", "./run-tests"]
     # what the demo leaves behind is said next to it
     assert "wrapagent sessions list" in body
     assert "--exclude='refs/wrapagent/*'" in body
