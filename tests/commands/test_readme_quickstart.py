@@ -102,3 +102,15 @@ def test_benchmark_internals_live_in_bench_readme():
 def test_tests_and_uninstall_are_documented():
     assert "```sh\n./run-tests\n```" in _page("development.md")
     assert "wrapagent uninstall" in _page("daily-use.md")
+
+
+def test_every_agent_package_is_named_with_its_npm_command():
+    """The README says how to get each real CLI: the packages the integration tests pin."""
+    import json
+
+    pinned = json.loads((ROOT / "integration" / "package.json").read_text())["dependencies"]
+    steps = dict(_sections(README))["Next steps"]
+    table = _page("daily-use.md")
+    for package, version in pinned.items():
+        assert f"`npm i -g {package}`" in steps, package
+        assert re.search(rf"\| `npm i -g {re.escape(package)}` \| {re.escape(version)} \|", table), package
