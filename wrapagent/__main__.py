@@ -109,8 +109,30 @@ def _main(argv: "list[str]") -> int:
         return run_subcommand(tool, rest, strict=opts["strict"], color=opts.get("color"))
     from wrapagent.session.launch import RunOptions, run
 
-    return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],
-                          strict=opts["strict"], shim_dir=opts["shim_dir"]))
+    try:
+        return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],
+                              strict=opts["strict"], shim_dir=opts["shim_dir"]))
+    except Exception as exc:
+        if not opts["force_tool"]:
+            _typo_instead(exc, tool, rest)
+        raise
+
+
+def _typo_instead(exc: Exception, tool: str, rest: "list[str]") -> None:
+    """A first word that is neither a subcommand nor on PATH: raise "did you mean" when one is close.
+
+    Asked only after the PATH lookup failed, so a real program always runs
+    and a wrapped tool's start pays nothing for it.
+    """
+    from wrapagent.errors import ToolNotFound
+
+    if not (isinstance(exc, ToolNotFound) and exc.searched_path):
+        return
+    from wrapagent.commands.typo import not_found_message
+
+    message = not_found_message(tool, rest)
+    if message is not None:
+        raise ToolNotFound(message) from None
 
 
 def entry() -> None:
