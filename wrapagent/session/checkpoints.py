@@ -476,16 +476,17 @@ def ulid_time(session_id: str) -> float | None:
 
 
 def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | None = None,
-          now: float | None = None) -> list[str]:
-    """Delete the checkpoint refs of sessions older than the given age; the session ids dropped."""
+          now: float | None = None, *, dry_run: bool = False) -> list[str]:
+    """Delete the checkpoint refs of sessions older than the given age; the session ids dropped
+    (with `dry_run`: the ids that would be, nothing deleted)."""
     repo = Repo.find(root, env)
     if repo is None:
         raise CheckpointError(f"{root} is not in a git repository")
-    return _prune_repo(repo, older_than_days, now)
+    return _prune_repo(repo, older_than_days, now, dry_run=dry_run)
 
 
 def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
-                deadline: float | None = None) -> list[str]:
+                deadline: float | None = None, *, dry_run: bool = False) -> list[str]:
     cutoff = (time.time() if now is None else now) - older_than_days * 86400
     doomed: dict[str, list[str]] = {}
     listed = repo.run(["for-each-ref", "--format=%(refname)", REF_PREFIX], deadline=deadline)
@@ -494,7 +495,7 @@ def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
         stamp = ulid_time(session_id)
         if stamp is not None and stamp < cutoff:
             doomed.setdefault(session_id, []).append(ref)
-    if doomed:
+    if doomed and not dry_run:
         lines = "".join(f"delete {ref}\n" for refs in doomed.values() for ref in refs)
         repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"), deadline=deadline)
     return sorted(doomed)
