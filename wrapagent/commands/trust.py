@@ -102,7 +102,11 @@ _CHECKPOINT_EFFECTS = {
 def _describe_settings(hooks: Any) -> list[str]:
     """Every non-command setting the file makes take effect (over the user's global ones)."""
     lines = []
-    if hooks.guards == ():
+    extend = getattr(hooks, "extend_guards", False)
+    if extend:
+        lines.append("  extend.prompt_guard = true: the guards above come after your global prompt guards "
+                     "(one named as a global guard takes its place)")
+    elif hooks.guards == ():
         lines.append("  prompt_guard = []: no prompt guards in this project (your global ones are turned off)")
     elif hooks.guards:
         lines.append("  [[prompt_guard]]: the guards above replace your global prompt guards here")
