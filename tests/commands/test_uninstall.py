@@ -106,3 +106,12 @@ def test_config_is_kept_without_the_flag(day_one):
     home, project, git, wa = day_one
     assert wa("uninstall", "--yes").returncode == 0
     assert _files_under(home) == [".config/wrapagent/hooks.toml"]
+
+
+def test_the_last_step_names_install_sh_for_its_private_virtualenv(tmp_path):
+    from wrapagent.commands.uninstall import package_removal
+
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    private = tmp_path / "data" / "wrapagent" / "venv"
+    assert "./install.sh --uninstall" in package_removal(env, prefix=str(private))
+    assert package_removal(env, prefix=str(tmp_path / "other-venv")).startswith("python3 -m pip uninstall")
