@@ -53,6 +53,10 @@ def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":
     return opts, argv[i], list(argv[i + 1:])
 
 
+_SESSION_ACTIONS = ("show", "diff", "undo", "resume", "prune", "list", "path")
+"""`sessions` actions that are also program names (`diff`): `wrapagent diff last` gets a hint."""
+
+
 class _Usage(Exception):
     pass
 
@@ -107,6 +111,12 @@ def _main(argv: "list[str]") -> int:
         from wrapagent.cli import run_subcommand
 
         return run_subcommand(tool, rest, strict=opts["strict"], color=opts.get("color"))
+    if not opts["force_tool"] and tool in _SESSION_ACTIONS and rest:
+        from wrapagent.commands.typo import session_hint
+
+        hint = session_hint(tool, rest)
+        if hint:
+            sys.stderr.write(hint + "\n")
     from wrapagent.session.launch import RunOptions, run
 
     try:

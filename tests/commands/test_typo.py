@@ -64,3 +64,28 @@ def test_after_dash_dash_the_word_is_a_program_and_no_suggestion_is_made(tmp_pat
     result = run("--", "sesions", cwd=tmp_path)
     assert result.returncode == 127
     assert "command not found" in result.stderr and "did you mean" not in result.stderr
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["diff", "last"], "wrapagent: running the program 'diff'; did you mean: wrapagent sessions diff last?"),
+    (["show", "last~2"], "wrapagent: running the program 'show'; did you mean: wrapagent sessions show last~2?"),
+    (["diff", "a.txt", "b.txt"], None),
+    (["diff", "lastly.txt"], None),
+])
+def test_session_hint(argv, hint):
+    from wrapagent.commands.typo import session_hint
+
+    assert session_hint(argv[0], argv[1:]) == hint
+
+
+def test_a_program_named_like_a_sessions_action_runs_with_one_hint(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "diff"
+    program.write_text("#!/bin/sh\necho \"real diff $*\"\nexit 2\n")
+    program.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    result = run("diff", "last", env=env, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "real diff last\n")
+    assert result.stderr.splitlines()[0] == ("wrapagent: running the program 'diff'; "
+                                             "did you mean: wrapagent sessions diff last?")

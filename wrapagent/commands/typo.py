@@ -31,9 +31,11 @@ def _close(word: str, names: Sequence[str]) -> str | None:
 
 
 def _shown(words: Sequence[str]) -> str:
+    """The words as a command to paste: quoted where the shell needs it (`last~2` needs not)."""
+    import re
     from shlex import quote
 
-    return " ".join(quote(w) for w in words)
+    return " ".join(w if re.fullmatch(r"[\w@%+=:,./-][\w@%+=:,./~-]*", w) else quote(w) for w in words)
 
 
 def suggestion(word: str, rest: Sequence[str]) -> str | None:
@@ -65,3 +67,17 @@ def not_found_message(word: str, rest: Sequence[str]) -> str | None:
     if meant is None:
         return None
     return f"{word}: no such subcommand, and no program of that name on PATH; did you mean: {meant}?"
+
+
+def session_hint(word: str, rest: Sequence[str]) -> str | None:
+    """`wrapagent diff last`: the program `diff` runs, and one line says what names the session's diff.
+
+    A program on PATH always runs (the user may mean it); only a session
+    reference as its first argument (`last`, `last~1`) makes the mix-up likely.
+    """
+    import re
+
+    if not rest or not re.fullmatch(r"(?:last|latest)(?:~\d+)?", rest[0], flags=re.IGNORECASE):
+        return None
+    meant = _shown(["wrapagent", "sessions", word, *rest])
+    return f"wrapagent: running the program {word!r}; did you mean: {meant}?"
