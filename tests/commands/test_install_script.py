@@ -165,3 +165,36 @@ def test_uninstall_removes_only_what_the_virtualenv_route_created(tmp_path, mana
     assert gone.returncode == 0, gone.stderr
     assert not venv.exists() and not (home / ".local" / "bin" / "wrapagent").exists()
     assert (home / ".local" / "bin").is_dir()
+
+
+FAKE_LAUNCHER = '#!/bin/sh\n[ "$1" = --version ] && echo "wrapagent 0.0-fake" && exit 0\necho "demo ran: $*"\n'
+
+
+@pytest.mark.parametrize("tool, bin_query", [
+    ("pipx", 'if [ "$1" = environment ]; then echo "$BIN"; exit 0; fi'),
+    ("uv", 'if [ "$1 $2" = "tool dir" ]; then echo "$BIN"; exit 0; fi'),
+])
+def test_pipx_or_uv_when_present_is_used_and_no_virtualenv_made(tmp_path, tool, bin_query):
+    """With pipx (or uv) on PATH the install is theirs: the right command, their bin folder, no venv of ours."""
+    src = _clean_copy(tmp_path / "wrapagent-src")
+    home, tools = tmp_path / "home", tmp_path / "tools"
+    home.mkdir()
+    tools.mkdir()
+    bin_dir = tmp_path / f"{tool}-bin"
+    calls = tmp_path / "calls"
+    fake = tools / tool
+    fake.write_text("#!/bin/sh\n" + bin_query + "\n"
+                    f'echo "$*" >> {calls}\nmkdir -p "$BIN"\n'
+                    f"printf '%s' '{FAKE_LAUNCHER}' > \"$BIN/wrapagent\"\nchmod +x \"$BIN/wrapagent\"\n")
+    fake.chmod(0o755)
+    env = {"HOME": str(home), "PATH": f"{tools}:{bin_dir}:{DEFAULT_PATH}", "BIN": str(bin_dir),
+           "PYTHON": sys.executable, "LANG": "C.UTF-8"}
+    done = subprocess.run(["./install.sh"], cwd=src, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    install = {"pipx": f"install --force --python {sys.executable} .",
+               "uv": f"tool install --force --python {sys.executable} ."}[tool]
+    assert calls.read_text().splitlines() == [install]
+    assert f"installed: {bin_dir}/wrapagent (wrapagent 0.0-fake)" in done.stderr
+    assert "not on your PATH" not in done.stderr  # its bin folder is on PATH here
+    assert not (home / ".local" / "share" / "wrapagent").exists()
