@@ -132,7 +132,11 @@ def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, l
 
 def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """Start the same tool, wrapped, in the session's directory, continuing its conversation."""
-    record, _ = pick(ns.id, env, ns.cwd, read_only=False)
+    record, skipped = pick(ns.id, env, ns.cwd, read_only=False)
+    if skipped:
+        from wrapagent.visible import visible
+
+        err.write(visible(f"wrapagent sessions: {skipped}") + "\n")
     tool, args, cwd = resume_argv(record, ns.tool_args)
     try:
         os.chdir(cwd)

@@ -151,7 +151,9 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     from wrapagent.history import undo as undo_mod
     from wrapagent.history.checkpoint_access import shown_paths
 
-    record, _ = pick(ns.id, env, ns.cwd, read_only=False)
+    record, skipped = pick(ns.id, env, ns.cwd, read_only=False)
+    if skipped:
+        err.write(f"wrapagent sessions: {field(skipped)}\n")  # which session `last` is, when it passed one over
     sid = record.get("id")
     info = record.get("checkpoints")
     if not isinstance(info, dict):
