@@ -53,3 +53,29 @@ def test_only_non_agent_sessions_here_undo_refuses_saying_why(tmp_path: Path) ->
     assert "no session recorded in this project" in err
     assert "besides 1 of programs that are no agents, not counted: diff" in err
     assert (repo / "diff.out").exists()
+
+
+def test_a_configured_agent_counts(tmp_path: Path, monkeypatch) -> None:
+    """A program the configuration names as an agent is `last` like a known one."""
+    from wrapagent.commands import sessions_find
+
+    env = isolated_env(tmp_path / "iso")
+    repo = make_repo(tmp_path / "proj", env)
+    run_session(repo, env, lambda r: write(r / "a.txt", "codex's\n"))
+    mine = run_session(repo, env, lambda r: write(r / "b.txt", "mine\n"), tool="my-agent", transport="my-agent")
+    code, out, _ = sessions(env, repo, "show", "last")
+    assert code == 0 and not out.startswith(f"session {mine['id']}\n")
+    monkeypatch.setattr(sessions_find, "configured_agents", lambda env, cwd: ("my-agent",))
+    code, out, err = sessions(env, repo, "show", "last")
+    assert code == 0 and out.startswith(f"session {mine['id']}\n") and err == ""
+
+
+def test_configured_agents_reads_the_configuration_without_a_word(tmp_path: Path, capsys) -> None:
+    from wrapagent.commands.sessions_find import configured_agents
+
+    env = isolated_env(tmp_path / "iso")
+    repo = make_repo(tmp_path / "proj", env)
+    (repo / ".wrapagent").mkdir()
+    (repo / ".wrapagent" / "hooks.toml").write_text('[pre_run]\ncommand = "echo untrusted"\n')
+    assert isinstance(configured_agents(env, repo), tuple)
+    assert capsys.readouterr() == ("", "")

@@ -55,6 +55,18 @@ def is_agent_session(record: Mapping[str, Any], configured: Iterable[str] = ()) 
     return any(is_agent(str(record.get(key) or ""), configured) for key in ("tool", "transport"))
 
 
+def configured_agents(env: Mapping[str, str] | None, cwd: str | Path) -> tuple[str, ...]:
+    """The programs the user's configuration names as agents (`Config.agents`, where it has them).
+
+    Read-only and silent: the project's file is not consulted for trust here
+    (the list is global-only), and a configuration without the key names none.
+    """
+    from wrapagent.hooks.config_loader import load_config
+
+    config = load_config(paths.find_project_root(cwd), env=env, is_trusted=lambda _path, _data: False)
+    return tuple(str(name) for name in getattr(config, "agents", ()) or ())
+
+
 def _skipped_note(name: str, chosen: Mapping[str, Any], newer: list[dict[str, Any]]) -> str | None:
     """Says which newer sessions `last` passed over because they ran no agent."""
     if not newer:
@@ -148,7 +160,8 @@ def pick(ref: str, env: Mapping[str, str] | None, cwd: str | Path, *,
         raise SessionsError("empty session id")
     back = relative_index(ref)
     if back is not None or ref.lower() in LATEST_ALIASES:
-        return last_here(env, cwd, read_only=read_only, back=back or 0)
+        return last_here(env, cwd, read_only=read_only, back=back or 0,
+                         configured=configured_agents(env, cwd))
     return _by_prefix(ref, all_records(env)), None
 
 
