@@ -42,8 +42,8 @@ REASON_CHARS = 300  # a refusal's reason is cut to this many characters on its o
 def substitute(template: str, variables: Mapping[str, str]) -> str:
     """`{placeholder}` substitution, each value quoted for where it sits (see hooks/placeholders.py).
 
-    Loaded on first use: guards never substitute, and this module is loaded
-    before the tool starts when guards are configured.
+    Loaded on first use: builtin guards never substitute, and this module is
+    loaded before the tool starts when guards are configured.
     """
     from wrapagent.hooks.placeholders import substitute as substitute_
 

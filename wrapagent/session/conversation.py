@@ -135,8 +135,20 @@ def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=Non
         if run.result is not None:
             live.record.add_hook(run.result.to_record())
         if run.error:
-            live.failures.append(f"{run.kind} {run.name}: {run.error}")
+            live.failures.append(guard_failure(run))
     return collected.prefix
+
+
+FAILURE_SAYS_CHARS = 200
+"""Of what a failed guard said (its stderr, else stdout), on the one line after the session."""
+
+
+def guard_failure(run) -> str:
+    """`guard NAME: exited with 1 (what it said)`: the reason is the part the user needs to fix it."""
+    said = run.result.message() if run.result is not None else ""
+    if len(said) > FAILURE_SAYS_CHARS:
+        said = said[: FAILURE_SAYS_CHARS - 1] + "…"
+    return f"{run.kind} {run.name}: {run.error}" + (f" ({said})" if said else "")
 
 
 class Conversation:
