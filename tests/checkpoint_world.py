@@ -88,7 +88,8 @@ def start_session(repo: Path, env: dict[str, str], *, cwd: Path | None = None,
     settings = settings or CheckpointSettings(budget_secs=60)
     cwd = (cwd or repo).resolve()
     project = Path(paths.project_root_of(str(cwd)))
-    record = {"id": session_id(), "tool": "sh", "transport": "sh", "cwd": str(cwd),
+    # an agent's session (`last` means the newest of those): codex stands in, nothing runs it
+    record = {"id": session_id(), "tool": "codex", "transport": "codex", "cwd": str(cwd),
               "project_root": str(project), "depth": 0, "parent_session": None,
               "started_at": iso(dt.datetime.now().timestamp()), "state": "finished", **fields}
     checkpoints.begin(record, settings, project, env)

@@ -102,9 +102,36 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
     from wrapagent import __version__
     from wrapagent.session.launch import RunOptions, run
 
-    return run(RunOptions(tool="demo", display_name="demo", args=args, strict=strict,
+    seen: dict[str, bool] = {}
+
+    def config_factory(project_root: Path, env: Mapping[str, str]):
+        seen["in_git"] = _in_git_repository(project_root)
+        return _demo_config(project_root, env)
+
+    code = run(RunOptions(tool="demo", display_name="demo", args=args, strict=strict,
                           argv_override=module_argv("wrapagent.commands.demo_agent"),
-                          config_factory=_demo_config, tool_version=__version__))
+                          config_factory=config_factory, tool_version=__version__))
+    if code == 0 and "in_git" in seen and sys.stdin.isatty() and sys.stdout.isatty():
+        sys.stderr.write(demo_next_steps(seen["in_git"]))
+    return code
+
+
+def demo_next_steps(in_git: bool) -> str:
+    """What to look at after the demo: the session it just recorded, and how to make it yours.
+
+    Printed after an interactive demo, once its screen is gone: the demo is
+    the newcomer's first session, and these commands are how a real one is
+    looked back at. diff and undo need the checkpoints only a git repository has.
+    """
+    lines = ["wrapagent demo: that was a recorded session; look back at it with",
+             "  wrapagent sessions show last     what ran, what was injected, every hook's outcome"]
+    if in_git:
+        lines += ["  wrapagent sessions diff last     what it changed in the work tree",
+                  "  wrapagent sessions undo last     put those files back as they were"]
+    else:
+        lines.append("  (in a git repository also `sessions diff last` and `sessions undo last`: its checkpoints)")
+    lines.append("Your own guards: wrapagent config init")
+    return "\n".join(lines) + "\n"
 
 
 def _demo_config(project_root: Path, env: Mapping[str, str]):

@@ -32,7 +32,7 @@ def test_first_section_is_quick_start_with_the_two_commands():
     assert title == "Quick start"
     block = re.search(r"```sh\n(.*?)```", body, flags=re.S).group(1)
     commands = [line.split("#")[0].strip() for line in block.splitlines()]
-    assert commands == ["python3 -m pip install . && wrapagent demo", "./run-tests"]
+    assert commands == ["./install.sh", "./run-tests"]
     # what the demo leaves behind is said next to it
     assert "wrapagent sessions list" in body
     assert "only read" in body and "refs/wrapagent" not in body
@@ -105,3 +105,15 @@ def test_benchmark_internals_live_in_bench_readme():
 def test_tests_and_uninstall_are_documented():
     assert "```sh\n./run-tests\n```" in _page("development.md")
     assert "wrapagent uninstall" in _page("daily-use.md")
+
+
+def test_every_agent_package_is_named_with_its_npm_command():
+    """The README says how to get each real CLI: the packages the integration tests pin."""
+    import json
+
+    pinned = json.loads((ROOT / "integration" / "package.json").read_text())["dependencies"]
+    steps = dict(_sections(README))["Next steps"]
+    table = _page("daily-use.md")
+    for package, version in pinned.items():
+        assert f"`npm i -g {package}`" in steps, package
+        assert re.search(rf"\| `npm i -g {re.escape(package)}` \| {re.escape(version)} \|", table), package

@@ -165,3 +165,12 @@ def test_uninstall_after_the_project_became_a_link_to_another_repository(day_one
                           text=True, check=True).stdout
     assert "01LEGACY0000000000000000BB/before" in refs
     assert (other / ".git" / "wrapagent" / "notes.txt").read_text() == "theirs\n"
+
+
+def test_the_last_step_names_install_sh_for_its_private_virtualenv(tmp_path):
+    from wrapagent.commands.uninstall import package_removal
+
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    private = tmp_path / "data" / "wrapagent" / "venv"
+    assert "./install.sh --uninstall" in package_removal(env, prefix=str(private))
+    assert package_removal(env, prefix=str(tmp_path / "other-venv")).startswith("python3 -m pip uninstall")

@@ -103,7 +103,7 @@ def test_a_dotfiles_repository_at_home_gets_no_checkpoints_from_a_folder_under_i
     assert object_count(home / ".git") == objects
     assert not has_object({"repo": str(home), "store": str(home / ".git")}, env, blob_id(home, env, "PRIVATE KEY\n"))
     assert not (Path(env["XDG_STATE_HOME"]) / "wrapagent" / "stores").exists()
-    code, out, err = sessions(env, home / "notes", "show", "last")
+    code, out, err = sessions(env, home / "notes", "show", record["id"])
     assert code == 0 and "checkpoints skipped: not a git repository (the one at the home folder" in out
 
 
@@ -113,10 +113,11 @@ def test_a_session_at_home_itself_gets_none_either(dotfiles_home) -> None:
     proc = wrapagent(env, home, "sh", "-c", "true")
     assert proc.returncode == 0, proc.stderr
     (session_dir,) = (Path(env["XDG_STATE_HOME"]) / "wrapagent" / "projects").glob("*/*/session.json")
-    info = json.loads(session_dir.read_text())["checkpoints"]
+    record = json.loads(session_dir.read_text())
+    info = record["checkpoints"]
     assert info["status"] == "skipped" and "top is the home folder" in info["note"]
     assert git(home, env, "for-each-ref", "refs/wrapagent/") == ""
-    code, out, err = sessions(env, home, "show", "last")
+    code, out, err = sessions(env, home, "show", record["id"])
     assert "top is the home folder" in out
 
 

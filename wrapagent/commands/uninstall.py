@@ -266,6 +266,17 @@ def cmd_uninstall(*, yes: bool, dry_run: bool, with_config: bool, shim_dir: str 
             print("kept the session history and the state folder (`wrapagent uninstall --yes` removes them)",
                   file=out)
             status = 1
-    print("Last: remove the package (python3 -m pip uninstall wrapagent, or pipx / uv tool uninstall), "
+    print(f"Last: remove the package ({package_removal(env)}), "
           "and the shims' PATH line or the `wrapagent init` aliases from your shell rc.", file=out)
     return status
+
+
+def package_removal(env: Mapping[str, str], prefix: str | None = None) -> str:
+    """How to remove this wrapagent's package: install.sh's private virtualenv has its own way."""
+    import sys
+
+    venv = paths.data_dir(env) / "venv"
+    if os.path.realpath(prefix or sys.prefix) == os.path.realpath(venv):
+        return (f"it is in {venv}, made by install.sh: `./install.sh --uninstall` in the wrapagent "
+                "checkout removes it and its ~/.local/bin/wrapagent link")
+    return "python3 -m pip uninstall wrapagent, or pipx / uv tool uninstall wrapagent"

@@ -467,8 +467,9 @@ def ulid_time(session_id: str) -> float | None:
 
 
 def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | None = None,
-          now: float | None = None) -> list[str]:
-    """Delete the checkpoints of sessions older than the given age from the project's store; their ids."""
+          now: float | None = None, *, dry_run: bool = False) -> list[str]:
+    """Delete the checkpoints of sessions older than the given age from the project's store; their ids
+    (with `dry_run`: the ids that would be, nothing deleted)."""
     repo = Repo.find(root, env)
     if repo is None:
         raise CheckpointError(f"{root} is not in a git repository")
@@ -476,11 +477,11 @@ def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | Non
         repo.open_store(create=False)
     except CheckpointError:
         return []  # no store: nothing was ever kept for this project
-    return _prune_repo(repo, older_than_days, now)
+    return _prune_repo(repo, older_than_days, now, dry_run=dry_run)
 
 
 def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
-                deadline: float | None = None) -> list[str]:
+                deadline: float | None = None, *, dry_run: bool = False) -> list[str]:
     """Drop the store's refs of old sessions, then the store's own objects nothing reaches any more.
 
     Only the store is touched; its `prune` keeps objects younger than an
@@ -494,7 +495,7 @@ def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
         stamp = ulid_time(session_id)
         if stamp is not None and stamp < cutoff:
             doomed.setdefault(session_id, []).append(ref)
-    if doomed:
+    if doomed and not dry_run:
         lines = "".join(f"delete {ref}\n" for refs in doomed.values() for ref in refs)
         repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"), deadline=deadline)
         repo.run(["prune", "--expire=1.hour.ago"], deadline=deadline, check=False)

@@ -14,13 +14,12 @@ if TYPE_CHECKING:
 
     from wrapagent.hooks.file_check import FileCheck as _FileCheck
 
+from wrapagent.hooks import events
 from wrapagent.hooks.config_model import (
     CheckpointSettings,
     DEFAULT_GUARD_TIMEOUT,
-    DEFAULT_LIFECYCLE_TIMEOUT,
     DEFAULT_PRE_SESSION_TIMEOUT,
     DEFAULT_SESSION_COMPLETE,
-    DEFAULT_WAITING_TIMEOUT,
     EVENTS,
     GuardSpec,
     KNOWN_TOOLS,
@@ -105,7 +104,7 @@ class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "extend_guards")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
@@ -113,6 +112,7 @@ class HooksFile:
         self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
         self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
         self.send: bool | None = None  # [send] enabled, when this file says
+        self.extend_guards = False  # [extend] prompt_guard = true: add to the global guards, not replace
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
@@ -121,9 +121,9 @@ def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | N
         return None
     parts, prefix = (event,), f"{event}."
     waiting = event == WAITING_FOR_INPUT
-    check.unknown_keys(table, (*_EVENT_KEYS, "quiet_secs") if waiting else _EVENT_KEYS, prefix, parts)
+    check.unknown_keys(table, (*_EVENT_KEYS, *events.get(event).extra_keys), prefix, parts)
     enabled = _check_bool(check, table, "enabled", True, prefix, parts)
-    default_timeout = DEFAULT_WAITING_TIMEOUT if waiting else DEFAULT_LIFECYCLE_TIMEOUT
+    default_timeout = events.default_timeout(event)
     timeout = _check_timeout(check, table, "timeout_secs", default_timeout, prefix, parts)
     quiet: float | None = None
     if waiting and "quiet_secs" in table:
@@ -244,6 +244,7 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
     send: bool | None = None
+    extend_guards = False
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -261,6 +262,8 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
             if table is not None:
                 check.unknown_keys(table, ("enabled",), "send.", ("send",))
                 send = _check_bool(check, table, "enabled", True, "send.", ("send",))
+        elif key == "extend":
+            extend_guards = _parse_extend(check, value, is_project=is_project)
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -271,13 +274,32 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send"))
+            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send", "extend"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
     parsed.stop_check = stop_check
     parsed.send = send
+    parsed.extend_guards = extend_guards
     return parsed
+
+
+def _parse_extend(check: _FileCheck, value: Any, *, is_project: bool) -> bool:
+    """`[extend] prompt_guard = true` (a project file): its guards come after the global ones.
+
+    Without it a project's [[prompt_guard]] list replaces the global list. In
+    the global file there is nothing below it to extend: a warning, ignored.
+    """
+    table = _check_table(check, value, "extend", ("extend",))
+    if table is None:
+        return False
+    check.unknown_keys(table, ("prompt_guard",), "extend.", ("extend",))
+    extend = _check_bool(check, table, "prompt_guard", False, "extend.", ("extend",))
+    if extend and not is_project:
+        check.warning("extend.prompt_guard", "ignored: only a project's hooks.toml extends the global guards",
+                      ("extend", "prompt_guard"))
+        return False
+    return extend
 
 
 def _parse_stop_check(check: _FileCheck, value: Any):

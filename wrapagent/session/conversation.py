@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from wrapagent.session.live import Live
 
 
+WAITING_CLOSE_SECS = 3.0
+"""After the hooks were ended at the tool's exit, how long a waiting_for_input run gets to report."""
+
+
 class _Prefix:
     """The injected prefix, computed in a background thread while the tool starts.
 
@@ -131,8 +135,20 @@ def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=Non
         if run.result is not None:
             live.record.add_hook(run.result.to_record())
         if run.error:
-            live.failures.append(f"{run.kind} {run.name}: {run.error}")
+            live.failures.append(guard_failure(run))
     return collected.prefix
+
+
+FAILURE_SAYS_CHARS = 200
+"""Of what a failed guard said (its stderr, else stdout), on the one line after the session."""
+
+
+def guard_failure(run) -> str:
+    """`guard NAME: exited with 1 (what it said)`: the reason is the part the user needs to fix it."""
+    said = run.result.message() if run.result is not None else ""
+    if len(said) > FAILURE_SAYS_CHARS:
+        said = said[: FAILURE_SAYS_CHARS - 1] + "…"
+    return f"{run.kind} {run.name}: {run.error}" + (f" ({said})" if said else "")
 
 
 class Conversation:
@@ -174,14 +190,17 @@ class Conversation:
                 self.server = SendServer(live, self.gate)
             except OSError as exc:
                 live.record.warn(f"send: cannot take messages: {exc}")
-        every = (first or resets) and (any(g.every_message for g in live.cfg.guards)
-                                       or self.turn_checkpoints is not None)  # the undo block
+        prompt_given = plan is not None and plan.kind == "argv" and not plan.oneshot
+        every = (first or resets or prompt_given) and (any(g.every_message for g in live.cfg.guards)
+                                                       or self.turn_checkpoints is not None)  # the undo block
+        interrupts = self._interrupt_watch(adapter.name)
         self.interceptor = FirstMessageInjector(
             adapter, rows=rows, cols=cols,
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
             on_reset=self._new_conversation if resets else None,
-            on_message=self._next_message if every else None, outgoing=self.outgoing)
+            on_message=self._next_message if every else None, outgoing=self.outgoing,
+            interrupts=interrupts, prompt_given=prompt_given)
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -189,7 +208,8 @@ class Conversation:
 
         First-message blocks when the plan is interactive; resets re-arm
         injection whenever blocks are configured (even after an argv
-        prompt); turns are followed whenever either is on, or
+        prompt), and so do `every_message` guards for each later message
+        (after an argv prompt too: it is the first); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
         first = plan is not None and plan.kind == "interactive"
@@ -204,7 +224,9 @@ class Conversation:
             if (plan or prompt_plan(live.launch)).oneshot:
                 live.record.log("stop_check and send: not used: a one-shot run has no composer")
                 stop_check, sends = None, False
-        if not (first or resets or wait_hook is not None or stop_check is not None or sends):
+        every = (plan is not None and plan.kind == "argv" and not plan.oneshot
+                 and any(g.every_message for g in live.cfg.guards))
+        if not (first or resets or every or wait_hook is not None or stop_check is not None or sends):
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
                    sends=sends)
@@ -261,6 +283,14 @@ class Conversation:
 
     # -- per turn ------------------------------------------------------------------
 
+    def _interrupt_watch(self, tool: str):
+        """Tells the turn tracker, at each stop, whether the user interrupted the agent."""
+        from wrapagent.inject.interrupts import InterruptWatch, rule_for
+
+        watch = InterruptWatch(rule_for(tool), self.turns.working, log=self.live.record.log)
+        self.turns.interrupted = watch.take
+        return watch
+
     def _hook_firer(self, wait_hook):
         if wait_hook is None:
             return None
@@ -304,8 +334,18 @@ class Conversation:
     # -- after the tool ------------------------------------------------------------
 
     def report(self) -> None:
-        """Deliveries, turns and waiting_for_input runs into the record; failures for the user."""
+        """Deliveries, turns and waiting_for_input runs into the record; failures for the user.
+
+        Hooks still running are ended first (`finishing.end_running_hooks`):
+        the waiting_for_input run then finishes at once, not at its timeout.
+        """
         from dataclasses import asdict
+
+        from wrapagent.session.finishing import end_running_hooks
+
+        if self.firer is not None:
+            self.firer.close(timeout=0)  # no run starts from now on
+        end_running_hooks(self.live)
 
         live, interceptor = self.live, self.interceptor
         record = live.record.record
@@ -338,7 +378,13 @@ class Conversation:
     def _close_waiting_hook(self) -> None:
         if self.firer is None:
             return
-        self.firer.close(timeout=self.wait_hook.timeout_secs + 3.0)
+        from wrapagent.session.finishing import end_running_hooks
+
+        # Its group was ended (`report`): the run returns within moments, not at its timeout.
+        self.firer.close(timeout=WAITING_CLOSE_SECS)
+        if self.firer.busy:  # it was starting its shell while the groups were ended
+            end_running_hooks(self.live)
+            self.firer.close(timeout=WAITING_CLOSE_SECS)
         entry = self.firer.record_entry()
         if entry is None:
             return
