@@ -78,6 +78,10 @@ SPEC: dict[str, Command] = {
                           "--dir": "dirs"}),
     "send": Command("the next message of a running session",
                     {**_HELP, "--session": "ids", "--guard": "value", "--wait": None, "--timeout": "value"}),
+    "undo": Command("undo the newest turn of the newest session here",
+                    {**_HELP, "--dry-run": None, "--force": None, "--quiet": None}),
+    "redo": Command("put back what the last undo took",
+                    {**_HELP, "--dry-run": None, "--force": None, "--quiet": None}),
     "help": Command("the usage"),
 }
 TOP = Command("", {"--no-hooks": None, "--strict": None, "--shim-dir": "dirs", "-h": None, "--help": None,
