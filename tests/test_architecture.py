@@ -23,14 +23,15 @@ ALLOWED = {
     # `visible` (text made safe to print, a leaf) is for whatever reaches the user's terminal.
     "proxy": {"proxy", "errors", "portable"},
     "inject": {"inject", "errors", "values"},
-    # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`.
-    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd", "visible"},
+    # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`,
+    # and so does `child_process` (a helper program in its own group, a deadline, a clean kill).
+    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd", "visible", "child_process"},
     # `history` is what is kept after a session (records, checkpoints, undo, transcripts).
-    "history": {"history", "hooks", "errors", "paths", "portable", "values", "gitcmd", "visible"},
+    "history": {"history", "hooks", "errors", "paths", "portable", "values", "gitcmd", "visible", "child_process"},
     "session": {"session", "history", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                "gitcmd", "visible"},
+                "gitcmd", "visible", "child_process"},
     "commands": {"commands", "session", "history", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                 "gitcmd", "visible", "__init__"},
+                 "gitcmd", "visible", "__init__", "child_process"},
 }
 
 
