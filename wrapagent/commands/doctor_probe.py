@@ -222,9 +222,9 @@ class _Probe:
                 self.injector.poll(now)
 
     def signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
+        from wrapagent import child_process
+
+        if not child_process.signal_group(self.pid, sig):
             try:
                 os.kill(self.pid, sig)
             except (ProcessLookupError, PermissionError):
