@@ -26,6 +26,26 @@ _LEAKY_VARS = ("WRAPAGENT_DISABLE", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSION_ID",
                "WRAPAGENT_SESSIONS_ROOT", "WRAPAGENT_ACTIVE_SHIMS")
 
 
+def _starts_programs(item: pytest.Item) -> bool:
+    """The test runs wrapagent (or another program) on a pseudo-terminal: the `pty` tier.
+
+    Those are the tests that take seconds rather than milliseconds: they use the
+    `run_wrapagent` fixture, or their module drives a terminal with pexpect.
+    """
+    if "run_wrapagent" in getattr(item, "fixturenames", ()):
+        return True
+    module = getattr(item, "module", None)
+    return module is not None and "pexpect" in vars(module)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the PTY tests `pty`, so `./run-tests --quick` (`-m "not pty"`) leaves them out."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents and _starts_programs(item):
+            item.add_marker(pytest.mark.pty)
+
+
 def wrapagent_argv() -> list[str]:
     """How to start the installed wrapagent: its console script (as users do), else `python -m`.
 
