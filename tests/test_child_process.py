@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -14,21 +12,14 @@ import pytest
 from wrapagent import child_process
 from wrapagent.child_process import ChildTimeout
 
+from waiting import wait_for
+
 
 def _gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
-
-
-def _wait_for_file(path: Path, timeout: float = 60) -> str:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.01)
-    raise AssertionError(f"{path} never appeared")
 
 
 def test_stdin_in_stdout_and_stderr_out_exit_code():
@@ -53,7 +44,7 @@ def test_deadline_kills_the_whole_group(tmp_path):
     pid_file = tmp_path / "bg.pid"
     with pytest.raises(ChildTimeout) as caught:
         child_process.run(["sh", "-c", f"sleep 300 & echo $! > {pid_file}; echo started; wait"], timeout=5)
-    background = int(_wait_for_file(pid_file, timeout=1))
+    background = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), f"{pid_file}", timeout=1))
     assert _gone(background)
     assert not child_process.group_alive(caught.value.partial.pid)
     assert isinstance(caught.value, TimeoutError)
