@@ -27,19 +27,24 @@ _LEAKY_VARS = ("WRAPAGENT_DISABLE", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSION_ID",
 
 
 _STARTS_PROGRAMS = ("pexpect", "run_wrapagent", "wrapagent_argv", "subprocess", "Popen", "spawn(",
-                    "os.fork", "child_process", "gitcmd", "helper(", "os.system", "pty.")
+                    "os.fork", "child_process", "gitcmd", "helper(", "os.system", "pty.",
+                    "run_command(", "run_lifecycle(", "probe(")
 """Words in a test's code that mean it starts programs: a pseudo-terminal (pexpect, the demo
 sessions), wrapagent itself, git, a helper script, a fork."""
 _TESTS_DIR = Path(__file__).parent
 _verdicts: dict[object, bool] = {}
 
 
-def _code_starts_programs(func: object, depth: int = 3) -> bool:
-    """`func`'s source names a way to start a program, or a tests/ function it calls does (depth-bounded)."""
+def _code_starts_programs(func: object, depth: int = 3, scope: dict | None = None) -> bool:
+    """`func`'s source names a way to start a program, or a tests/ function it calls does (depth-bounded).
+
+    `scope`: where its names are looked up (a decorated test's wrapper, hypothesis's, has
+    the decorator's globals): the test's module.
+    """
     import ast
     import inspect
 
-    func = getattr(func, "__wrapped__", func)
+    func = inspect.unwrap(func)
     if func in _verdicts:
         return _verdicts[func]
     _verdicts[func] = False  # recursion guard
@@ -57,7 +62,7 @@ def _code_starts_programs(func: object, depth: int = 3) -> bool:
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.Name):
                 names.add(node.id)
-        scope = getattr(func, "__globals__", {})
+        scope = scope if scope is not None else getattr(func, "__globals__", {})
         for name in names:
             called = scope.get(name)
             path = getattr(getattr(called, "__code__", None), "co_filename", "") or getattr(
@@ -79,11 +84,15 @@ def _starts_programs(item: pytest.Item) -> bool:
     """
     if "run_wrapagent" in getattr(item, "fixturenames", ()):
         return True
-    funcs = [getattr(item, "function", None)]
+    module = getattr(item, "module", None)
+    test = getattr(item, "function", None)
+    if test is not None and _code_starts_programs(test, scope=vars(module) if module is not None else None):
+        return True
     fixture_info = getattr(item, "_fixtureinfo", None)
     for defs in (fixture_info.name2fixturedefs.values() if fixture_info is not None else ()):
-        funcs += [d.func for d in defs if _TESTS_DIR in Path(inspect_file(d.func)).parents]
-    return any(f is not None and _code_starts_programs(f) for f in funcs)
+        if any(_TESTS_DIR in Path(inspect_file(d.func)).parents and _code_starts_programs(d.func) for d in defs):
+            return True
+    return False
 
 
 def inspect_file(func: object) -> str:
