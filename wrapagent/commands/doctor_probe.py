@@ -85,7 +85,8 @@ class _Probe:
         self.injector = FirstMessageInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
                                              wake_fd=None)
         self.t0 = time.monotonic()
-        self.pid, self.fd = spawn(argv, env=env, cwd=None, size=(rows, cols))
+        # pid: the session leader on the PTY (its exit status is the tool's); tool_pid: the tool's group
+        self.pid, self.tool_pid, self.fd = spawn(argv, env=env, cwd=None, size=(rows, cols))
         os.set_blocking(self.fd, False)
         self.eof = False
         self.status: int | None = None
@@ -224,6 +225,7 @@ class _Probe:
     def signal_group(self, sig: int) -> None:
         from wrapagent import child_process
 
+        child_process.signal_group(self.tool_pid, sig)
         if not child_process.signal_group(self.pid, sig):
             try:
                 os.kill(self.pid, sig)

@@ -91,6 +91,10 @@ class Composer:
         """Typed characters (a Backspace erases a whole one) or a paste since the last submission or clear."""
         return bool(self._buf) or self._pasted
 
+    def holds_command(self, prefixes: tuple[str, ...]) -> bool:
+        """The line typed so far starts with a command prefix (`/`…): the tool shows its menu."""
+        return not self._pasted and self._buf.lstrip(b" ").startswith(tuple(p.encode() for p in prefixes))
+
     @property
     def in_paste(self) -> bool:
         """Between a paste's start and its end: the keys are the paste's, not the user's typing."""
