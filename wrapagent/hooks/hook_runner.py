@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from wrapagent.hooks.config_loader import LifecycleHook
     from wrapagent.hooks.context import GuardContext
 
-VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code", "turn")
-
 STDOUT_CAP = 1024 * 1024  # bytes of stdout kept when captured; the rest is drained
 LOG_CAP = 256 * 1024  # bytes of hook output copied to the log per stream
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL of the group
