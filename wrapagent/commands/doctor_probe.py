@@ -223,13 +223,10 @@ class _Probe:
                 self.injector.poll(now)
 
     def signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.tool_pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
+        from wrapagent import child_process
+
+        child_process.signal_group(self.tool_pid, sig)
+        if not child_process.signal_group(self.pid, sig):
             try:
                 os.kill(self.pid, sig)
             except (ProcessLookupError, PermissionError):

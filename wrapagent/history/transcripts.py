@@ -242,12 +242,13 @@ def run_bounded(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout:
     """(exit code, stdout, stderr) of argv, killed with everything it started after `timeout` s.
 
     `opencode` is a node launcher whose native child would otherwise keep
-    the pipes open past the timeout (history/bounded_run.py).
+    the pipes open past the timeout: it runs in its own group (child_process.py).
     """
-    from wrapagent.history import bounded_run
+    from wrapagent import child_process
 
     try:
-        return bounded_run.run_bounded(argv, timeout=timeout, env=env, cwd=cwd)
+        done = child_process.run(argv, timeout=timeout, env=env, cwd=cwd)
+        return done.code, done.stdout, done.stderr
     except TimeoutError:
         raise OSError(f"`{' '.join(argv[1:])}` timed out after {timeout:.1f} s") from None
 

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from wrapagent.hooks.config_loader import LifecycleHook
     from wrapagent.hooks.context import GuardContext
 
-VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code", "turn")
-
 STDOUT_CAP = 1024 * 1024  # bytes of stdout kept when captured; the rest is drained
 LOG_CAP = 256 * 1024  # bytes of hook output copied to the log per stream
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL of the group
@@ -218,41 +216,28 @@ class _LineLog:
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
-    """Send `sig` to the group; False when the group no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
+    """Send `sig` to the group; False when the group no longer exists (child_process.py)."""
+    from wrapagent import child_process
+
+    return child_process.signal_group(pgid, sig)
 
 
 def _group_alive(pgid: int) -> bool:
     """Whether any process of the group is still running (zombies do not count)."""
-    from wrapagent import portable
+    from wrapagent import child_process
 
-    return _signal_group(pgid, 0) and portable.group_alive(pgid)
+    return child_process.group_alive(pgid)
 
 
 def _kill_group(proc, pgid: int) -> None:
-    """SIGTERM the whole group, SIGKILL whatever is left after KILL_GRACE."""
-    import signal
+    """SIGTERM the whole group, SIGKILL whatever is left after KILL_GRACE, the shell reaped.
 
-    if not _signal_group(pgid, signal.SIGTERM):
-        proc.poll()
-        return
-    deadline = time.monotonic() + KILL_GRACE
-    while time.monotonic() < deadline:
-        proc.poll()  # reap the shell so its zombie does not count as alive
-        if not _group_alive(pgid):
-            return
-        time.sleep(0.02)
-    _signal_group(pgid, signal.SIGKILL)
-    try:
-        proc.wait(timeout=KILL_GRACE)
-    except Exception:
-        pass
+    `pgid` is the shell's pid (it leads its own group); the kill itself is
+    child_process.stop_group, the one every helper program gets.
+    """
+    from wrapagent import child_process
+
+    child_process.stop_group(proc, grace=KILL_GRACE)
 
 
 # --------------------------------------------------------------------------- threads, signals, exit
