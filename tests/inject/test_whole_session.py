@@ -64,7 +64,9 @@ class World:
         self.inj.on_output(READY_SCREEN, self.clock.t)
         self.clock.t += 0.2
         assert self.inj.poll(self.clock.t) == b""
-        assert self.inj.watch_output is False  # steady state: the proxy only stores last_output
+        # steady state: the screen is followed (a tool with a screen shape: the composer's content
+        # when the keys cannot tell), else the proxy only stores last_output
+        assert self.inj.watch_output is (self.inj.view is not None)
 
     def redraw(self) -> None:
         """The tool draws its composer again after a reset."""
@@ -72,7 +74,7 @@ class World:
         self.inj.on_output(b"\r\n(new conversation)\r\ndemo> ", self.clock.t)
         self.clock.t += 0.2
         assert self.inj.poll(self.clock.t) == b""
-        assert self.inj.state == "armed" and not self.inj.watch_output
+        assert self.inj.state == "armed" and self.inj.watch_output is (self.inj.view is not None)
 
     def send(self, data: bytes) -> bytes:
         """Type `data`; return everything that reached the child, blocks included."""
@@ -293,7 +295,7 @@ def test_reset_without_markers_arms_once_output_is_quiet() -> None:
     w.message(b"hi")
     w.send(b"/clear\r")
     assert w.inj.state == "wait-ready"
-    assert not w.inj.watch_output                        # no emulator: the proxy stores last_output
+    assert w.inj.watch_output is (w.inj.view is not None)  # only the followed screen needs output
     reset_at = w.clock.t
     w.clock.t += 0.1
     w.inj.last_output = w.clock.t                        # the tool erases the old transcript

@@ -5,9 +5,12 @@ two things a whole session needs: a submission (Enter outside a paste, not
 after a `\\` that claude and gemini turn into a newline), and whether it was
 a reset command typed in full (`/clear`, `/new`…) on an otherwise empty
 composer. Anything the keys cannot tell for sure (cursor keys, history
-recall, Tab completion, a line too long to keep) makes the content
-*unknown*: such a submission still counts, but is never taken for a reset,
-so a guess can only miss a reset, never invent one.
+recall, Tab completion or a mode key, Esc, a line too long to keep, a key
+that answered a dialog) makes the content *unknown*: such a submission still
+counts, but is never taken for a reset, so a guess can only miss a reset,
+never invent one. The screen ends the unknown: when the injector's screen
+model shows the composer empty again, `settled_empty` makes it known (and
+empty) once more (`inject/screen_model.py`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,10 @@ class Composer:
         self._unknown = False
         self._in_paste = False
         self._backslash = False
+        self.unknown_at = float("-inf")
+        """When the composer last became unknown (the clock of `feed`'s caller)."""
+        self.now = 0.0
+        """Set by the caller before `feed`: the time of the key being fed."""
 
     def feed(self, tok: Token) -> Submission | None:
         kind = tok.kind
@@ -83,13 +90,38 @@ class Composer:
         elif kind == INTERRUPT or (kind == ESCAPE and self.esc_clears):
             self.clear()
         else:
-            self._unknown = True  # cursor keys, Tab, Ctrl-letters: the line is no longer ours to read
+            self._set_unknown()  # cursor keys, Tab, Ctrl-letters: the line is no longer ours to read
         return None
+
+    def _set_unknown(self) -> None:
+        self._unknown = True
+        self.unknown_at = self.now
 
     @property
     def has_text(self) -> bool:
         """Typed characters (a Backspace erases a whole one) or a paste since the last submission or clear."""
         return bool(self._buf) or self._pasted
+
+    @property
+    def unknown(self) -> bool:
+        """A key the composer model cannot read came since the last submission or clear."""
+        return self._unknown
+
+    def make_unknown(self) -> None:
+        """What the composer holds is no longer the keys' to tell (a key answered a dialog)."""
+        self._buf.clear()
+        self._pasted = False
+        self._set_unknown()
+
+    def known_text(self, text: str) -> None:
+        """The screen shows exactly this in the composer: the keys' picture is replaced by it."""
+        self.clear()
+        self._buf += text.encode("utf-8")
+
+    def settled_empty(self) -> None:
+        """The screen shows the composer empty: its content is known again (nothing)."""
+        if not self._in_paste:
+            self.clear()
 
     @property
     def in_paste(self) -> bool:
@@ -102,7 +134,7 @@ class Composer:
 
     def _add(self, data: bytes) -> None:
         if len(self._buf) + len(data) > MAX_TRACKED:
-            self._unknown = True
+            self._set_unknown()
             return
         self._buf += data
 

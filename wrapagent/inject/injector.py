@@ -116,8 +116,11 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """`every_message` guards: called with (conversation, message) when a later message is armed."""
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
-        self._keep_watching = outgoing is not None and outgoing.screen is not None
         self.whole_session = turns is not None or on_reset is not None
+        self.view = self._follow_screen(adapter, rows, cols, outgoing)
+        """The screen followed all session (a tool with a screen shape, whole session): the
+        composer's content when the keys cannot tell (`composer_screen.py`)."""
+        self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
         self.state = STARTING
@@ -148,6 +151,19 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
+
+    def _follow_screen(self, adapter: Adapter, rows: int, cols: int, outgoing: Outgoing | None):
+        if not self.whole_session:
+            return None
+        from wrapagent.inject.screen_model import model_for
+
+        model = model_for(adapter.name)
+        if model.shape is None:
+            return None
+        from wrapagent.inject.composer_screen import ComposerScreen
+
+        shared = outgoing.screen if outgoing is not None else None
+        return ComposerScreen.create(model, rows, cols, shared)
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -190,6 +206,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._size = (rows, cols)
         if self.outgoing is not None:
             self.outgoing.on_resize(rows, cols)
+        if self.view is not None:
+            self.view.resize(rows, cols)
         if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
@@ -252,6 +270,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.last_output = now
         if self.outgoing is not None:
             self.outgoing.on_output(data)
+        if self.view is not None:
+            self.view.feed(data)
         if self.state in (STARTING, WAIT_READY):
             # The emulator is only needed to see the ready screen; after
             # that, output costs the proxy one timestamp.
@@ -274,6 +294,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             self._ready_on_key(data, now)
         if self.state == STARTING:
+            self._composer.now = now
             for tok in tokenize(data):
                 sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
                 if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
@@ -311,6 +332,11 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         command, and the one after it gets them.
         """
         if not self._composer.in_paste:
+            if self._composer.unknown and self.view is None:
+                # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
+                # composer: the ready screen is the composer's, empty (no screen model
+                # to ask at the first key).
+                self._composer.settled_empty()
             self.state = ARMED
             return
         self.state = COMMAND
@@ -341,6 +367,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.outgoing is not None:
             self.outgoing.cancel_all("the tool ended")
             self.outgoing.close()
+        if self.view is not None:
+            self.view.close()
         if report.message > 1 and self.state in (ARMED, COMMAND):
             self.reports.remove(report)  # armed for a later message that never came
             return self.reports[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, PASTE_END, PASTE_START, TEXT, Token,
                                    blank_paste, tokenize)
-from wrapagent.inject.states import ARMED, AWAIT_SUBMIT, COMMAND, HOLD_STATES, HOLDING, WAIT_READY
+from wrapagent.inject.states import ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, HOLD_STATES, HOLDING, WAIT_READY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +29,10 @@ class MessageKeys:
             return b""
         offset = 0
         tokens = tokenize(data)
+        self._composer.now = now
         for i, tok in enumerate(tokens):
+            if self.view is not None:
+                self._composer_from_screen(tok, now)
             if self.state == ARMED and self._triggers(tok) and not blank_paste(tokens, i):
                 self._trigger(now, data[offset:])
                 return data[:offset]
@@ -42,13 +45,71 @@ class MessageKeys:
             offset += len(tok.data)
         return data
 
+    def _composer_from_screen(self, tok: Token, now: float) -> None:
+        """Where the keys cannot tell what the composer holds, ask the screen (`screen_model.py`).
+
+        Read at the first key of a message (a known-empty composer: is a dialog up, which this
+        key answers?), at a key after the composer became unknown (is it empty again?), and at
+        an Enter while it is unknown (does it hold exactly a reset command?). Not caught up, or
+        the tool has not redrawn since the unreadable key: no reading, nothing changes.
+        """
+        composer = self._composer
+        if composer.in_paste or self._in_paste or self.state not in (ARMED, COMMAND, CHATTING):
+            return
+        kind = tok.kind
+        if kind == ENTER:
+            if composer.unknown:
+                self._enter_from_screen(now)
+            return
+        if kind not in (TEXT, PASTE_START) or (composer.has_text and not composer.unknown):
+            return
+        if composer.unknown and not self._screen_settled(now):
+            return
+        reading = self.view.read()
+        if reading is None:
+            return
+        from wrapagent.inject import screen_model
+
+        if reading.dialog:
+            if not composer.unknown:
+                self.log("injection: a key went to a dialog, not the composer")
+            composer.make_unknown()  # a one-key answer is no text of the composer's
+        elif reading.composer == screen_model.EMPTY:
+            if composer.unknown:
+                self.log("injection: the screen shows the composer empty again")
+            composer.settled_empty()
+        elif reading.composer == screen_model.TEXT and not composer.unknown:
+            composer.make_unknown()  # text the keys did not put there (recalled, drawn late)
+        # No composer found where the tool's shape says (a release drew it elsewhere): the
+        # screen cannot tell, and the keys' picture stands.
+
+    def _screen_settled(self, now: float) -> bool:
+        """The tool had time to draw what the unreadable key did (see SETTLE_SECS)."""
+        from wrapagent.inject.composer_screen import SETTLE_SECS
+
+        since = self._composer.unknown_at
+        return self.last_output > since or now - since >= SETTLE_SECS
+
+    def _enter_from_screen(self, now: float) -> None:
+        """An Enter on an unknown composer: the screen may show exactly a reset command."""
+        if not self.adapter.reset_commands or not self._screen_settled(now):
+            return
+        reading = self.view.read()
+        if reading is None or reading.dialog or reading.composer_text is None:
+            return
+        if reading.composer_text.strip() in self.adapter.reset_commands:
+            self.log(f"injection: the screen shows {reading.composer_text.strip()} in the composer")
+            self._composer.known_text(reading.composer_text.strip())
+
     def _triggers(self, tok: Token) -> bool:
         """The first key of a message: a paste's start, or typed text that is not blank or a command.
 
         Blank text (spaces) is no message: blocks put in front of it would be
-        submitted alone by the Enter after it, and the real message go bare.
+        submitted alone by the Enter after it, and the real message go bare. Nor
+        is a key while the composer's content is unknown (fail safe: nothing is
+        typed next to text wrapagent cannot see).
         """
-        if self._in_paste:
+        if self._in_paste or self._composer.unknown:
             return False
         return tok.kind == PASTE_START or (tok.kind == TEXT and bool(tok.data.strip())
                                            and not self._is_command(tok.data.lstrip()))

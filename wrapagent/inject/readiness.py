@@ -188,3 +188,7 @@ class Readiness:
                  "(the tool's screen changed: injection still works)")
         if self.outgoing is not None:
             self.outgoing.use_generic_composer()
+        if self.view is not None:
+            from wrapagent.inject.screen_model import ScreenModel
+
+            self.view.model = ScreenModel(None)  # the tool's shape does not fit its screen either
