@@ -62,6 +62,8 @@ class Composer:
         self._unknown = False
         self._in_paste = False
         self._backslash = False
+        self._tail = bytearray()
+        """While unknown: what was typed since it became so (the screen must show exactly this)."""
         self.unknown_at = float("-inf")
         """When the composer last became unknown (the clock of `feed`'s caller)."""
         self.now = 0.0
@@ -95,7 +97,13 @@ class Composer:
 
     def _set_unknown(self) -> None:
         self._unknown = True
+        self._tail.clear()
         self.unknown_at = self.now
+
+    @property
+    def typed_since_unknown(self) -> str:
+        """The text typed since the composer became unknown ("" when none, or when known)."""
+        return self._tail.decode("utf-8", "replace") if self._unknown else ""
 
     @property
     def has_text(self) -> bool:
@@ -115,6 +123,8 @@ class Composer:
 
     def known_text(self, text: str) -> None:
         """The screen shows exactly this in the composer: the keys' picture is replaced by it."""
+        if self._in_paste:
+            return
         self.clear()
         self._buf += text.encode("utf-8")
 
@@ -130,6 +140,7 @@ class Composer:
 
     def clear(self) -> None:
         self._buf.clear()
+        self._tail.clear()
         self._pasted = self._unknown = self._in_paste = self._backslash = False
 
     def _add(self, data: bytes) -> None:
@@ -137,8 +148,12 @@ class Composer:
             self._set_unknown()
             return
         self._buf += data
+        if self._unknown:
+            self._tail += data
 
     def _erase(self) -> None:
+        if self._unknown and self._tail:
+            _erase_last(self._tail)
         if not self._buf:
             return
         start = len(self._buf) - 1
@@ -150,3 +165,11 @@ class Composer:
         sub = Submission(self._buf.decode("utf-8", "replace"), self._pasted, self._unknown)
         self.clear()
         return sub
+
+
+def _erase_last(buf: bytearray) -> None:
+    """Drop the last UTF-8 character of `buf`."""
+    start = len(buf) - 1
+    while start > 0 and (buf[start] & 0xC0) == 0x80:
+        start -= 1
+    del buf[start:]

@@ -117,6 +117,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
         self.whole_session = turns is not None or on_reset is not None
+        from wrapagent.inject.screen_model import model_for
+
+        self.model = model_for(adapter.name)
+        """The tool's screen model: readiness, dialogs, the composer (`screen_model.py`)."""
         self.view = self._follow_screen(adapter, rows, cols, outgoing)
         """The screen followed all session (a tool with a screen shape, whole session): the
         composer's content when the keys cannot tell (`composer_screen.py`)."""
@@ -153,12 +157,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._begun_early = False
 
     def _follow_screen(self, adapter: Adapter, rows: int, cols: int, outgoing: Outgoing | None):
-        if not self.whole_session:
-            return None
-        from wrapagent.inject.screen_model import model_for
-
-        model = model_for(adapter.name)
-        if model.shape is None:
+        model = self.model
+        if not self.whole_session or model.shape is None:
             return None
         from wrapagent.inject.composer_screen import ComposerScreen
 
@@ -287,9 +287,12 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def _on_input(self, data: bytes, now: float) -> bytes:
         if self._outgoing_holds(data, now):
             return b""
-        if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
+        if (self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._current_patterns()
+                and self._screen_ready()):
             # The composer is drawn but its quiet period is not over: a key now
-            # starts a message, so the blocks must go before it, not after.
+            # starts a message, so the blocks must go before it, not after. Only on the
+            # tool's own markers: an unknown TUI's screen (a start-up question) never
+            # skips the quiet check.
             self._became_ready(now, "marker" if self._current_patterns() else "generic")
         elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             self._ready_on_key(data, now)

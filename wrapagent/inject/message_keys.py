@@ -49,9 +49,10 @@ class MessageKeys:
         """Where the keys cannot tell what the composer holds, ask the screen (`screen_model.py`).
 
         Read at the first key of a message (a known-empty composer: is a dialog up, which this
-        key answers?), at a key after the composer became unknown (is it empty again?), and at
-        an Enter while it is unknown (does it hold exactly a reset command?). Not caught up, or
-        the tool has not redrawn since the unreadable key: no reading, nothing changes.
+        key answers?), at the keys typed while the composer is unknown (does it show exactly
+        what was typed since: nothing, or those keys?) and at an Enter while it is unknown
+        (the same, or exactly a reset command). Not caught up, or the tool has not redrawn
+        since the unreadable key: no reading, nothing changes.
         """
         composer = self._composer
         if composer.in_paste or self._in_paste or self.state not in (ARMED, COMMAND, CHATTING):
@@ -63,7 +64,8 @@ class MessageKeys:
             return
         if kind not in (TEXT, PASTE_START) or (composer.has_text and not composer.unknown):
             return
-        if composer.unknown and not self._screen_settled(now):
+        typed = composer.typed_since_unknown
+        if composer.unknown and not typed and not self._screen_settled(now):
             return
         reading = self.view.read()
         if reading is None:
@@ -74,14 +76,32 @@ class MessageKeys:
             if not composer.unknown:
                 self.log("injection: a key went to a dialog, not the composer")
             composer.make_unknown()  # a one-key answer is no text of the composer's
-        elif reading.composer == screen_model.EMPTY:
-            if composer.unknown:
-                self.log("injection: the screen shows the composer empty again")
-            composer.settled_empty()
-        elif reading.composer == screen_model.TEXT and not composer.unknown:
-            composer.make_unknown()  # text the keys did not put there (recalled, drawn late)
-        # No composer found where the tool's shape says (a release drew it elsewhere): the
-        # screen cannot tell, and the keys' picture stands.
+        elif not composer.unknown:
+            if reading.composer == screen_model.TEXT:
+                composer.make_unknown()  # text the keys did not put there (recalled, drawn late)
+        elif self._shows_exactly(reading, typed):
+            self.log("injection: the screen shows the composer empty again" if not typed else
+                     "injection: the screen shows the composer holding exactly what was typed since")
+            composer.known_text(typed)
+        # No composer found where the tool's shape says (a release drew it elsewhere), or it
+        # shows something else: the screen cannot tell, and the keys' picture stands.
+        if composer.unknown:
+            self._note_unknown(f"{reading.composer} {reading.composer_text or ''!r}"[:80])
+
+    @staticmethod
+    def _shows_exactly(reading, typed: str) -> bool:
+        """The composer on the screen holds exactly `typed` (nothing, when nothing was typed)."""
+        from wrapagent.inject import screen_model
+
+        if not typed.strip():
+            return reading.composer == screen_model.EMPTY and not typed
+        return reading.composer == screen_model.TEXT and (reading.composer_text or "").strip() == typed.strip()
+
+    def _note_unknown(self, seen: str) -> None:
+        """Say once per composer reading why the composer stays unknown (the log, not the record)."""
+        if getattr(self, "_unknown_seen", None) != seen:
+            self._unknown_seen = seen
+            self.log(f"injection: the composer stays unknown; the screen shows it {seen}")
 
     def _screen_settled(self, now: float) -> bool:
         """The tool had time to draw what the unreadable key did (see SETTLE_SECS)."""
@@ -92,14 +112,16 @@ class MessageKeys:
 
     def _enter_from_screen(self, now: float) -> None:
         """An Enter on an unknown composer: the screen may show exactly a reset command."""
-        if not self.adapter.reset_commands or not self._screen_settled(now):
+        if not self._screen_settled(now):
             return
         reading = self.view.read()
         if reading is None or reading.dialog or reading.composer_text is None:
             return
-        if reading.composer_text.strip() in self.adapter.reset_commands:
-            self.log(f"injection: the screen shows {reading.composer_text.strip()} in the composer")
-            self._composer.known_text(reading.composer_text.strip())
+        typed = self._composer.typed_since_unknown
+        shown = reading.composer_text.strip()
+        if shown in self.adapter.reset_commands or (typed.strip() and shown == typed.strip()):
+            self.log(f"injection: the screen shows {shown[:40]!r} in the composer")
+            self._composer.known_text(typed if shown == typed.strip() else shown)
 
     def _triggers(self, tok: Token) -> bool:
         """The first key of a message: a paste's start, or typed text that is not blank or a command.

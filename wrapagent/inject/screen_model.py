@@ -45,6 +45,8 @@ _KEY_HINT = re.compile(
     r"(?i:\b(?:enter|return|⏎)[ \t]+(?:to[ \t]+)?(?:confirm|continue|select|resume|submit)\b)"
     r"|(?i:\besc[ \t]+(?:to[ \t]+)?(?:back|close|cancel|start[ \t]+new|exit)\b)"
     r"|(?i:\bdo[ \t]+you[ \t]+trust\b)"
+    # a yes/no question: `(Y)es/(N)o`, `[y/N]`, `(y/n)` (an unknown TUI's start-up question)
+    r"|(?i:\(y\)es\b|[\[(]y/n[\])])"
     r"|(?i:\bpaste[ \t]+code[ \t]+here\b)"
     r"|(?i:\b(?:enter|paste|provide|type)[ \t]+(?:your[ \t]+|an?[ \t]+|the[ \t]+)?(?:\w+[ \t]+)?"
     r"(?:api[ \t-]?key|access[ \t]+token|password|passphrase)\b)"
