@@ -227,11 +227,16 @@ class Outgoing:
         text = self.screen.text(timeout=SCREEN_CATCH_UP_SECS)
         if text is None:
             return False
-        from wrapagent.inject.readiness import looks_like_dialog
+        from wrapagent.inject.screen_model import model_for
 
-        if looks_like_dialog(text):  # a marker may also be in the transcript (codex's `› <message>`)
-            return False
-        return self._generic or all(p.search(text) for p in self._patterns)
+        # By the screen's structure (`screen_model.py`): the tool's composer at the bottom,
+        # empty, no dialog, not working; a transcript full of `1. Yes` / `› No` lines is no
+        # dialog. A tool whose shape did not fit its screen: any quiet screen that is no dialog.
+        model = model_for("" if self._generic else self.adapter.name)
+        reading = model.read(text)
+        if model.shape is not None:
+            return reading.idle_empty
+        return not reading.dialog and (self._generic or all(p.search(text) for p in self._patterns))
 
     def close(self) -> None:
         if self.screen is not None:
