@@ -76,6 +76,8 @@ class MessageKeys:
             if not composer.unknown:
                 self.log("injection: a key went to a dialog, not the composer")
             composer.make_unknown()  # a one-key answer is no text of the composer's
+            if self.turns is not None:
+                self.turns.resumed(now)  # an answer: the agent may go on working in this turn
         elif not composer.unknown:
             if reading.composer == screen_model.TEXT:
                 composer.make_unknown()  # text the keys did not put there (recalled, drawn late)
