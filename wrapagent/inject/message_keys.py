@@ -72,7 +72,9 @@ class MessageKeys:
             return
         from wrapagent.inject import screen_model
 
-        if reading.dialog:
+        if reading.dialog and self.view.model.shape is not None:
+            # (the generic reading's dialog is a guess from the bottom lines: no key is
+            # taken from the composer on a guess)
             if not composer.unknown:
                 self.log("injection: a key went to a dialog, not the composer")
             composer.make_unknown()  # a one-key answer is no text of the composer's

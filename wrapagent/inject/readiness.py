@@ -139,7 +139,16 @@ class Readiness:
         if not patterns:
             return has_content(text) and not self._dialog_up(text)
         # A marker may show on a dialog too (codex's `›` on its resume picker's chosen row).
-        return all(p.search(text) for p in patterns) and not self._dialog_up(text)
+        reading = self.model.read(text)
+        if reading.dialog:
+            return False
+        if all(p.search(text) for p in patterns):
+            return True
+        # The tool's empty composer found by its shape, where the marker text is gone (opencode's
+        # `Ask anything` placeholder in a continued session): its own marker too, by structure.
+        from wrapagent.inject.screen_model import EMPTY
+
+        return self.model.shape is not None and reading.composer == EMPTY and not reading.working
 
     def _dialog_up(self, text: str) -> bool:
         """A dialog by the screen's structure (`screen_model.py`): the tool's composer is not at
