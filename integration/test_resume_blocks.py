@@ -52,6 +52,7 @@ def test_resumed_conversation_gets_the_blocks(cli_env, tool):
 
     term = cli_env.spawn(cli_env.interactive_args())
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    wait_ready_logged(cli_env, 1)
     term.wait_quiet(spec.settle, timeout=10)
     send(term, "(lookalike) show me the choices")
     texts = mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
