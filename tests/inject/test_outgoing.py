@@ -15,7 +15,7 @@ import pytest
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.delivery import PASTE_BEGIN, PASTE_FINISH
 from wrapagent.inject.injector import CHATTING, FirstMessageInjector
-from wrapagent.inject.outgoing import ENTER_GAP_SECS, Outgoing, Request
+from wrapagent.inject.outgoing import ENTER_GAP_SECS, SCREEN_RETRY_SECS, Outgoing, Request
 
 BP_ON = b"\x1b[?2004h"
 SCREENS = Path(__file__).resolve().parent.parent / "screens"
@@ -139,7 +139,7 @@ def test_a_screen_without_the_empty_composer_cancels():
     rig = Rig("claude")
     rig.output("\x1b[2J\x1b[HDo you want to proceed?\r\n› 1. Yes\r\n  2. No".encode(), 1.2)
     rig.post(since=1.5, now=2.0)
-    rig.run_until(4.0)
+    rig.run_until(2.0 + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
 
@@ -187,7 +187,7 @@ def test_when_the_markers_never_showed_a_dialog_still_cancels():
     rig.output("\x1b[2J\x1b[HAllow command?\r\n\u203a 1. Yes\r\n  2. No, tell Codex what to do".encode(),
                start - 0.8)
     rig.post(since=start - 0.5, now=start)
-    rig.run_until(start + 4.0)
+    rig.run_until(start + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
 
@@ -207,7 +207,7 @@ def test_codex_after_a_turn_a_permission_dialog_still_cancels():
                "\u203a 1. Yes, proceed (y)\r\n  2. No, and tell Codex what to do differently (esc)\r\n\r\n"
                "  Press enter to confirm or esc to cancel".encode(), 1.2)
     rig.post(since=1.5, now=2.0)
-    rig.run_until(4.0)
+    rig.run_until(2.0 + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
 
@@ -232,5 +232,19 @@ def test_a_dialog_of_the_tool_cancels(screen):
                                            .replace("dialog-resume-picker", "empty-start")))
     rig.output(b"\x1b[H\x1b[2J" + recorded(screen), 1.0)
     rig.post(since=1.5, now=2.0)
-    rig.run_until(6.0)
+    rig.run_until(2.0 + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
+
+
+def test_a_composer_that_shows_late_still_gets_the_message():
+    """The screen catches up after the stop (a lagging emulator, the end of the turn still being
+    drawn): the message is tried again, not cancelled (before: cancelled as "a dialog?" and,
+    with the agent idle, never retried)."""
+    rig = Rig("claude")
+    rig.output(b"\x1b[H\x1b[2J" + recorded("claude/2.1.330/working-thinking.txt"), 1.0)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(3.0, step=0.01, echo=False)
+    assert rig.done == [] and rig.writes == []            # still working on the screen: waits
+    rig.output(b"\x1b[H\x1b[2J" + recorded("claude/2.1.330/empty-after-lookalike-reply.txt"), 3.0)
+    rig.run_until(8.0, step=0.01)
+    assert rig.done == [("delivered", "")]

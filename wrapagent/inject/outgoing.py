@@ -54,6 +54,12 @@ SCREEN_CATCH_UP_SECS = 0.5
 """At most this long (on the proxy's thread) for the emulator to catch up with the output;
 it only lags after a burst, and output has been quiet for `quiet_secs` at a stop."""
 
+SCREEN_RETRY_SECS = 10.0
+"""A message whose empty composer is not on the screen yet (the emulator lags behind a burst,
+the tool still draws the end of its turn) is tried again every SCREEN_RETRY_GAP_SECS for this
+long before it is cancelled: a dialog keeps it from going, a lagging screen does not lose it."""
+SCREEN_RETRY_GAP_SECS = 0.25
+
 RELEASE_GAP_SECS = 0.05
 """The user's keys held during a delivery go this long after the Enter: never in its write."""
 
@@ -103,6 +109,8 @@ class Outgoing:
         self._enter_at = 0.0
         self.held = bytearray()
         self._generic = False
+        self._retry_since: float | None = None
+        self._retry_at: float | None = None
 
     # -- any thread ------------------------------------------------------------------
 
@@ -144,6 +152,8 @@ class Outgoing:
             return self._enter_at
         if self.state == RELEASING:
             return self._enter_at + RELEASE_GAP_SECS
+        if self.state == IDLE and self._retry_at is not None:
+            return self._retry_at
         return None
 
     def poll(self, now: float, last_output: float, composer_has_text: bool) -> tuple[bytes, bool]:
@@ -197,6 +207,8 @@ class Outgoing:
     # -- inside -----------------------------------------------------------------------
 
     def _start(self, now: float, composer_has_text: bool) -> bytes:
+        if self._retry_at is not None and now < self._retry_at:
+            return b""
         with self._lock:
             request = self._queue.popleft() if self._queue else None
         if request is None:
@@ -207,7 +219,10 @@ class Outgoing:
         elif composer_has_text:
             reason = "the composer holds your text"
         elif self.screen is not None and not self._composer_shown():
+            if self._retry_later(request, now):
+                return b""
             reason = "the empty composer is not on the screen (a dialog?)"
+        self._retry_since = self._retry_at = None
         if reason:
             self.log(f"outgoing: not sent: {reason}")
             request.done("cancelled", reason, None)
@@ -216,6 +231,19 @@ class Outgoing:
         self._outbox = delivery_chunks(self.adapter, request.text, now)
         self.state = DELIVERING
         return self._due(now)
+
+    def _retry_later(self, request: Request, now: float) -> bool:
+        """Put `request` back at the head of the queue to be tried again (SCREEN_RETRY_SECS)."""
+        since = now if self._retry_since is None else self._retry_since
+        if now - since >= SCREEN_RETRY_SECS:
+            return False
+        if self._retry_since is None:
+            self.log("outgoing: the empty composer is not on the screen yet; trying again")
+        with self._lock:
+            self._queue.appendleft(request)
+        self._retry_since = since
+        self._retry_at = now + SCREEN_RETRY_GAP_SECS
+        return True
 
     def use_generic_composer(self) -> None:
         """The tool's ready markers never showed (its screen changed in a release): an empty
