@@ -287,12 +287,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def _on_input(self, data: bytes, now: float) -> bytes:
         if self._outgoing_holds(data, now):
             return b""
-        if (self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._current_patterns()
-                and self._screen_ready()):
+        if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
             # The composer is drawn but its quiet period is not over: a key now
-            # starts a message, so the blocks must go before it, not after. Only on the
-            # tool's own markers: an unknown TUI's screen (a start-up question) never
-            # skips the quiet check.
+            # starts a message, so the blocks must go before it, not after.
             self._became_ready(now, "marker" if self._current_patterns() else "generic")
         elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             self._ready_on_key(data, now)
@@ -334,19 +331,37 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         of text already in the composer, so that message passes untouched, like a
         command, and the one after it gets them.
         """
-        if not self._composer.in_paste:
-            if self._composer.unknown and self.view is None:
+        composer = self._composer
+        if not composer.in_paste:
+            if composer.unknown and self.view is None:
                 # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
                 # composer: the ready screen is the composer's, empty (no screen model
                 # to ask at the first key).
-                self._composer.settled_empty()
-            self.state = ARMED
+                composer.settled_empty()
+            if not (composer.has_text and self._ready_screen_holds_text()):
+                self.state = ARMED
+                return
+            self.state = COMMAND
+            self._begun_early = True
+            self._note("a message begun before the composer was ready goes without the blocks; "
+                       "the next message gets them")
             return
         self.state = COMMAND
         self._in_paste = True
         self._begun_early = True
         self._note("a paste begun before the composer was ready goes without the blocks; "
                    "the next message gets them")
+
+    def _ready_screen_holds_text(self) -> bool:
+        """Keys typed before readiness: the ready screen shows them in the tool's composer (by
+        the screen model), so blocks cannot go in front of them. Without a shape, or when the
+        screen shows the composer empty (they answered a start-up dialog, or the tool dropped
+        them), the next key starts the message as before."""
+        if self.model.shape is None or self.state != STARTING:
+            return False
+        from wrapagent.inject.screen_model import TEXT
+
+        return self.model.read(self.screen.text()).composer == TEXT
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:

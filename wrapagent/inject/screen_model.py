@@ -235,8 +235,8 @@ SHAPES: dict[str, ScreenShape] = {
     ),
     "claude": ScreenShape(
         prompt=r"❯(?:[ \xa0](?P<text>.*))?$",
-        rule_above=r"^─{20,}",
-        rule_below=r"^─{20,}",
+        rule_above=r"^─{3,}\s*$",
+        rule_below=r"^─{3,}\s*$",
         footer_lines=3,
         working=(r"esc to interrupt",),
     ),
