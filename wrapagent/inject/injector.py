@@ -29,9 +29,13 @@ submitted the injector stays attached, following the user's keys with a
 adapter) starts a new conversation: `on_reset()` recomputes the blocks, keys
 pass untouched until the composer is back (a dialog may come first), and the
 next message gets them exactly as the first did. Every other submission
-is reported to `turns`, which decides when the agent waits. Output then
-costs the proxy one timestamp (`watch_output` is false, the loop stores
-`last_output`); the emulator is only fed until the composer is ready.
+is reported to `turns`, which decides when the agent waits. For a tool
+with a screen shape (`screen_model.py`) the screen is then followed in a
+thread of its own (`composer_screen.py`: the output path appends to a
+buffer), so the composer can be read when the keys cannot tell; for other
+tools output costs the proxy one timestamp (`watch_output` is false, the
+loop stores `last_output`). The readiness emulator is only fed until the
+composer is ready.
 
 First-message mode (neither given): the injector reports `done` once the
 blocks were submitted and the proxy drops it.
@@ -273,8 +277,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.view is not None:
             self.view.feed(data)
         if self.state in (STARTING, WAIT_READY):
-            # The emulator is only needed to see the ready screen; after
-            # that, output costs the proxy one timestamp.
+            # The readiness emulator is only needed to see the ready screen.
             self.screen.feed(data)
             if not self._bp_seen:
                 hay = self._bp_tail + data
