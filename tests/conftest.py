@@ -38,6 +38,19 @@ def wrapagent_argv() -> list[str]:
     return [sys.executable, "-m", "wrapagent"]
 
 
+def agent_stand_in(folder: Path, body: str = "exit 0\n", name: str = "aider") -> Path:
+    """An executable sh script named as a known agent TUI (aider), running `body`.
+
+    `last` (sessions show/diff/undo/resume) means the newest session of an
+    agent: a test whose session must be `last` runs this instead of `sh`.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return script
+
+
 def helper(name: str, *args: str) -> list[str]:
     """argv of a helper program from tests/helpers, run with this interpreter."""
     return [sys.executable, str(HELPERS / name), *args]

@@ -248,3 +248,28 @@ def test_a_composer_that_shows_late_still_gets_the_message():
     rig.output(b"\x1b[H\x1b[2J" + recorded("claude/2.1.330/empty-after-lookalike-reply.txt"), 3.0)
     rig.run_until(8.0, step=0.01)
     assert rig.done == [("delivered", "")]
+
+
+def test_followed_screen_catches_up_when_asked_and_after_a_pause() -> None:
+    """The emulator waits for a pause in the output (a burst never hands it the interpreter lock),
+    but `text` gets the screen as of the last chunk at once, and a pause lets it catch up alone."""
+    import time
+
+    from wrapagent.inject.outgoing import FollowedScreen
+
+    followed = FollowedScreen(5, 40)
+    try:
+        for i in range(200):
+            followed.feed(b"\r\nline %d" % i)
+        assert "line 199" in (followed.text(timeout=30.0) or "")
+        followed.feed(b"\r\nafter a pause")
+        end = time.monotonic() + 30.0
+        while True:  # nobody asks: the pause alone brings the emulator up to date
+            with followed._cond:
+                if not followed._pending and not followed._busy:
+                    break
+            assert time.monotonic() < end, "the emulator never caught up after the output paused"
+            time.sleep(0.02)
+        assert "after a pause" in followed._screen.text()
+    finally:
+        followed.close()

@@ -336,3 +336,34 @@ def test_esc_clears_when_the_adapter_says_so() -> None:
     assert w.send(b"foo") + w.send(b"\x1b") + w.send(b"/new\r") == b"foo\x1b/new\r"
     assert w.resets == 1 and w.inj.state == "wait-ready"
     assert isinstance(w.inj.adapter, base.Adapter)
+
+
+def test_the_interrupt_watch_sees_keys_that_reach_the_tool_and_the_notice_after_them() -> None:
+    """Esc while the agent works, then codex's notice: the stop is marked interrupted, and the
+    output is watched only between the key and the stop."""
+    from wrapagent.inject.interrupts import InterruptWatch, rule_for
+    from wrapagent.session.turns import TurnTracker
+
+    clock = Clock()
+    fired: list[int] = []
+    tracker = TurnTracker(3.0, fired.append, to_wall=str)
+    watch = InterruptWatch(rule_for("codex"), tracker.working)
+    tracker.interrupted = watch.take
+    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
+                               clock=clock, inject=False, turns=tracker, interrupts=watch)
+    inj.on_output(READY_SCREEN, clock.t)
+    clock.t += 0.2
+    inj.poll(clock.t)
+    steady = inj.view is not None  # a tool with a screen shape: its screen is followed all along
+    assert inj.state == "chatting" and inj.watch_output is steady
+    assert inj.on_input(b"\x1b", clock.t) == b"\x1b"   # the agent waits: no interrupt
+    assert not watch.wants_output
+    assert inj.on_input(b"fix it", clock.t) + inj.on_input(b"\r", clock.t) == b"fix it\r"
+    clock.t += 1.0
+    assert inj.on_input(b"\x1b", clock.t) == b"\x1b"   # while it works: the key passes, and counts
+    assert watch.wants_output and inj.watch_output      # the notice is looked for in the output
+    inj.on_output(b"\x1b[31m\xe2\x96\xa0\x1b[0m Conversation interrupted", clock.t)
+    clock.t += 3.5
+    inj.poll(clock.t)
+    assert fired == [1] and tracker.interrupted_turn == 1 and tracker.turns[0]["interrupted"] is True
+    assert not watch.wants_output and inj.watch_output is steady  # back to the steady state

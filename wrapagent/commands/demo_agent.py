@@ -23,6 +23,11 @@ Enter that comes in the same read right after a paste's end is part of the
 paste (a newline), not a submission; tests use it to see held keys released
 as one burst.
 
+It edits files on request, so diff, undo and redo can be tried with no
+coding CLI: a message `write PATH TEXT` writes TEXT and a newline to PATH,
+`rm PATH` removes it (PATH relative to the folder it runs in, never outside
+it, never through a link); it replies as usual.
+
 Usage: python -m wrapagent.commands.demo_agent [--log FILE] [--think-secs S] [-p] [PROMPT] | --version
 """
 
@@ -127,9 +132,45 @@ class Agent:
         nl = "\r\n" if how == "tty" else "\n"
         self.out.write(f"{nl}--- message {self.count} received ({len(text)} chars) ---{nl}"
                        f"{body}{nl}--- end of message {self.count} ---{nl}")
+        done = edit_files(text)
+        if done:
+            self.out.write(f"{done}{nl}")
         self.out.write(f"reply: MOCK-REPLY-{self.count}{nl}")
         self.out.flush()
         self.event("reply", n=self.count)
+
+
+def edit_files(text: str) -> str | None:
+    """`write PATH TEXT` / `rm PATH` (a line of the message each): what was done, or None.
+
+    Only below the current folder: a path that leaves it (`..`, absolute)
+    or goes through a link is refused, as an agent's sandbox would.
+    """
+    said = []
+    for line in text.splitlines():
+        words = line.strip().split(" ", 2)
+        if not words or words[0] not in ("write", "rm") or len(words) < 2:
+            continue
+        path = words[1]
+        here = os.path.realpath(".")
+        full = os.path.realpath(os.path.join(here, os.path.dirname(path)))
+        if os.path.isabs(path) or not (full == here or full.startswith(here + os.sep)):
+            said.append(f"refused: {path} is outside this folder")
+            continue
+        target = os.path.join(full, os.path.basename(path))
+        try:
+            if words[0] == "write":
+                os.makedirs(full, exist_ok=True)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                with os.fdopen(os.open(target, flags, 0o644), "w", encoding="utf-8") as f:
+                    f.write((words[2] if len(words) > 2 else "") + "\n")
+                said.append(f"wrote {path}")
+            else:
+                os.unlink(target)
+                said.append(f"removed {path}")
+        except OSError as exc:
+            said.append(f"{words[0]} {path}: {exc.strerror or exc}")
+    return "; ".join(said) or None
 
 
 def _one_shot(agent: Agent, prompt: str | None) -> int:

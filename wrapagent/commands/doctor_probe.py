@@ -87,7 +87,8 @@ class _Probe:
         self.injector = FirstMessageInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
                                              wake_fd=None)
         self.t0 = time.monotonic()
-        self.pid, self.fd = spawn(argv, env=env, cwd=None, size=(rows, cols))
+        # pid: the session leader on the PTY (its exit status is the tool's); tool_pid: the tool's group
+        self.pid, self.tool_pid, self.fd = spawn(argv, env=env, cwd=None, size=(rows, cols))
         os.set_blocking(self.fd, False)
         self.eof = False
         self.status: int | None = None
@@ -224,6 +225,10 @@ class _Probe:
                 self.injector.poll(now)
 
     def signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.tool_pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):

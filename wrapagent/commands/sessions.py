@@ -5,7 +5,7 @@
     sessions path [--project PATH]     the project's sessions repository (for `git -C … log`)
     sessions diff ID [--stat]          what the session changed in the work tree (git diff)
     sessions undo ID [--dry-run] [--force]   put the files it changed back as they were before it
-    sessions prune [--older-than DAYS] [--project PATH]   drop old checkpoint refs
+    sessions prune [--older-than DAYS] [--project PATH] [--dry-run] [--yes]   drop old checkpoint refs
     sessions resume ID [-- TOOL_ARGS]  the same tool, wrapped, continuing its own session
 
 The parser and dispatch live here; finding a record (`last`, prefixes) in
@@ -79,16 +79,21 @@ def _parser() -> argparse.ArgumentParser:
     dif = sub.add_parser("diff", help="what the session changed in the work tree, as a git diff")
     dif.add_argument("id", metavar="ID", help=ref_help)
     dif.add_argument("--stat", action="store_true", help="only the diff stat")
+    dif.add_argument("--turn", metavar="N", type=int, default=None, help="only what turn N changed")
     und = sub.add_parser("undo", help="put every file the session changed back as it was before it")
     und.add_argument("id", metavar="ID", help=ref_help)
     und.add_argument("--dry-run", action="store_true", help="list what undo would do, change nothing")
+    und.add_argument("--turn", metavar="N", type=int, default=None, help="only what turn N changed")
     und.add_argument("--force", action="store_true",
                      help="undo even though another session of this repository ran at the same time "
                           "(never past a file changed after the session)")
-    prn = sub.add_parser("prune", help="drop old sessions' checkpoints (git refs) from the project")
+    prn = sub.add_parser("prune", help="drop old sessions' checkpoints from the project's store")
     prn.add_argument("--older-than", metavar="DAYS", type=float, default=30.0,
                      help="sessions older than this many days (default 30; 0 = all)")
     prn.add_argument("--project", metavar="PATH", default=None, help="default: the current project")
+    prn.add_argument("--dry-run", action="store_true", help="list the sessions whose checkpoints would go")
+    prn.add_argument("--yes", action="store_true",
+                     help="drop more than one session's without asking (scripts; otherwise asked at a terminal)")
     res = sub.add_parser("resume", help="start the session's tool again, wrapped, continuing its conversation")
     res.add_argument("id", metavar="ID", help=ref_help)
     res.add_argument("tool_args", metavar="TOOL_ARGS", nargs=argparse.REMAINDER,

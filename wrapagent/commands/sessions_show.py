@@ -307,9 +307,14 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
         waits = f", {turn['waits']} waits" if turn.get("waits") else ""
         # quiet_at is when the output went quiet; waiting_for_input fires quiet_secs after that
         by = f" by {_cell(turn['by'])}" if turn.get("by") else ""
+        stopped = ", interrupted by the user" if turn.get("interrupted") else ""
         out.append(f"  #{_cell(turn.get('n'))}  submitted{by} {_cell(format_time(turn.get('at')))}"
                    + (f", output quiet from +{_seconds_between(turn.get('at'), quiet)} (seen waiting "
-                      f"quiet_secs later){waits}" if quiet else ", not seen waiting"))
+                      f"quiet_secs later){waits}" if quiet else ", not seen waiting") + stopped)
+        files = turn.get("files")
+        if isinstance(files, list):
+            shown = ", ".join(_cell(f) for f in files[:8]) + (f" … and {len(files) - 8} more" if len(files) > 8 else "")
+            out.append(f"      changed: {shown}" if files else "      changed no file")
     if total > TURNS_SHOWN:
         out.append(f"  ... {total - TURNS_SHOWN} more")
     return out
@@ -346,6 +351,8 @@ def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
         out.extend(f"    {visible_text(line)}" for line in str(cont.get("text") or "").split("\n"))
     for item in entry.get("not_sent") or []:
         out.append(f"  after turn {item.get('after_turn')}: not sent ({visible_text(str(item.get('reason')))})")
+    for turn in entry.get("interrupted") or []:
+        out.append(f"  after turn {_cell(turn)}: not run (the user interrupted the agent)")
     failing = entry.get("still_failing")
     if failing:
         out.append(f"  still failing at turn {failing.get('turn')} after "

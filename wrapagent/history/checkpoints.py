@@ -1,24 +1,27 @@
-"""Snapshots of the project's work tree as git commits the user never sees.
+"""Snapshots of the project's work tree as git commits, in wrapagent's own store (history/store.py).
 
 Before the tool starts and after it exits, the work tree (tracked and
 untracked files, minus what git ignores at that moment) is written as a
-commit with git plumbing only:
+commit of the project's store, with git plumbing only:
 
-    GIT_INDEX_FILE=<private index> git add -A      # never the user's index
-    GIT_INDEX_FILE=<private index> git write-tree
-    git commit-tree <tree> [-p HEAD | -p <before>]  # no hooks, no branch moved
-    git update-ref refs/wrapagent/checkpoints/<session>/<before|after> <commit>
+    git ls-files -m -o --exclude-standard     # what changed since the store's index
+    git update-index --add --remove --stdin   # those files, as bytes; too-big ones left out
+    git write-tree
+    git commit-tree <tree> [-p <before>]      # no hooks, nothing of the user's
+    git update-ref refs/sessions/<session>/<before|after> <commit>
 
-The private index lives in the git dir (`wrapagent/index`), seeded from the
-user's index the first time so git's stat cache makes `git add -A` cheap;
-each snapshot works on its own copy and puts it back with a rename, so two
-sessions in one repository never corrupt it. Refs under `refs/wrapagent/`
-keep the commits from gc without showing up in branches, the stash or
-`git status`. The user's pre-existing edits are in the "before" snapshot,
-so `diff` and `undo` only ever see what changed during the session.
+The store's index starts as a copy of the user's index (minus the paths
+whose blob there is converted), so git's stat cache makes the first
+snapshot cheap; each snapshot works on its own copy and puts it back with
+a rename, so two sessions in one project never corrupt it. The user's
+repository is only read (`--no-optional-locks`). The user's pre-existing
+edits are in the "before" snapshot, so `diff` and `undo` only ever see
+what changed during the session.
 
 Each snapshot runs under a time budget: on a repository too big for it, the
-snapshot is abandoned (its git process killed) and the record says so.
+snapshot is abandoned (its git process killed) and the record says so. A
+file larger than `[checkpoints] max_file_mb` is left out (the record lists
+it), so one build product neither exhausts the budget nor grows the store.
 """
 
 from __future__ import annotations
@@ -33,10 +36,13 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Mapping, Sequence
 
-REF_PREFIX = "refs/wrapagent/checkpoints/"
+REF_PREFIX = "refs/sessions/"  # in the store
+LEGACY_REF_PREFIX = "refs/wrapagent/checkpoints/"  # in the user's repository, before the store
 OVER_BUDGET_MARK = "over-budget"  # in $GIT_DIR/wrapagent/: the last snapshot here ran out of time
 OVER_BUDGET_RETRY_SECS = 24 * 3600
 IDENTITY = gitcmd.IDENTITY
+FOLDERS_KEPT = 1000  # at most this many empty (or ignored-only) folders of `before` listed in a record
+DEFAULT_MAX_FILE_MB = 10.0  # [checkpoints] max_file_mb: a larger file is left out of a snapshot
 
 
 def _unlink(path: str) -> None:
@@ -52,6 +58,23 @@ class CheckpointError(Exception):
 
 class BudgetExceeded(CheckpointError):
     """A git step did not finish within the snapshot's time budget."""
+
+
+IGNORE_STAMP = "ignore-stamp"  # in the store: what the ignore rules were at the last snapshot
+
+
+def _sha(data: bytes) -> str:
+    from wrapagent.paths import _sha256_hex
+
+    return _sha256_hex(data)
+
+
+def _read_file(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
 
 
 def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
@@ -80,112 +103,326 @@ def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None 
 
 
 class Repo:
-    """A git work tree: its top level and its (per-worktree) git dir."""
+    """A git work tree (its top level and the user's git dir, only ever read) and wrapagent's store
+    of its checkpoints (history/store.py), where every snapshot is written.
 
-    def __init__(self, top: str, git_dir: str, env: Mapping[str, str] | None = None) -> None:
+    `store` is None for a record of an earlier release, whose checkpoints
+    are refs in the user's repository: those are only read (diff, undo).
+    """
+
+    def __init__(self, top: str, git_dir: str, env: Mapping[str, str] | None = None,
+                 store: "Store | None" = None, objects: str | None = None) -> None:
         self.top = top
         self.git_dir = git_dir
         self.env = env
+        self.store = store
+        self.objects = objects
+        self.head: str | None = None  # the user's HEAD commit when `find` looked (None: no commit yet)
+        self._config: dict[str, str] | None = None
 
     @classmethod
     def find(cls, path: str | Path, env: Mapping[str, str] | None = None,
              deadline: float | None = None) -> "Repo | None":
-        """The repository whose work tree holds `path`; None outside one (or in a bare one)."""
+        """The repository whose work tree holds `path`; None outside one (or in a bare one). Reads only."""
+        from wrapagent.history.store import user_read
+
+        args = ["rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
         try:
-            proc = git(path, ["rev-parse", "--show-toplevel", "--absolute-git-dir"], env=env,
-                       deadline=deadline, check=False)
-        except BudgetExceeded:
-            raise
-        except CheckpointError:
+            proc = user_read(path, [*args, "HEAD"], env=env, deadline=deadline)  # HEAD in the same call
+            if proc.returncode != 0:  # no commit yet (or no repository)
+                proc = user_read(path, args, env=env, deadline=deadline)
+        except gitcmd.GitTimeout:
+            raise BudgetExceeded("no time left in the snapshot budget") from None
+        except gitcmd.GitError:
             return None
         lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-        if proc.returncode != 0 or len(lines) != 2 or not lines[0]:
+        if proc.returncode != 0 or len(lines) not in (3, 4) or not lines[0]:
             return None
-        return cls(lines[0], lines[1], env)
+        repo = cls(lines[0], lines[1], env, objects=os.path.join(lines[2], "objects"))
+        repo.head = lines[3] if len(lines) == 4 else None
+        return repo
 
-    def run(self, args: Sequence[str], **kw) -> gitcmd.Result:
-        return git(self.top, args, env=self.env, git_dir=self.git_dir, **kw)
+    def open_store(self, *, create: bool = True) -> "Repo":
+        """This repository with its store opened (created when missing): where snapshots go."""
+        from wrapagent.history.store import Store, StoreError
+
+        try:
+            self.store = Store.open(self.top, self.git_dir, self.objects, self.env, create=create)
+        except (StoreError, OSError) as exc:
+            raise CheckpointError(f"checkpoint store: {exc}") from None
+        return self
+
+    def run(self, args: Sequence[str], *, index: str | None = None, deadline: float | None = None,
+            input: bytes | None = None, check: bool = True) -> gitcmd.Result:
+        """git on the store (or, for an earlier release's record, read-only on the user's repository)."""
+        try:
+            if self.store is not None:
+                return self.store.run(args, index=index, deadline=deadline, input=input, check=check)
+            from wrapagent.history.store import user_read
+
+            return user_read(self.top, args, git_dir=self.git_dir, env=self.env, index=index,
+                             deadline=deadline, input=input, check=check)
+        except gitcmd.GitTimeout as exc:
+            if not exc.started:
+                raise BudgetExceeded("no time left in the snapshot budget") from None
+            removed = f" (removed the {len(exc.removed)} temporary file(s) it left)" if exc.removed else ""
+            raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget{removed}") from None
+        except gitcmd.GitError as exc:
+            raise CheckpointError(str(exc)) from None
+
+    def run_in(self, folder: str, args: Sequence[str], *, input: bytes | None = None) -> gitcmd.Result:
+        """git with this repository's git dir (the store's) on another work tree `folder` (undo's
+        scratch copy of the `before` ignore files); never checks the exit code."""
+        git_dir = self.store.path if self.store is not None else self.git_dir
+        return git(folder, args, env=self.env, git_dir=git_dir, input=input, check=False)
+
+    def read_user(self, args: Sequence[str], *, index: str | None = None, deadline: float | None = None,
+                  input: bytes | None = None) -> gitcmd.Result:
+        """A read-only git call on the user's repository (`--no-optional-locks`)."""
+        from wrapagent.history.store import user_read
+
+        try:
+            return user_read(self.top, args, git_dir=self.git_dir, env=self.env, index=index,
+                             deadline=deadline, input=input)
+        except gitcmd.GitTimeout:
+            raise BudgetExceeded("no time left in the snapshot budget") from None
+        except gitcmd.GitError as exc:
+            raise CheckpointError(str(exc)) from None
+
+    def user_config(self, deadline: float | None = None) -> dict[str, str]:
+        """The user's settings a snapshot reads (store.USER_CONFIG_KEYS), asked once per Repo."""
+        if self._config is None:
+            from wrapagent.history.store import user_config
+
+            try:
+                self._config = user_config(self.top, self.git_dir, self.env, deadline)
+            except gitcmd.GitTimeout:
+                raise BudgetExceeded("no time left in the snapshot budget") from None
+            except gitcmd.GitError as exc:
+                raise CheckpointError(str(exc)) from None
+        return self._config
 
     def rev(self, name: str, deadline: float | None = None) -> str | None:
-        proc = self.run(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], check=False,
-                        deadline=deadline)
+        """A commit of the user's repository (HEAD), read only."""
+        proc = self.read_user(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], deadline=deadline)
         out = proc.stdout.decode().strip()
         return out if proc.returncode == 0 and out else None
 
     # -- snapshots ----------------------------------------------------------------
 
+    def _scratch(self) -> str:
+        """The store's folder: its index and marks."""
+        if self.store is None:
+            raise CheckpointError("this session's checkpoints are in the repository (an earlier release): "
+                                  "read only")
+        return self.store.path
+
     def _index_paths(self) -> tuple[str, str]:
-        folder = os.path.join(self.git_dir, "wrapagent")
-        os.makedirs(folder, exist_ok=True)
+        folder = self._scratch()
         unique = f"{os.getpid()}-{os.urandom(4).hex()}"  # sessions (and threads) never share one
         return os.path.join(folder, "index"), os.path.join(folder, f"index.{unique}.tmp")
 
-    def _seed_index(self, private: str, work: str) -> None:
-        """Start from the private index (warm stat cache), else the user's, else nothing.
+    def _seed_index(self, private: str, work: str, deadline: float | None) -> str:
+        """Start from the store's index (warm stat cache), else from the user's index, else nothing:
+        "store", "user" or "empty".
 
-        A plain read and write: the user's index is only ever read.
+        From the user's index, a path whose blob there may not be the file's
+        bytes (store.converted_paths: a filter, eol conversion) is hashed
+        again, as bytes: the index then holds exactly the user's tracked
+        files, so the first snapshot needs no look at the ignore rules.
+        The user's index is only read (a plain copy, never a lock).
         """
-        for source in (private, os.path.join(self.git_dir, "index")):
-            try:
-                with open(source, "rb") as src:
-                    data = src.read()
-            except FileNotFoundError:
-                continue
-            with open(work, "wb") as dst:
-                dst.write(data)
-            return
-        _unlink(work)
+        from wrapagent.history.store import converted_paths, write_private
 
-    def write_tree(self, deadline: float | None = None) -> str:
-        """The work tree as it is now (tracked + untracked, minus ignored), as a tree id."""
+        data = _read_file(private)
+        if data is not None:
+            write_private(work, data)
+            return "store"
+        data = _read_file(os.path.join(self.git_dir, "index"))
+        if data is None:
+            return "empty"
+        write_private(work, data)
+        listed = self.run(["ls-files", "-z", "--cached"], index=work, deadline=deadline, check=False)
+        if listed.returncode != 0:  # a split or sparse index, an unknown extension: start empty
+            _unlink(work)
+            return "empty"
+        paths = [p for p in listed.stdout.split(b"\0") if p]
+        converted = converted_paths(self.top, self.git_dir, paths, self.env, deadline, self.user_config(deadline))
+        drop = paths if converted is None else sorted(converted)
+        if drop:
+            self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work, deadline=deadline,
+                     input=b"\0".join(drop) + b"\0")
+            again = [p for p in drop if self._under_folders(p) and self._is_file(p)]
+            if again:
+                self.run(["update-index", "-z", "--add", "--replace", "--stdin"], index=work,
+                         deadline=deadline, input=b"\0".join(again) + b"\0")
+        return "user"
+
+    def write_tree(self, deadline: float | None = None, max_file_bytes: int | None = None,
+                   left_out: dict | None = None, folders: list | None = None) -> str:
+        """The work tree as it is now (tracked + untracked, minus ignored), as a tree id in the store.
+
+        Files larger than `max_file_bytes` that git would have to read are
+        left out (their paths and sizes go into `left_out`): a 60 MB build
+        product costs neither the budget nor the disk.
+        """
+        if self.store is None:
+            raise CheckpointError("this session's checkpoints are in the repository (an earlier release): "
+                                  "read only")
+        excludes = self.store.sync_excludes()
         private, work = self._index_paths()
-        self._seed_index(private, work)
         try:
-            # First: `add` would write the new content of a file ignored since into the object store.
-            self._forget_ignored(work, deadline)
-            # --ignore-errors: a file that vanishes or cannot be read mid-scan
-            # (an editor's swap file) must not cost the whole snapshot.
-            added = self.run(["add", "-A", "--ignore-errors", "--", "."], index=work, deadline=deadline,
-                             check=False)
-            if added.returncode != 0 and b"fatal:" in added.stderr:
-                fatal = added.stderr.decode("utf-8", "replace").strip().splitlines()[-1]
-                raise CheckpointError(f"`git add` failed: {fatal}")
+            seed = self._seed_index(private, work, deadline)
+            paths, dirs = self._changed(work, deadline)
+            # Ignore rules that may have changed since the last snapshot: the entries ignored now go
+            # before the update, which would write their new content. (An index just copied from
+            # the user's holds exactly their tracked files: nothing to look at.)
+            stamp = self._ignore_stamp(excludes)
+            if seed == "empty" or (seed == "store" and (
+                    stamp != _read_file(self.store.file(IGNORE_STAMP))
+                    or any(p == b".gitignore" or p.endswith(b"/.gitignore") for p in paths))):
+                dropped = self._forget_ignored(work, deadline)
+                paths = [p for p in paths if p not in dropped]
+            self._update(work, paths, dirs, deadline, max_file_bytes, left_out, folders)
             tree = self.run(["write-tree"], index=work, deadline=deadline).stdout.decode().strip()
             os.replace(work, private)
+            from wrapagent.history.store import write_private
+
+            write_private(self.store.file(IGNORE_STAMP), stamp)
             return tree
         finally:
             _unlink(work)
             _unlink(work + ".lock")  # left by a git process killed at the end of the budget
 
-    def _forget_ignored(self, work: str, deadline: float | None) -> None:
-        """Make the private index hold exactly the user's tracked files plus untracked, non-ignored ones.
+    def _ignore_stamp(self, excludes: bytes) -> bytes:
+        """What decides which files are ignored, outside the work tree's `.gitignore` files: the user's
+        index (tracked files are never ignored), `info/exclude`, the global excludes file."""
+        from wrapagent.history.store import excludes_stamp
 
-        `git add -A` never removes an entry and never adds an ignored file:
-        a `.env` snapshotted once while untracked would stay in every later
+        try:
+            st = os.stat(os.path.join(self.git_dir, "index"))
+            index = f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"
+        except OSError:
+            index = "-"
+        digest = _sha(excludes)
+        return f"index {index}\nexclude {digest}\nglobal {excludes_stamp(self.user_config(), self.env)}\n".encode(
+            "utf-8", "surrogateescape")
+
+    def _changed(self, work: str, deadline: float | None) -> tuple[list[bytes], list[bytes]]:
+        """(changed or untracked paths, untracked folders that list nothing): one scan of the work tree.
+
+        The scan collapses untracked folders (`--directory`); only those are
+        listed again, file by file. One that lists nothing is empty (or
+        holds ignored files only).
+        """
+        listed = self.run(["ls-files", "-z", "-m", "-o", "--directory", "--exclude-standard"], index=work,
+                          deadline=deadline).stdout.split(b"\0")
+        entries = [p for p in dict.fromkeys(listed) if p]
+        untracked_dirs = [p for p in entries if p.endswith(b"/")]
+        paths = [p for p in entries if not p.endswith(b"/")]
+        top = os.fsencode(self.top)
+        # A tracked file turned folder: git lists the entry, not the folder's files (`--directory`).
+        turned = [p + b"/" for p in paths if os.path.isdir(os.path.join(top, p))
+                  and not os.path.islink(os.path.join(top, p))]
+        if turned:
+            paths += self._list_folders(work, turned, deadline)
+        empty: list[bytes] = []
+        if untracked_dirs:
+            inside = self._list_folders(work, untracked_dirs, deadline)
+            paths += inside
+            found = set(inside)
+            empty = [d.rstrip(b"/") for d in untracked_dirs
+                     if d.rstrip(b"/") not in found and not any(f.startswith(d) for f in found)]
+        return paths, empty
+
+    def _update(self, work: str, paths: Sequence[bytes], empty: Sequence[bytes], deadline: float | None,
+                max_file_bytes: int | None, left_out: dict | None, folders: list | None) -> None:
+        """`git add -A`, by hand, on what `_changed` listed: Python leaves out the files too big (and
+        those it cannot read), `update-index` hashes the rest. `folders` gets the empty ones."""
+        if folders is not None:
+            folders += [d.decode("utf-8", "surrogateescape") for d in empty]
+        add, gone = self._sort_out(paths, max_file_bytes, left_out)
+        if gone:
+            self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work, deadline=deadline,
+                     input=b"\0".join(gone) + b"\0")
+        if add:
+            done = self.run(["update-index", "-z", "--add", "--remove", "--replace", "--stdin"], index=work,
+                            deadline=deadline, input=b"\0".join(add) + b"\0", check=False)
+            if done.returncode != 0:
+                raise CheckpointError(f"`git update-index` failed: {done.last_error_line()}")
+
+    def _list_folders(self, work: str, folders: Sequence[bytes], deadline: float | None) -> list[bytes]:
+        """The untracked, not ignored files (and nested repositories, as `x`) below `folders`."""
+        out: list[bytes] = []
+        for start in range(0, len(folders), 500):  # a command line never too long
+            specs = [b":(literal)" + f for f in folders[start:start + 500]]
+            listed = self.run(["ls-files", "-z", "-o", "--exclude-standard", "--",
+                               *(s.decode("utf-8", "surrogateescape") for s in specs)],
+                              index=work, deadline=deadline).stdout.split(b"\0")
+            out += [p.rstrip(b"/") for p in listed if p]
+        return out
+
+    def _sort_out(self, paths: Sequence[bytes], max_file_bytes: int | None,
+                  left_out: dict | None) -> tuple[list[bytes], list[bytes]]:
+        """(paths to hash into the index, paths whose entry goes): by what `lstat` says of each."""
+        import stat
+
+        top = os.fsencode(self.top)
+        add: list[bytes] = []
+        gone: list[bytes] = []
+        for path in dict.fromkeys(paths):
+            if not self._under_folders(path):
+                gone.append(path)
+                continue
+            try:
+                st = os.lstat(os.path.join(top, path))
+            except OSError:
+                gone.append(path)
+                continue
+            if stat.S_ISDIR(st.st_mode) and not os.path.exists(os.path.join(top, path, b".git")):
+                gone.append(path)  # a file turned folder: the entry goes, its files are listed themselves
+                continue
+            if stat.S_ISREG(st.st_mode):
+                if max_file_bytes is not None and st.st_size > max_file_bytes:
+                    if left_out is not None:
+                        left_out[path.decode("utf-8", "surrogateescape")] = st.st_size
+                    gone.append(path)
+                    continue
+                if not os.access(os.path.join(top, path), os.R_OK):
+                    continue  # unreadable (another user's file): as `add --ignore-errors` did
+            add.append(path)
+        return add, gone
+
+    def _forget_ignored(self, work: str, deadline: float | None) -> set[bytes]:
+        """Make the store's index hold exactly the user's tracked files plus untracked, non-ignored ones.
+
+        An update never adds an ignored file and never drops an entry: a
+        `.env` snapshotted once while untracked would stay in every later
         snapshot, rotated secret included, after the user ignores it, and a
         file the user force-adds (`git add -f dist/app.js`) after the first
-        snapshot would never be in one. Runs before `add`, which would write
-        the ignored file's new content into the object store. Costs two
-        `ls-files` (~2.5 ms each on 10,000 files) and, when the private index
-        holds untracked files, one `check-ignore` of those alone (matching
-        every entry against the ignore rules costs ~10 ms).
+        snapshot would never be in one. Runs before the update, which would
+        write the ignored file's new content into the store. Costs two
+        `ls-files` (the user's index only read) and, when the store's index
+        holds untracked files, one `check-ignore` of those alone.
         """
         listing = ["ls-files", "-z", "--cached"]
         ours = set(self.run(listing, index=work, deadline=deadline).stdout.split(b"\0"))
         user_index = os.path.join(self.git_dir, "index")
         theirs: set[bytes] = set()
         if os.path.exists(user_index):
-            theirs = set(self.run(listing, index=user_index, deadline=deadline).stdout.split(b"\0"))
+            theirs = set(self.read_user(listing, deadline=deadline).stdout.split(b"\0"))
         drop = self._ignored(sorted(p for p in ours - theirs if p), deadline)
         if drop:
             self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work,
                      deadline=deadline, input=b"\0".join(drop) + b"\0")
-        # Tracked by the user since, and ignored (`add -A` takes in the others): as files.
+        dropped = set(drop)
+        # Tracked by the user since, and ignored (the update takes in the others): as files.
         add = [p for p in self._ignored(sorted(p for p in theirs - ours if p), deadline)
                if self._is_file(p)]
         if add:
-            self.run(["update-index", "-z", "--add", "--stdin"], index=work,
+            self.run(["update-index", "-z", "--add", "--replace", "--stdin"], index=work,
                      deadline=deadline, input=b"\0".join(add) + b"\0")
+        return dropped
 
     def _ignored(self, paths: Sequence[bytes], deadline: float | None) -> list[bytes]:
         """Those of `paths` git's ignore rules match now (tracked or not).
@@ -231,40 +468,49 @@ class Repo:
 
         A dotfiles repository (`git init ~`, `status.showUntrackedFiles no`)
         would otherwise put the whole home folder, `~/.ssh` included, into
-        `~/.git` from any folder under it.
+        a snapshot from any folder under it.
         """
         home = os.path.realpath(os.path.expanduser("~") if self.env is None
                                 else self.env.get("HOME") or os.path.expanduser("~"))
         if os.path.realpath(self.top) == home:
             return HOME_NOTE
-        value = self.run(["config", "--get", "status.showUntrackedFiles"], check=False,
-                         deadline=deadline).stdout.decode("utf-8", "replace").strip().lower()
+        value = self.user_config(deadline).get("status.showuntrackedfiles", "").lower()
         if value in ("no", "false", "off", "0"):
             return ("status.showUntrackedFiles is `no` in this repository: untracked files are not "
                     "its business, so no checkpoints by default")
         if cwd:
             rel = os.path.relpath(os.path.realpath(cwd), os.path.realpath(self.top))
             if rel != "." and not rel.startswith(".."):
-                inside = self.run(["ls-files", "-z", "--cached", "--", f":(literal){rel}"],
-                                  deadline=deadline).stdout
+                inside = self.read_user(["ls-files", "-z", "--cached", "--", f":(literal){rel}"],
+                                        deadline=deadline).stdout
                 if not inside:
                     return (f"the session's folder ({rel}) holds no file the repository tracks: "
                             "no checkpoints by default")
         return None
 
     def snapshot(self, ref: str, message: str, parent: str | None,
-                 deadline: float | None = None) -> str:
-        """Commit the work tree's current state under `ref`; the commit id."""
-        tree = self.write_tree(deadline)
+                 deadline: float | None = None, max_file_bytes: int | None = None,
+                 left_out: dict | None = None, folders: list | None = None) -> str:
+        """Commit the work tree's current state under `ref` in the store; the commit id.
+
+        `parent` is a commit of the store (the session's `before`), never the
+        user's HEAD: the store must not depend on the user's history.
+        """
+        tree = self.write_tree(deadline, max_file_bytes, left_out, folders)
         args = ["commit-tree", tree, "-m", message]
         if parent:
             args += ["-p", parent]
         commit = self.run(args, deadline=deadline).stdout.decode().strip()
-        self.run(["update-ref", "-m", "wrapagent checkpoint", ref, commit], deadline=deadline)
+        from wrapagent.history.store import StoreError
+
+        try:
+            self.store.write_ref(ref, commit)
+        except (StoreError, OSError) as exc:
+            raise CheckpointError(f"cannot write {ref}: {exc}") from None
         return commit
 
     def _mark_path(self) -> str:
-        return os.path.join(self.git_dir, "wrapagent", OVER_BUDGET_MARK)
+        return os.path.join(self._scratch(), OVER_BUDGET_MARK)
 
     def recently_over_budget(self, now: float | None = None) -> bool:
         """True when a snapshot here ran out of time recently: the next sessions don't wait for it again."""
@@ -275,10 +521,10 @@ class Repo:
         return (time.time() if now is None else now) - stamp < OVER_BUDGET_RETRY_SECS
 
     def mark_over_budget(self) -> None:
+        from wrapagent.history.store import write_private
+
         try:
-            os.makedirs(os.path.dirname(self._mark_path()), exist_ok=True)
-            with open(self._mark_path(), "w", encoding="utf-8") as f:
-                f.write("a wrapagent snapshot of this work tree ran out of its time budget\n")
+            write_private(self._mark_path(), b"a wrapagent snapshot of this work tree ran out of its time budget\n")
         except OSError:
             pass
 
@@ -306,26 +552,25 @@ class Repo:
     def checkout_paths(self, tree: str, paths: Sequence[str]) -> None:
         """Write `paths` as they are in `tree` into the work tree, leaving the user's index alone.
 
-        A throw-away index holds `tree`; `checkout-index` applies the same
-        filters (autocrlf, smudge) as a checkout would.
+        A throw-away index holds `tree`; `checkout-index` on the store writes
+        each file's bytes as they were (the store's attributes: no smudge
+        filter, no eol conversion), so no filter can fail half-way.
         """
+        import shutil
         import tempfile
 
         if not paths:
             return
-        folder = os.path.dirname(self._index_paths()[0])
-        fd, tmp = tempfile.mkstemp(prefix="index.", suffix=".undo", dir=folder)
-        os.close(fd)
-        os.unlink(tmp)
+        folder = tempfile.mkdtemp(prefix="wrapagent-undo-") if self.store is None else self.store.path
+        tmp = os.path.join(folder, f"index.{os.getpid()}-{os.urandom(4).hex()}.undo")
         try:
             self.run(["read-tree", tree], index=tmp)
             data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0"
             self.run(["checkout-index", "-f", "-z", "--stdin"], index=tmp, input=data)
         finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+            _unlink(tmp)
+            if self.store is None:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def ignore_query(paths: Sequence[bytes]) -> bytes:
@@ -375,8 +620,35 @@ def skip_reason(*, enabled: bool, depth: int, parent: str | None) -> str | None:
     return None
 
 
+def size_text(n: int) -> str:
+    """`60 MB`, `12 KB`: a size for one line."""
+    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
+
+
+def _open_for(project_root: str | Path, which: str, info: dict, env: Mapping[str, str] | None,
+              deadline: float) -> Repo | None:
+    """The repository and its store for this snapshot; None (with the reason in `info`) when there is none.
+
+    The `after` snapshot goes into the store the `before` one went into, and
+    only when the project is still the same work tree: a project deleted or
+    renamed during the session keeps its `before` snapshot, and the record
+    says why there is no `after` one.
+    """
+    repo = Repo.find(project_root, env, deadline)
+    if which == "before":
+        if repo is None:
+            info.update(status="skipped", note="not a git repository")
+        return repo
+    if repo is None or os.path.realpath(repo.top) != os.path.realpath(str(info.get("repo"))):
+        info["after_note"] = ("the project folder was deleted, moved or is no longer a git repository: "
+                              "no `after` snapshot (the `before` one is kept)")
+        return None
+    return repo
+
+
 def take(project_root: str | Path, session_id: str, which: str, info: dict,
-         *, budget: float, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+         *, budget: float, env: Mapping[str, str] | None = None, cwd: str | None = None,
+         max_file_bytes: int | None = None) -> None:
     """Take the `before` or `after` snapshot of one session, recording the outcome in `info`.
 
     `info` is the record's `checkpoints` object. Never raises: a failed
@@ -388,36 +660,42 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
     deadline = started + budget
     repo = None
     try:
-        repo = Repo.find(project_root, env, deadline)
+        repo = _open_for(project_root, which, info, env, deadline)
         if repo is None:
-            info.update(status="skipped", note="not a git repository")
             return
+        repo.open_store()
         if which == "before" and repo.recently_over_budget():
             info.update(status="skipped",
                         note=f"a snapshot of this repository ran out of its budget within the last "
                              f"{OVER_BUDGET_RETRY_SECS // 3600} h: not tried again yet "
-                             f"(remove {os.path.join(repo.git_dir, 'wrapagent', OVER_BUDGET_MARK)} to retry now)")
+                             f"(remove {repo._mark_path()} to retry now)")
             return
         if which == "before":
             reason = repo.untracked_reason(cwd, deadline)
             if reason is not None:
                 info.update(status="skipped", note=reason)
                 return
-            parent = repo.rev("HEAD", deadline)
-            info.update(repo=repo.top, git_dir=repo.git_dir, ref=REF_PREFIX + session_id, head=parent)
+            info.update(repo=repo.top, store=repo.store.path, ref=REF_PREFIX + session_id, head=repo.head)
+            parent = None
         else:
             parent = info.get("before")
             # the agent may have committed: diff and undo still compare work trees
-            info["head_after"] = repo.rev("HEAD", deadline)
-        commit = repo.snapshot(session_ref(session_id, which),
-                               f"wrapagent session {session_id}: {which}", parent, deadline)
+            info["head_after"] = repo.head
+        left_out: dict[str, int] = {}
+        folders: list[str] = []
+        commit = repo.snapshot(session_ref(session_id, which), f"wrapagent session {session_id}: {which}",
+                               parent, deadline, max_file_bytes, left_out, folders)
+        if left_out:
+            info[f"left_out_{which}"] = left_out
+        if folders and which == "before":
+            info["folders_before"] = sorted(folders)[:FOLDERS_KEPT]
         info[which] = commit
         info["status"] = "taken"
     except BudgetExceeded:
         info.update(status="skipped",
                     note=f"the {which} snapshot took longer than its budget ({budget:g} s): "
                          "no checkpoints for this session")
-        if repo is not None:
+        if repo is not None and repo.store is not None:
             repo.mark_over_budget()
     except CheckpointError as exc:
         info.update(status="failed", note=f"{which} snapshot: {exc}")
@@ -476,16 +754,26 @@ def ulid_time(session_id: str) -> float | None:
 
 
 def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | None = None,
-          now: float | None = None) -> list[str]:
-    """Delete the checkpoint refs of sessions older than the given age; the session ids dropped."""
+          now: float | None = None, *, dry_run: bool = False) -> list[str]:
+    """Delete the checkpoints of sessions older than the given age from the project's store; their ids
+    (with `dry_run`: the ids that would be, nothing deleted)."""
     repo = Repo.find(root, env)
     if repo is None:
         raise CheckpointError(f"{root} is not in a git repository")
-    return _prune_repo(repo, older_than_days, now)
+    try:
+        repo.open_store(create=False)
+    except CheckpointError:
+        return []  # no store: nothing was ever kept for this project
+    return _prune_repo(repo, older_than_days, now, dry_run=dry_run)
 
 
 def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
-                deadline: float | None = None) -> list[str]:
+                deadline: float | None = None, *, dry_run: bool = False) -> list[str]:
+    """Drop the store's refs of old sessions, then the store's own objects nothing reaches any more.
+
+    Only the store is touched; its `prune` keeps objects younger than an
+    hour (a snapshot running now) and whatever the store's index names.
+    """
     cutoff = (time.time() if now is None else now) - older_than_days * 86400
     doomed: dict[str, list[str]] = {}
     listed = repo.run(["for-each-ref", "--format=%(refname)", REF_PREFIX], deadline=deadline)
@@ -494,40 +782,44 @@ def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
         stamp = ulid_time(session_id)
         if stamp is not None and stamp < cutoff:
             doomed.setdefault(session_id, []).append(ref)
-    if doomed:
+    if doomed and not dry_run:
         lines = "".join(f"delete {ref}\n" for refs in doomed.values() for ref in refs)
         repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"), deadline=deadline)
+        repo.run(["prune", "--expire=1.hour.ago"], deadline=deadline, check=False)
     return sorted(doomed)
 
 
-PRUNE_MARK = "pruned"  # in $GIT_DIR/wrapagent/: when old sessions' refs were last looked for
+PRUNE_MARK = "pruned"  # in the store: when old sessions' checkpoints were last looked for
 PRUNE_EVERY_SECS = 24 * 3600
 
 
 def expire_old(info: Mapping[str, object], keep_days: float, sessions_root: str | Path | None,
                env: Mapping[str, str] | None = None, *, budget: float = 2.0,
                now: float | None = None) -> list[str]:
-    """At a session's end: drop the refs of this repository's sessions older than `keep_days`.
+    """At a session's end: drop the store's checkpoints of sessions older than `keep_days`.
 
-    Cheap: one `stat` of a mark file, and git only when it is a day old
-    (then one `for-each-ref`, plus `update-ref` when there are such refs).
-    The pruned sessions' records under `sessions_root` say so. Never raises;
-    `keep_days` <= 0 keeps everything.
+    Cheap: one `stat` of a mark file in the store, and git only when it is
+    a day old (then one `for-each-ref`, plus `update-ref` and `prune` when
+    there are such sessions). The pruned sessions' records under
+    `sessions_root` say so. Never raises; `keep_days` <= 0 keeps everything.
     """
-    top, git_dir = info.get("repo"), info.get("git_dir")
-    if keep_days <= 0 or not top or not git_dir:
+    from wrapagent.history.store import Store, is_store, write_private
+
+    top, store = info.get("repo"), info.get("store")
+    if keep_days <= 0 or not top or not store or not is_store(str(store)):
         return []
     now = time.time() if now is None else now
-    mark = os.path.join(str(git_dir), "wrapagent", PRUNE_MARK)
+    mark = os.path.join(str(store), PRUNE_MARK)
     try:
         if now - os.stat(mark).st_mtime < PRUNE_EVERY_SECS:
             return []
     except OSError:
         pass
     try:
-        dropped = _prune_repo(Repo(str(top), str(git_dir), env), keep_days, now, time.monotonic() + budget)
-        with open(mark, "w", encoding="utf-8") as f:
-            f.write(f"wrapagent drops checkpoints older than {keep_days:g} days ([checkpoints] keep_days)\n")
+        repo = Repo(str(top), "", env, store=Store(str(store), str(top), "", env))
+        dropped = _prune_repo(repo, keep_days, now, time.monotonic() + budget)
+        write_private(mark, f"wrapagent drops checkpoints older than {keep_days:g} days "
+                            "([checkpoints] keep_days)\n".encode())
     except (OSError, CheckpointError):
         return []
     if dropped and sessions_root is not None:
@@ -562,6 +854,12 @@ def before_skip_reason(settings, *, depth: int, parent: str | None,
     return None
 
 
+def max_file_bytes(settings) -> int | None:
+    """`[checkpoints] max_file_mb` in bytes; None (no cap) when it is 0."""
+    mb = float(getattr(settings, "max_file_mb", DEFAULT_MAX_FILE_MB))
+    return int(mb * 1_000_000) if mb > 0 else None
+
+
 def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
     """Before the tool starts: the `before` snapshot, or the reason there is none, in `record["checkpoints"]`."""
     info: dict = {"status": None}
@@ -572,7 +870,7 @@ def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, st
         info.update(status="skipped", note=reason)
         return
     take(project_root, str(record["id"]), "before", info, budget=settings.budget_secs, env=env,
-         cwd=record.get("cwd"))
+         cwd=record.get("cwd"), max_file_bytes=max_file_bytes(settings))
 
 
 def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
@@ -581,7 +879,8 @@ def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str]
     info = record.get("checkpoints")
     if not isinstance(info, dict) or info.get("status") != "taken":
         return
-    take(project_root, str(record["id"]), "after", info, budget=settings.budget_secs, env=env)
+    take(project_root, str(record["id"]), "after", info, budget=settings.budget_secs, env=env,
+         max_file_bytes=max_file_bytes(settings))
     from wrapagent.paths import sessions_root_str
 
     expire_old(info, getattr(settings, "keep_days", 30.0), sessions_root_str(project_root, env), env,

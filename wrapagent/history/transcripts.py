@@ -24,6 +24,7 @@ prompt: reads are bounded (first lines only) and the one subprocess
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -224,7 +225,10 @@ def _copy_capped(source: Path, dest: Path, budget: int) -> tuple[int, bool]:
     """Copy whole lines of `source` while they fit in `budget` bytes; (bytes written, truncated)."""
     written = 0
     truncated = False
-    with open(source, "rb") as src, open(dest, "wb") as out:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dest)  # written anew, never through a link left there
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with open(source, "rb") as src, open(fd, "wb") as out:
         for line in src:
             if written + len(line) > budget:
                 truncated = True
@@ -255,7 +259,11 @@ def _export(session: NativeSession, dest: Path, budget: int, cwd: Path,
         tail = err.decode("utf-8", "replace").strip().splitlines()
         raise OSError(f"`{' '.join(session.export[1:])}` failed: {tail[-1] if tail else code}")
     truncated = len(data) > budget
-    dest.write_bytes(data[:budget] if truncated else data)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dest)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with open(fd, "wb") as out:
+        out.write(data[:budget] if truncated else data)
     return min(len(data), budget), truncated
 
 
@@ -322,7 +330,7 @@ def collect(tool: str, record: dict, session_dir: Path, *, cwd: Path, started: f
             continue
         name = _safe_name(tool, session, index)
         try:
-            folder.mkdir(exist_ok=True)
+            folder.mkdir(mode=0o700, exist_ok=True)
             if session.path is not None:
                 size, truncated = _copy_capped(session.path, folder / name, budget)
             else:

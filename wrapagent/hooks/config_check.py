@@ -105,7 +105,11 @@ def describe(config: Config) -> str:
     out.append(f"  {'send':<17} {'enabled: wrapagent send is taken' if config.send else '(not enabled)'}")
 
     out.append("")
-    out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
+    sources = list(dict.fromkeys(guard.source for guard in config.guards))
+    if len(sources) > 1:  # only `[extend] prompt_guard = true` in a project file mixes layers
+        out.append("Prompt guards (the global ones extended by the project's, [extend] prompt_guard = true):")
+    else:
+        out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
     for number, guard in enumerate(config.guards, 1):
         if guard.builtin is not None:
             what = f"builtin {guard.builtin}"

@@ -184,8 +184,16 @@ def _load_layer(kind: str, path: str, read: Callable[[], tuple], parse: Callable
     used = not check.has_errors and trusted is not False
     in_line_order = sorted(check.problems, key=lambda p: p.line or 0)  # stable: unlined ones keep their place
     in_line_order += check.reported()[len(check.problems):]  # "N more, not listed" closes the list
-    layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state)
+    layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state,
+                  getattr(value, "stop_check", None), getattr(value, "send", None))
     return layer, (value if used else None)
+
+
+def extend_guards(base: tuple[GuardSpec, ...], more: tuple[GuardSpec, ...]) -> tuple[GuardSpec, ...]:
+    """`base` then `more`; a guard of `more` named as one of `base` takes that one's place."""
+    by_name = {guard.name: guard for guard in more}
+    kept = tuple(by_name.pop(guard.name, guard) for guard in base)
+    return kept + tuple(guard for guard in more if guard.name in by_name)
 
 
 def load_config(
@@ -228,7 +236,7 @@ def load_config(
             continue
         lifecycle.update(hooks_file.lifecycle)
         if hooks_file.guards is not None:
-            guards = hooks_file.guards
+            guards = extend_guards(guards, hooks_file.guards) if hooks_file.extend_guards else hooks_file.guards
         checkpoints.update(hooks_file.checkpoints)
         if hooks_file.stop_check is not None:
             stop_check = hooks_file.stop_check  # a project's [stop_check] replaces the global one

@@ -7,13 +7,14 @@ without pulling in TOML parsing.
 
 from __future__ import annotations
 
+from wrapagent.hooks import events
 from wrapagent.values import Factory, Frozen
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping
 
-EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
-WAITING_FOR_INPUT = "waiting_for_input"
+EVENTS = events.names()
+WAITING_FOR_INPUT = events.WAITING_FOR_INPUT
 """Fired (in its own thread) each time the agent goes quiet after a user submission."""
 DEFAULT_SESSION_COMPLETE = (
     "cd {sessions_root} && git --git-dir=.git --work-tree=. add -- {session_id}/"
@@ -27,8 +28,8 @@ LEGACY_DEFAULT_SESSION_COMPLETE = (
     "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
 )
 """The default before it named the repository; copied verbatim into a config it means the default."""
-DEFAULT_LIFECYCLE_TIMEOUT = 30.0
-DEFAULT_WAITING_TIMEOUT = 10.0
+DEFAULT_LIFECYCLE_TIMEOUT = events.default_timeout(events.POST_RUN)
+DEFAULT_WAITING_TIMEOUT = events.default_timeout(events.WAITING_FOR_INPUT)
 DEFAULT_GUARD_TIMEOUT = 10.0
 DEFAULT_PRE_SESSION_TIMEOUT = 10.0
 DEFAULT_SOURCE = "<default>"
@@ -143,8 +144,8 @@ class Layer(Frozen):
     needs to read the file again to say so.
     """
 
-    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust")
-    _defaults = {"trust": None}
+    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust", "stop_check", "send")
+    _defaults = {"trust": None, "stop_check": None, "send": None}
 
     kind: str  # "global-hooks" | "global-config" | "project-hooks"
     path: str
@@ -153,6 +154,11 @@ class Layer(Frozen):
     trusted: bool | None
     problems: tuple[Problem, ...]
     trust: str | None  # "trusted" | "untrusted" | "changed" | None (not checked)
+    stop_check: StopCheckSpec | bool | None
+    """This file's own `[stop_check]` (also when the file is not used, for `doctor`): a StopCheckSpec,
+    False (`enabled = false`), or None (not in it)."""
+    send: bool | None
+    """This file's own `[send] enabled` (None: not in it)."""
 
 
 class CheckpointSettings(Frozen):
@@ -161,13 +167,15 @@ class CheckpointSettings(Frozen):
     A project file's keys override the global file's, key by key.
     """
 
-    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "source")
+    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "max_file_mb",
+                 "source")
     _defaults = {
         "enabled": True,
         "budget_secs": 2.0,
         "transcripts": True,
         "max_transcript_bytes": 16 * 1024 * 1024,
         "keep_days": 30.0,
+        "max_file_mb": 10.0,
         "source": DEFAULT_SOURCE,
     }
 
@@ -180,14 +188,15 @@ class CheckpointSettings(Frozen):
     max_transcript_bytes: int
     """Size cap for all of one session's transcripts together."""
     keep_days: float
-    """Checkpoint refs of sessions older than this are dropped at a later session's end (0 = never)."""
+    """Checkpoints of sessions older than this are dropped at a later session's end (0 = never)."""
+    max_file_mb: float
+    """A file larger than this (MB) is left out of a snapshot and listed in the record (0 = no cap)."""
     source: str
 
 
 def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
-    from types import MappingProxyType
-
-    return MappingProxyType(dict(data or {}))
+    mapping_proxy = type(type.__dict__)  # types.MappingProxyType, without loading `types` before the tool starts
+    return mapping_proxy(dict(data or {}))
 
 
 class Config(Frozen):

@@ -14,13 +14,12 @@ if TYPE_CHECKING:
 
     from wrapagent.hooks.file_check import FileCheck as _FileCheck
 
+from wrapagent.hooks import events
 from wrapagent.hooks.config_model import (
     CheckpointSettings,
     DEFAULT_GUARD_TIMEOUT,
-    DEFAULT_LIFECYCLE_TIMEOUT,
     DEFAULT_PRE_SESSION_TIMEOUT,
     DEFAULT_SESSION_COMPLETE,
-    DEFAULT_WAITING_TIMEOUT,
     EVENTS,
     GuardSpec,
     KNOWN_TOOLS,
@@ -34,7 +33,7 @@ _EVENT_KEYS = ("enabled", "command", "timeout_secs")
 _STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
-_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days")
+_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "max_file_mb")
 
 
 
@@ -105,7 +104,7 @@ class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "agents")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "extend_guards", "agents")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
@@ -114,6 +113,7 @@ class HooksFile:
         self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
         self.send: bool | None = None  # [send] enabled, when this file says
         self.agents: tuple[str, ...] = ()  # [agents] programs: more programs wrapagent types into
+        self.extend_guards = False  # [extend] prompt_guard = true: add to the global guards, not replace
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
@@ -122,9 +122,9 @@ def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | N
         return None
     parts, prefix = (event,), f"{event}."
     waiting = event == WAITING_FOR_INPUT
-    check.unknown_keys(table, (*_EVENT_KEYS, "quiet_secs") if waiting else _EVENT_KEYS, prefix, parts)
+    check.unknown_keys(table, (*_EVENT_KEYS, *events.get(event).extra_keys), prefix, parts)
     enabled = _check_bool(check, table, "enabled", True, prefix, parts)
-    default_timeout = DEFAULT_WAITING_TIMEOUT if waiting else DEFAULT_LIFECYCLE_TIMEOUT
+    default_timeout = events.default_timeout(event)
     timeout = _check_timeout(check, table, "timeout_secs", default_timeout, prefix, parts)
     quiet: float | None = None
     if waiting and "quiet_secs" in table:
@@ -246,6 +246,7 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
     stop_check: Any = None
     send: bool | None = None
     agents: tuple[str, ...] = ()
+    extend_guards = False
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -265,6 +266,8 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
                 send = _check_bool(check, table, "enabled", True, "send.", ("send",))
         elif key == "agents":
             agents = _parse_agents(check, value, is_project=is_project)
+        elif key == "extend":
+            extend_guards = _parse_extend(check, value, is_project=is_project)
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -276,12 +279,13 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
             hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send",
-                                            "agents"))
+                                            "extend", "agents"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
     parsed.stop_check = stop_check
     parsed.send = send
+    parsed.extend_guards = extend_guards
     parsed.agents = agents
     return parsed
 
@@ -304,6 +308,24 @@ def _parse_agents(check: _FileCheck, value: Any, *, is_project: bool) -> tuple[s
         check.error("agents.programs", f"expected a list of program names, got {programs!r}", (*parts, "programs"))
         return ()
     return tuple(p.strip() for p in programs)
+
+
+def _parse_extend(check: _FileCheck, value: Any, *, is_project: bool) -> bool:
+    """`[extend] prompt_guard = true` (a project file): its guards come after the global ones.
+
+    Without it a project's [[prompt_guard]] list replaces the global list. In
+    the global file there is nothing below it to extend: a warning, ignored.
+    """
+    table = _check_table(check, value, "extend", ("extend",))
+    if table is None:
+        return False
+    check.unknown_keys(table, ("prompt_guard",), "extend.", ("extend",))
+    extend = _check_bool(check, table, "prompt_guard", False, "extend.", ("extend",))
+    if extend and not is_project:
+        check.warning("extend.prompt_guard", "ignored: only a project's hooks.toml extends the global guards",
+                      ("extend", "prompt_guard"))
+        return False
+    return extend
 
 
 def _parse_stop_check(check: _FileCheck, value: Any):
@@ -345,6 +367,13 @@ def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:
             out[key] = _check_bool(check, table, key, getattr(defaults, key), prefix, parts)
     if "budget_secs" in table:
         out["budget_secs"] = _check_timeout(check, table, "budget_secs", defaults.budget_secs, prefix, parts)
+    if "max_file_mb" in table:
+        mb = table["max_file_mb"]
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or mb < 0:
+            check.error(f"{prefix}max_file_mb", f"expected a size in MB >= 0 (0 = no cap), got {mb!r}",
+                        (*parts, "max_file_mb"))
+        else:
+            out["max_file_mb"] = float(mb)
     if "keep_days" in table:
         days = table["keep_days"]
         if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:

@@ -115,14 +115,15 @@ def run_pre_session(
     prompt_source: str,
     log: Callable[[str], None],
 ) -> GuardRun:
-    """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE and CSA_* in env."""
-    from wrapagent.hooks.hook_runner import hook_env, run_command
+    """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE and CSA_* in env,
+    the hooks' placeholders in its command."""
+    from wrapagent.hooks.hook_runner import hook_env, hook_variables, run_command, substitute
 
     source = prompt_source if prompt_source in PROMPT_SOURCES else "none"
     env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source, **csa_env(ctx)})
     stdin = prompt.encode("utf-8", errors="replace")[:PROMPT_CAP] if prompt is not None else b""
     result = run_command(
-        hook.command,
+        substitute(hook.command, hook_variables(ctx)),
         name="pre_session",
         kind="pre_session",
         cwd=ctx.project_root,
@@ -142,15 +143,17 @@ def run_command_guard(
     guard: GuardSpec, ctx: GuardContext, *, base_env: Mapping[str, str], log: Callable[[str], None],
     message: MessageInfo | None = None,
 ) -> GuardRun:
-    from wrapagent.hooks.hook_runner import hook_env, run_command, substitute
+    """Run one command guard with the hooks' placeholders filled in, quoted as for a hook.
 
-    command = guard.command or ""
-    extra = None
-    if message is not None and message.turn is not None and guard.every_message:
-        command = substitute(command, {"turn": str(message.turn)})
-        extra = {"WRAPAGENT_TURN": str(message.turn)}
+    `{turn}` (and WRAPAGENT_TURN) is the turn an every_message guard's message
+    starts; for the blocks of a conversation's first message it is empty.
+    """
+    from wrapagent.hooks.hook_runner import hook_env, hook_variables, run_command, substitute
+
+    turn = message.turn if message is not None and guard.every_message else None
+    extra = {"WRAPAGENT_TURN": str(turn)} if turn is not None else None
     result = run_command(
-        command,
+        substitute(guard.command or "", hook_variables(ctx, turn=turn)),
         name=guard.name,
         kind="guard",
         cwd=ctx.project_root,

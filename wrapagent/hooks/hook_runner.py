@@ -28,6 +28,9 @@ VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root
 STDOUT_CAP = 1024 * 1024  # bytes of stdout kept when captured; the rest is drained
 LOG_CAP = 256 * 1024  # bytes of hook output copied to the log per stream
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL of the group
+ENDED_AT_EXIT = "ended: the tool exited"
+"""A hook's error when wrapagent ended it because the tool exited (`kill_running`): not a failure of
+the hook, and said so in the record."""
 PIPE_GRACE = 0.2  # seconds to wait for pipes to close after the shell has exited
 HEAD_CAP = 4096  # bytes of each stream kept for the hook's message (a refusing pre_run's reason)
 REFUSE_EXIT = 2  # a pre_run hook exiting with this refuses the launch (Claude Code's, CodeMie's convention)
@@ -39,8 +42,8 @@ REASON_CHARS = 300  # a refusal's reason is cut to this many characters on its o
 def substitute(template: str, variables: Mapping[str, str]) -> str:
     """`{placeholder}` substitution, each value quoted for where it sits (see hooks/placeholders.py).
 
-    Loaded on first use: guards never substitute, and this module is loaded
-    before the tool starts when guards are configured.
+    Loaded on first use: builtin guards never substitute, and this module is
+    loaded before the tool starts when guards are configured.
     """
     from wrapagent.hooks.placeholders import substitute as substitute_
 
@@ -261,6 +264,9 @@ _RUNNING: dict[int, str] = {}
 A plain dict: single-key stores and pops are atomic under the GIL, and
 `kill_running` iterates a copy."""
 
+_ENDED: set[int] = set()
+"""Process groups `kill_running` ended: their `run_command` reports ENDED_AT_EXIT, not a failure."""
+
 
 def unblock_signals() -> None:
     """Empty this thread's signal mask.
@@ -365,6 +371,7 @@ def kill_running(grace: float = KILL_GRACE) -> list[str]:
     running = dict(_RUNNING)
     if not running:
         return []
+    _ENDED.update(running)
     for pgid in running:
         _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -456,7 +463,11 @@ def run_command(
         _kill_group(proc, proc.pid)
     _RUNNING.pop(proc.pid, None)
     code = _exit_code(proc.returncode)
-    if timed_out:
+    if proc.pid in _ENDED:
+        _ENDED.discard(proc.pid)
+        error: str | None = ENDED_AT_EXIT
+        timed_out = False
+    elif timed_out:
         error = f"timed out after {timeout:g}s"
     elif code != 0:
         error = f"exited with {code}"

@@ -110,6 +110,10 @@ class Composer:
         """Typed characters (a Backspace erases a whole one) or a paste since the last submission or clear."""
         return bool(self._buf) or self._pasted
 
+    def holds_command(self, prefixes: tuple[str, ...]) -> bool:
+        """The line typed so far starts with a command prefix (`/`…): the tool shows its menu."""
+        return not self._pasted and self._buf.lstrip(b" ").startswith(tuple(p.encode() for p in prefixes))
+
     @property
     def unknown(self) -> bool:
         """A key the composer model cannot read came since the last submission or clear."""

@@ -1,7 +1,7 @@
 """Injection into an interactive TUI, for the whole session.
 
 The design (validated against codex, claude, gemini and opencode, see
-../shared/clis/README.md, "Delivering a block"):
+docs/cli-behaviour.md, "Delivering a block into the empty composer"):
 
 1. Until the tool's composer is ready (per-adapter screen markers, read with
    a terminal emulator), every key passes through untouched: startup dialogs
@@ -69,6 +69,7 @@ __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND",
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
 
     class TurnListener(Protocol):
@@ -102,7 +103,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                  turns: TurnListener | None = None,
                  on_reset: Callable[[], None] | None = None,
                  on_message: Callable[[int, int], None] | None = None,
-                 outgoing: Outgoing | None = None) -> None:
+                 outgoing: Outgoing | None = None,
+                 interrupts: InterruptWatch | None = None,
+                 prompt_given: bool = False) -> None:
         from wrapagent.inject.screen import Screen
 
         self.adapter = adapter
@@ -120,6 +123,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """`every_message` guards: called with (conversation, message) when a later message is armed."""
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
+        self.interrupts = interrupts
+        self.prompt_given = prompt_given
+        """The first message came on the command line (with its blocks): the tool submits it itself."""
+        """Told every key that reaches the tool: did the user interrupt the agent (`interrupts.py`)."""
         self.whole_session = turns is not None or on_reset is not None
         from wrapagent.inject.screen_model import model_for
 
@@ -223,6 +230,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def on_output(self, data: bytes, now: float) -> None:
         try:
             self._on_output(data, now)
+            if self.interrupts is not None and self.interrupts.wants_output:
+                self.interrupts.output(data)
         except Exception as exc:
             self._fail(exc)
 
@@ -231,9 +240,21 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
                 self._keys.queue(data, now)
                 return b""
-            return self._on_input(data, now)
+            command = self._holds_command()
+            return self._to_tool(self._on_input(data, now), now, command)
         except Exception as exc:
             return self._fail(exc, data)
+
+    def _holds_command(self) -> bool:
+        return self.interrupts is not None and self._composer.holds_command(self.adapter.command_prefixes)
+
+    def _to_tool(self, out: bytes, now: float, command: bool) -> bytes:
+        """Bytes on their way to the tool: the interrupt watch sees the keys that really reach it."""
+        if self.interrupts is not None and out:
+            self.interrupts.keys(out, now, command)
+            if self.interrupts.wants_output:
+                self.watch_output = True  # the tool's cancel notice is looked for in its output
+        return out
 
     def poll(self, now: float) -> bytes:
         if self._release_on_error:
@@ -246,17 +267,27 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 # One wake pipe for the guards and the outgoing queue: drained before
                 # either looks, so a wake-up that comes after its look is never lost.
                 self._drain_wake()
+            command = self._holds_command()
             out = self._due_replay(now) if self._keys.replay else b""
             out += self._poll(now)
             if self.outgoing is not None:
                 out += self._poll_outgoing(now)
+            out = self._to_tool(out, now, command)
             if self.turns is not None and self.state != STARTING:
                 self.turns.poll(now, self.last_output)
+                self._stop_watching_for_notice()
             return out
         except Exception as exc:
             self._fail(exc)
             out, self._release_on_error = self._release_on_error, b""
             return out
+
+    def _stop_watching_for_notice(self) -> None:
+        """The stop was seen (the watch forgot its key): output is no longer needed for it."""
+        if self.interrupts is None or self.interrupts.wants_output or not self.watch_output:
+            return
+        if self.state in (CHATTING, ARMED, COMMAND, AWAIT_SUBMIT):
+            self.watch_output = self._keep_watching
 
     def _fail(self, exc: Exception, data: bytes = b"") -> bytes:
         self._note(f"internal error ({exc!r}): injection switched off, keys passed through")

@@ -151,7 +151,9 @@ class MessageKeys:
         elif state == COMMAND:
             self._command_token(tok, sub)
         elif state == AWAIT_SUBMIT:
-            if sub is not None:
+            if sub is not None and self.report.status == "none":
+                self._finish()  # no blocks for this message: the next one is armed
+            elif sub is not None:
                 self.report.status = "submitted"
                 n, m = self.report.conversation, self.report.message
                 self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else

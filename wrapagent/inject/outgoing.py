@@ -1,7 +1,7 @@
 """Messages wrapagent itself submits: a stop check's continuation (and later, `wrapagent send`).
 
 The one case where wrapagent presses Enter, and only because the user
-configured it. The rules, measured on the four CLIs (../shared/clis/README.md):
+configured it. The rules, measured on the four CLIs (docs/cli-behaviour.md):
 
 - Only into an empty composer the user is not using: no key from the user
   since the agent stopped (`since`), nothing typed in the composer, and,
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from time import monotonic as _monotonic
 
 from wrapagent.inject.delivery import delivery_chunks, now_iso
 
@@ -47,8 +48,23 @@ IDLE_COMPOSER = {
 ENTER_GAP_SECS = 0.15
 """codex takes an Enter within 120 ms of fast input for a newline; gemini within 40 ms of a paste."""
 
+ENTER_GAPS = {
+    # gemini's 40 ms after a paste is a timer of its event loop: on a loaded machine (load 5 on
+    # 2 cores) an Enter 0.15 s after the paste still became a newline, the continuation unsent.
+    "gemini": 0.6,
+}
+"""Per tool, where ENTER_GAP_SECS is not enough."""
+
 MAX_SCREEN_LAG_BYTES = 4 * 1024 * 1024
 """Output the emulator may lag behind by before it starts over (see FollowedScreen.feed)."""
+
+FOLLOW_QUIET_SECS = 0.1
+"""The emulator runs once the output paused this long (or `text` asks for the screen). Run on every
+chunk, it took the interpreter lock from the copy threads all along a burst: a 30 MB `cat` came
+through at 0.06x the throughput of the proxy alone (bench/steady_proxy.py `followed`)."""
+
+FOLLOW_PIECE_BYTES = 8 * 1024
+"""Output emulated at a time (tens of ms of pyte); output that resumes meanwhile defers the rest."""
 
 SCREEN_CATCH_UP_SECS = 0.5
 """At most this long (on the proxy's thread) for the emulator to catch up with the output;
@@ -176,7 +192,8 @@ class Outgoing:
                 if not took:
                     self.log("outgoing: the screen did not change after the text; Enter anyway")
                 self.state = ENTER_DUE
-                self._enter_at = max(now, self._last_text_at + ENTER_GAP_SECS)
+                gap = ENTER_GAPS.get(self.adapter.name, ENTER_GAP_SECS)
+                self._enter_at = max(now, self._last_text_at + gap)
             if self.state != ENTER_DUE or now < self._enter_at:
                 return b"", False
         if self.state == ENTER_DUE and now >= self._enter_at:
@@ -295,6 +312,9 @@ class FollowedScreen:
 
         self._screen = Screen(rows, cols)
         self._pending = bytearray()
+        self._fed_at = 0.0
+        self._wanted = 0
+        """`text` calls waiting: the emulator catches up now, pause or not."""
         self._size: tuple[int, int] | None = None
         self._closed = False
         self._cond = threading.Condition()
@@ -304,14 +324,18 @@ class FollowedScreen:
         threading.Thread(target=self._work, name="wrapagent-screen", daemon=True).start()
 
     def feed(self, data: bytes) -> None:
+        """Append (the output thread: no emulation here); the emulator is woken only when it was idle."""
         with self._cond:
             if len(self._pending) > MAX_SCREEN_LAG_BYTES:
                 # Far behind (a tool printing megabytes): start over from here, on a blank
                 # screen. Until the tool redraws its composer, none is seen: the safe side.
                 self._pending.clear()
                 self._restart = True
+            idle = not self._pending
             self._pending += data
-            self._cond.notify_all()
+            self._fed_at = _monotonic()
+            if idle:
+                self._cond.notify_all()
 
     def resize(self, rows: int, cols: int) -> None:
         with self._cond:
@@ -323,12 +347,17 @@ class FollowedScreen:
 
         end = time.monotonic() + timeout
         with self._cond:
-            while self._pending or self._busy or self._size is not None:
-                left = end - time.monotonic()
-                if left <= 0 or self._closed:
-                    return None
-                self._cond.wait(left)
-            return self._screen.text()
+            self._wanted += 1
+            self._cond.notify_all()
+            try:
+                while self._pending or self._busy or self._size is not None:
+                    left = end - time.monotonic()
+                    if left <= 0 or self._closed:
+                        return None
+                    self._cond.wait(left)
+                return self._screen.text()
+            finally:
+                self._wanted -= 1
 
     def close(self) -> None:
         with self._cond:
@@ -341,10 +370,12 @@ class FollowedScreen:
             with self._cond:
                 while not self._pending and self._size is None and not self._closed:
                     self._cond.wait()
+                self._wait_for_a_pause()
                 if self._closed:
                     self._screen.close()
                     return
-                data, self._pending = bytes(self._pending), bytearray()
+                data = bytes(self._pending[:FOLLOW_PIECE_BYTES])
+                del self._pending[:FOLLOW_PIECE_BYTES]
                 size, self._size = self._size, None
                 restart, self._restart = self._restart, False
                 self._busy = True
@@ -363,3 +394,11 @@ class FollowedScreen:
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def _wait_for_a_pause(self) -> None:
+        """(Lock held.) Until the output paused FOLLOW_QUIET_SECS, `text` wants the screen, or close."""
+        while self._pending and not self._wanted and not self._closed:
+            quiet = _monotonic() - self._fed_at
+            if quiet >= FOLLOW_QUIET_SECS:
+                return
+            self._cond.wait(FOLLOW_QUIET_SECS - quiet)

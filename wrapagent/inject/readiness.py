@@ -191,6 +191,8 @@ class Readiness:
             self.state = CHATTING
         self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s"
                  f" ({by} rule)")
+        if not self.inject and self.prompt_given:
+            self._prompt_submitted(now)
 
     def _fell_back(self, at_key: bool) -> None:
         """The adapter's markers did not show: say so once, and let wrapagent's own messages
