@@ -280,6 +280,18 @@ def test_probe_demo_text() -> None:
     assert "  quit          sent '\\x04'; exit code 0" in text
 
 
+def test_probe_says_which_kind_of_program() -> None:
+    """The demo agent gets typed input; a shell does not (its readiness may fire all the same)."""
+    out = io.StringIO()
+    assert doctor.main(["--probe", "demo"], out=out) == 0
+    assert "  kind          agent (built in): wrapagent types its blocks" in out.getvalue()
+    result = doctor_probe.probe("sh", timeout=5)
+    assert result["kind"] == "shell, REPL or editor" and result["types_input"] is False
+    text = doctor_report.render_probe(result)
+    assert "nothing typed into it" in text
+    assert "wrapagent would inject" not in text
+
+
 FAKE_GEMINI = r'''#!{python}
 import os, select, sys, tty
 fd = sys.stdin.fileno()

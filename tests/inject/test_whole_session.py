@@ -64,7 +64,9 @@ class World:
         self.inj.on_output(READY_SCREEN, self.clock.t)
         self.clock.t += 0.2
         assert self.inj.poll(self.clock.t) == b""
-        assert self.inj.watch_output is False  # steady state: the proxy only stores last_output
+        # steady state: the screen is followed (a tool with a screen shape: the composer's content
+        # when the keys cannot tell), else the proxy only stores last_output
+        assert self.inj.watch_output is (self.inj.view is not None)
 
     def redraw(self) -> None:
         """The tool draws its composer again after a reset."""
@@ -72,7 +74,7 @@ class World:
         self.inj.on_output(b"\r\n(new conversation)\r\ndemo> ", self.clock.t)
         self.clock.t += 0.2
         assert self.inj.poll(self.clock.t) == b""
-        assert self.inj.state == "armed" and not self.inj.watch_output
+        assert self.inj.state == "armed" and self.inj.watch_output is (self.inj.view is not None)
 
     def send(self, data: bytes) -> bytes:
         """Type `data`; return everything that reached the child, blocks included."""
@@ -293,7 +295,7 @@ def test_reset_without_markers_arms_once_output_is_quiet() -> None:
     w.message(b"hi")
     w.send(b"/clear\r")
     assert w.inj.state == "wait-ready"
-    assert not w.inj.watch_output                        # no emulator: the proxy stores last_output
+    assert w.inj.watch_output is (w.inj.view is not None)  # only the followed screen needs output
     reset_at = w.clock.t
     w.clock.t += 0.1
     w.inj.last_output = w.clock.t                        # the tool erases the old transcript
@@ -352,7 +354,8 @@ def test_the_interrupt_watch_sees_keys_that_reach_the_tool_and_the_notice_after_
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
     inj.poll(clock.t)
-    assert inj.state == "chatting" and not inj.watch_output
+    steady = inj.view is not None  # a tool with a screen shape: its screen is followed all along
+    assert inj.state == "chatting" and inj.watch_output is steady
     assert inj.on_input(b"\x1b", clock.t) == b"\x1b"   # the agent waits: no interrupt
     assert not watch.wants_output
     assert inj.on_input(b"fix it", clock.t) + inj.on_input(b"\r", clock.t) == b"fix it\r"
@@ -363,4 +366,4 @@ def test_the_interrupt_watch_sees_keys_that_reach_the_tool_and_the_notice_after_
     clock.t += 3.5
     inj.poll(clock.t)
     assert fired == [1] and tracker.interrupted_turn == 1 and tracker.turns[0]["interrupted"] is True
-    assert not watch.wants_output and not inj.watch_output  # back to the steady state
+    assert not watch.wants_output and inj.watch_output is steady  # back to the steady state

@@ -13,7 +13,10 @@ to the same file, and a test then reads who came first without timing anything.
 Like the real CLIs while the model works, a message containing `(think)`
 animates a spinner for `--think-secs` (default 3, or WRAPAGENT_DEMO_THINK_SECS)
 before the reply; one containing `(ask)` first shows a permission prompt
-that waits for Enter.
+that waits for Enter; one containing `(choose)` a question answered by one
+key (`1` or `2`, no Enter). Like them too, ↑ on the prompt recalls the last
+message into it, and shift+tab switches a mode (redrawing the prompt, its
+text unchanged).
 
 WRAPAGENT_DEMO_PASTE_ENTER=joins makes it read input as gemini 0.61 does: an
 Enter that comes in the same read right after a paste's end is part of the
@@ -58,6 +61,11 @@ class Agent:
         self.think_secs = think_secs
         self.asking: str | None = None
         """A message waiting for the user's Enter at the permission prompt."""
+        self.choosing: str | None = None
+        """A message waiting for a one-key answer (`1` or `2`)."""
+        self.last: str = ""
+        """The last message submitted: ↑ recalls it."""
+        self.mode = "default"
 
     def event(self, what: str, **fields: object) -> None:
         """Append an event (message, reply, reset) to the events file, if any."""
@@ -80,9 +88,14 @@ class Agent:
 
     def submit(self, text: str) -> None:
         """A typed message: ask first if it says `(ask)`, else think if it says `(think)`, then reply."""
+        self.last = text
         if "(ask)" in text:
             self.asking = text
             self.out.write("\r\nallow the demo tool to run? press Enter to allow\r\n")
+            return
+        if "(choose)" in text:
+            self.choosing = text
+            self.out.write("\r\nrun the tests first?\r\n> 1. Yes\r\n  2. No\r\npress 1 or 2\r\n")
             return
         if "(think)" in text:
             self.out.write("\r\n")
@@ -94,6 +107,12 @@ class Agent:
         assert text is not None
         self.out.write("allowed\r\n")
         self.think()
+        self.receive(text, "tty")
+
+    def chose(self, key: str) -> None:
+        text, self.choosing = self.choosing, None
+        assert text is not None
+        self.out.write(f"chose {key}\r\n")
         self.receive(text, "tty")
 
     def reset(self, command: str) -> None:
@@ -182,7 +201,7 @@ def _interactive(agent: Agent, initial: str | None) -> int:
 
 
 def _loop(agent: Agent, fd: int, out: TextIO) -> int:
-    from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START,
+    from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
                                        TEXT, tokenize)
 
     buf: list[str] = []
@@ -214,7 +233,18 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
                 out.write("\r\n")
                 continue
             text = tok.data.decode("utf-8", "replace")
-            if kind == TEXT or (in_paste and kind not in (PASTE_START, PASTE_END)):
+            if agent.choosing is not None and not in_paste:
+                if kind == TEXT and text[:1] in ("1", "2"):
+                    agent.chose(text[:1])
+                    out.write(PROMPT)
+                continue  # a one-key question: nothing reaches the prompt
+            if kind == KEY and tok.data in (b"\x1b[A", b"\x1bOA") and not buf and agent.last:
+                buf[:] = list(agent.last)  # history recall: the last message back on the prompt
+                out.write("\r\x1b[K" + PROMPT + agent.last)
+            elif kind == KEY and tok.data == b"\x1b[Z":
+                agent.mode = "plan" if agent.mode == "default" else "default"
+                out.write(f"\r\x1b[K(mode: {agent.mode})\r\n" + PROMPT + "".join(buf))
+            elif kind == TEXT or (in_paste and kind not in (PASTE_START, PASTE_END)):
                 buf.append(text)
                 out.write(text)
                 interrupts = 0
@@ -241,7 +271,7 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
                     agent.submit(message)
                 else:
                     out.write("\r\n")
-                if agent.asking is not None:
+                if agent.asking is not None or agent.choosing is not None:
                     continue
                 out.write(PROMPT)
             elif kind == INTERRUPT and tok.data == b"\x03":

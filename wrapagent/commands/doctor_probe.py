@@ -14,6 +14,8 @@ pseudo-terminal; the result is plain data, rendered by `doctor_report`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import os
 import re
 import signal
@@ -258,6 +260,19 @@ def _probe_command(tool: str, extra: Sequence[str], env: Mapping[str, str]) -> t
     return [path, *extra], path, os.path.basename(tool)
 
 
+def _agent_kind(name: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """Whether wrapagent types into this program (`inject/agents.py`), with the config's names."""
+    from wrapagent import paths
+    from wrapagent.hooks.config_loader import load_config
+    from wrapagent.inject.agents import is_agent, kind_of
+
+    try:
+        configured = load_config(paths.find_project_root(Path.cwd()), env=env).agents
+    except Exception:  # a broken config must not hide the probe's answer; `doctor` reports it
+        configured = ()
+    return {"kind": kind_of(name, configured), "types_input": is_agent(name, configured)}
+
+
 def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOUT_SECS,
           env: Mapping[str, str] | None = None, rows: int = PROBE_ROWS, cols: int = PROBE_COLS) -> dict[str, Any]:
     """Start the real `tool`, wait for wrapagent's readiness detection, quit it; the facts as a dict."""
@@ -283,6 +298,7 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
     adapter = adapter_for(name)
     result.update(argv=argv, executable=executable, adapter=adapter.name,
                   bracketed_paste_required=adapter.requires_bracketed_paste)
+    result.update(_agent_kind(adapter.name, env))
     child_env = {**env, **resolve.child_env_additions(env=env)}
     if child_env.get("TERM", "dumb") in ("", "dumb"):
         child_env["TERM"] = "xterm-256color"

@@ -261,13 +261,20 @@ def render_probe(result: Mapping[str, Any], *, colour: bool = False) -> str:
         out.append(f"  version       {result.get('tool_version') or 'unknown'}")
     out.append(f"  terminal      private {result['cols']}x{result['rows']}; "
                f"{result['queries_answered']} terminal queries answered")
+    types_input = result.get("types_input", True)
+    if "kind" in result:
+        what = ("wrapagent types its blocks and messages into it" if types_input else
+                "proxied and recorded with its hooks, nothing typed into it "
+                "(name it in [agents] programs of the global hooks.toml if it is an agent)")
+        out.append(f"  kind          {result['kind']}: {what}")
     if result["ready"]:
         from wrapagent.commands.doctor_readiness import fallback_message
 
         by = result.get("ready_by")
         rule = {"marker": " by its own screen markers", "generic": " by the generic rule"}.get(str(by), "")
         out.append(f"  readiness     {paint('FIRED', GREEN, colour)} after {result['ready_after_s']:.2f}s{rule} "
-                   f"(wrapagent would inject into the first message)")
+                   + ("(wrapagent would inject into the first message)" if types_input else
+                      "(no agent: nothing would be typed)"))
         from wrapagent.inject.adapters import KNOWN_TOOLS
 
         if by == "generic" and result.get("adapter") in KNOWN_TOOLS:

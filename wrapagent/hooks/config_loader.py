@@ -230,6 +230,7 @@ def load_config(
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
     send = False
+    agents = global_hooks.agents if global_hooks is not None else ()
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
@@ -249,4 +250,5 @@ def load_config(
         checkpoints=CheckpointSettings(**checkpoints),
         stop_check=stop_check or None,
         send=send,
+        agents=agents,
     )

@@ -202,7 +202,7 @@ def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str,
 class Config(Frozen):
     """The effective configuration for one project."""
 
-    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send")
+    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send", "agents")
     _defaults = {
         "lifecycle": Factory(_frozen_map),
         "guards": (),
@@ -211,6 +211,7 @@ class Config(Frozen):
         "checkpoints": Factory(CheckpointSettings),
         "stop_check": None,
         "send": False,
+        "agents": (),
     }
 
     lifecycle: Mapping[str, LifecycleHook]
@@ -222,6 +223,9 @@ class Config(Frozen):
     """None when not configured or `enabled = false`."""
     send: bool
     """`[send] enabled = true`: the session takes messages from `wrapagent send`."""
+    agents: tuple[str, ...]
+    """`[agents] programs` (global hooks.toml only): programs wrapagent types into, beside
+    the known agents (`inject/agents.py`)."""
 
     @property
     def problems(self) -> tuple[Problem, ...]:

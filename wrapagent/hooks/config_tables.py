@@ -104,7 +104,7 @@ class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "extend_guards")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "extend_guards", "agents")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
@@ -112,6 +112,7 @@ class HooksFile:
         self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
         self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
         self.send: bool | None = None  # [send] enabled, when this file says
+        self.agents: tuple[str, ...] = ()  # [agents] programs: more programs wrapagent types into
         self.extend_guards = False  # [extend] prompt_guard = true: add to the global guards, not replace
 
 
@@ -244,6 +245,7 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
     send: bool | None = None
+    agents: tuple[str, ...] = ()
     extend_guards = False
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
@@ -262,6 +264,8 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
             if table is not None:
                 check.unknown_keys(table, ("enabled",), "send.", ("send",))
                 send = _check_bool(check, table, "enabled", True, "send.", ("send",))
+        elif key == "agents":
+            agents = _parse_agents(check, value, is_project=is_project)
         elif key == "extend":
             extend_guards = _parse_extend(check, value, is_project=is_project)
         elif key == "pre_session":
@@ -274,14 +278,36 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send", "extend"))
+            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send",
+                                            "extend", "agents"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
     parsed.stop_check = stop_check
     parsed.send = send
     parsed.extend_guards = extend_guards
+    parsed.agents = agents
     return parsed
+
+
+def _parse_agents(check: _FileCheck, value: Any, *, is_project: bool) -> tuple[str, ...]:
+    """`[agents] programs = ["mytui", …]`: programs to type into beside the known agents.
+
+    Global only: a project's file naming `bash` an agent would have the guards' text typed
+    into the user's shell."""
+    parts = ("agents",)
+    if is_project:
+        check.warning("agents", "ignored: it is global-only (it decides which programs get typed input)", parts)
+        return ()
+    table = _check_table(check, value, "agents", parts)
+    if table is None:
+        return ()
+    check.unknown_keys(table, ("programs",), "agents.", parts)
+    programs = table.get("programs", [])
+    if not isinstance(programs, list) or not all(isinstance(p, str) and p.strip() for p in programs):
+        check.error("agents.programs", f"expected a list of program names, got {programs!r}", (*parts, "programs"))
+        return ()
+    return tuple(p.strip() for p in programs)
 
 
 def _parse_extend(check: _FileCheck, value: Any, *, is_project: bool) -> bool:

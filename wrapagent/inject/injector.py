@@ -29,9 +29,13 @@ submitted the injector stays attached, following the user's keys with a
 adapter) starts a new conversation: `on_reset()` recomputes the blocks, keys
 pass untouched until the composer is back (a dialog may come first), and the
 next message gets them exactly as the first did. Every other submission
-is reported to `turns`, which decides when the agent waits. Output then
-costs the proxy one timestamp (`watch_output` is false, the loop stores
-`last_output`); the emulator is only fed until the composer is ready.
+is reported to `turns`, which decides when the agent waits. For a tool
+with a screen shape (`screen_model.py`) the screen is then followed in a
+thread of its own (`composer_screen.py`: the output path appends to a
+buffer), so the composer can be read when the keys cannot tell; for other
+tools output costs the proxy one timestamp (`watch_output` is false, the
+loop stores `last_output`). The readiness emulator is only fed until the
+composer is ready.
 
 First-message mode (neither given): the injector reports `done` once the
 blocks were submitted and the proxy drops it.
@@ -123,8 +127,15 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.prompt_given = prompt_given
         """The first message came on the command line (with its blocks): the tool submits it itself."""
         """Told every key that reaches the tool: did the user interrupt the agent (`interrupts.py`)."""
-        self._keep_watching = outgoing is not None and outgoing.screen is not None
         self.whole_session = turns is not None or on_reset is not None
+        from wrapagent.inject.screen_model import model_for
+
+        self.model = model_for(adapter.name)
+        """The tool's screen model: readiness, dialogs, the composer (`screen_model.py`)."""
+        self.view = self._follow_screen(adapter, rows, cols, outgoing)
+        """The screen followed all session (a tool with a screen shape, whole session): the
+        composer's content when the keys cannot tell (`composer_screen.py`)."""
+        self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
         self.state = STARTING
@@ -155,6 +166,15 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
+
+    def _follow_screen(self, adapter: Adapter, rows: int, cols: int, outgoing: Outgoing | None):
+        model = self.model
+        if not self.whole_session or model.shape is None:
+            return None
+        from wrapagent.inject.composer_screen import ComposerScreen
+
+        shared = outgoing.screen if outgoing is not None else None
+        return ComposerScreen.create(model, rows, cols, shared)
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -197,6 +217,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._size = (rows, cols)
         if self.outgoing is not None:
             self.outgoing.on_resize(rows, cols)
+        if self.view is not None:
+            self.view.resize(rows, cols)
         if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
@@ -283,9 +305,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.last_output = now
         if self.outgoing is not None:
             self.outgoing.on_output(data)
+        if self.view is not None:
+            self.view.feed(data)
         if self.state in (STARTING, WAIT_READY):
-            # The emulator is only needed to see the ready screen; after
-            # that, output costs the proxy one timestamp.
+            # The readiness emulator is only needed to see the ready screen.
             self.screen.feed(data)
             if not self._bp_seen:
                 hay = self._bp_tail + data
@@ -305,6 +328,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             self._ready_on_key(data, now)
         if self.state == STARTING:
+            self._composer.now = now
             for tok in tokenize(data):
                 sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
                 if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
@@ -341,14 +365,37 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         of text already in the composer, so that message passes untouched, like a
         command, and the one after it gets them.
         """
-        if not self._composer.in_paste:
-            self.state = ARMED
+        composer = self._composer
+        if not composer.in_paste:
+            if composer.unknown and self.view is None:
+                # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
+                # composer: the ready screen is the composer's, empty (no screen model
+                # to ask at the first key).
+                composer.settled_empty()
+            if not (composer.has_text and self._ready_screen_holds_text()):
+                self.state = ARMED
+                return
+            self.state = COMMAND
+            self._begun_early = True
+            self._note("a message begun before the composer was ready goes without the blocks; "
+                       "the next message gets them")
             return
         self.state = COMMAND
         self._in_paste = True
         self._begun_early = True
         self._note("a paste begun before the composer was ready goes without the blocks; "
                    "the next message gets them")
+
+    def _ready_screen_holds_text(self) -> bool:
+        """Keys typed before readiness: the ready screen shows them in the tool's composer (by
+        the screen model), so blocks cannot go in front of them. Without a shape, or when the
+        screen shows the composer empty (they answered a start-up dialog, or the tool dropped
+        them), the next key starts the message as before."""
+        if self.model.shape is None or self.state != STARTING:
+            return False
+        from wrapagent.inject.screen_model import TEXT
+
+        return self.model.read(self.screen.text()).composer == TEXT
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:
@@ -372,6 +419,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.outgoing is not None:
             self.outgoing.cancel_all("the tool ended")
             self.outgoing.close()
+        if self.view is not None:
+            self.view.close()
         if report.message > 1 and self.state in (ARMED, COMMAND):
             self.reports.remove(report)  # armed for a later message that never came
             return self.reports[0]

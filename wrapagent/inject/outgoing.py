@@ -70,6 +70,12 @@ SCREEN_CATCH_UP_SECS = 0.5
 """At most this long (on the proxy's thread) for the emulator to catch up with the output;
 it only lags after a burst, and output has been quiet for `quiet_secs` at a stop."""
 
+SCREEN_RETRY_SECS = 10.0
+"""A message whose empty composer is not on the screen yet (the emulator lags behind a burst,
+the tool still draws the end of its turn) is tried again every SCREEN_RETRY_GAP_SECS for this
+long before it is cancelled: a dialog keeps it from going, a lagging screen does not lose it."""
+SCREEN_RETRY_GAP_SECS = 0.25
+
 RELEASE_GAP_SECS = 0.05
 """The user's keys held during a delivery go this long after the Enter: never in its write."""
 
@@ -119,6 +125,8 @@ class Outgoing:
         self._enter_at = 0.0
         self.held = bytearray()
         self._generic = False
+        self._retry_since: float | None = None
+        self._retry_at: float | None = None
 
     # -- any thread ------------------------------------------------------------------
 
@@ -160,6 +168,8 @@ class Outgoing:
             return self._enter_at
         if self.state == RELEASING:
             return self._enter_at + RELEASE_GAP_SECS
+        if self.state == IDLE and self._retry_at is not None:
+            return self._retry_at
         return None
 
     def poll(self, now: float, last_output: float, composer_has_text: bool) -> tuple[bytes, bool]:
@@ -214,6 +224,8 @@ class Outgoing:
     # -- inside -----------------------------------------------------------------------
 
     def _start(self, now: float, composer_has_text: bool) -> bytes:
+        if self._retry_at is not None and now < self._retry_at:
+            return b""
         with self._lock:
             request = self._queue.popleft() if self._queue else None
         if request is None:
@@ -224,7 +236,10 @@ class Outgoing:
         elif composer_has_text:
             reason = "the composer holds your text"
         elif self.screen is not None and not self._composer_shown():
+            if self._retry_later(request, now):
+                return b""
             reason = "the empty composer is not on the screen (a dialog?)"
+        self._retry_since = self._retry_at = None
         if reason:
             self.log(f"outgoing: not sent: {reason}")
             request.done("cancelled", reason, None)
@@ -233,6 +248,19 @@ class Outgoing:
         self._outbox = delivery_chunks(self.adapter, request.text, now)
         self.state = DELIVERING
         return self._due(now)
+
+    def _retry_later(self, request: Request, now: float) -> bool:
+        """Put `request` back at the head of the queue to be tried again (SCREEN_RETRY_SECS)."""
+        since = now if self._retry_since is None else self._retry_since
+        if now - since >= SCREEN_RETRY_SECS:
+            return False
+        if self._retry_since is None:
+            self.log("outgoing: the empty composer is not on the screen yet; trying again")
+        with self._lock:
+            self._queue.appendleft(request)
+        self._retry_since = since
+        self._retry_at = now + SCREEN_RETRY_GAP_SECS
+        return True
 
     def use_generic_composer(self) -> None:
         """The tool's ready markers never showed (its screen changed in a release): an empty
@@ -244,11 +272,16 @@ class Outgoing:
         text = self.screen.text(timeout=SCREEN_CATCH_UP_SECS)
         if text is None:
             return False
-        from wrapagent.inject.readiness import looks_like_dialog
+        from wrapagent.inject.screen_model import model_for
 
-        if looks_like_dialog(text):  # a marker may also be in the transcript (codex's `› <message>`)
-            return False
-        return self._generic or all(p.search(text) for p in self._patterns)
+        # By the screen's structure (`screen_model.py`): the tool's composer at the bottom,
+        # empty, no dialog, not working; a transcript full of `1. Yes` / `› No` lines is no
+        # dialog. A tool whose shape did not fit its screen: any quiet screen that is no dialog.
+        model = model_for("" if self._generic else self.adapter.name)
+        reading = model.read(text)
+        if model.shape is not None:
+            return reading.idle_empty
+        return not reading.dialog and (self._generic or all(p.search(text) for p in self._patterns))
 
     def close(self) -> None:
         if self.screen is not None:

@@ -139,6 +139,20 @@ def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=Non
     return collected.prefix
 
 
+def _types_into(live: Live) -> bool:
+    """wrapagent types (blocks, continuations, sends) only into an agent's composer: a known
+    agent program or one the config names (`inject/agents.py`); a shell or a REPL would run
+    the text."""
+    from wrapagent.inject.agents import is_agent
+
+    name = live.launch.adapter.name
+    if is_agent(name, live.cfg.agents):
+        return True
+    live.record.log(f"injection: {name} is not a known agent program: nothing is typed into it "
+                    "(name it in [agents] programs of the global hooks.toml if it is one)")
+    return False
+
+
 FAILURE_SAYS_CHARS = 200
 """Of what a failed guard said (its stderr, else stdout), on the one line after the session."""
 
@@ -226,6 +240,9 @@ class Conversation:
                 stop_check, sends = None, False
         every = (plan is not None and plan.kind == "argv" and not plan.oneshot
                  and any(g.every_message for g in live.cfg.guards))
+        if (first or resets or every or stop_check is not None or sends) and not _types_into(live):
+            first = resets = every = sends = False
+            stop_check = None
         if not (first or resets or every or wait_hook is not None or stop_check is not None or sends):
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
