@@ -35,7 +35,7 @@ class Conversations:
         if sub.empty:
             self.turns.resumed(now)
         else:
-            self.turns.submitted(now)
+            self.turns.submitted(now, sub.text)
 
     def _new_conversation(self, command: str, now: float) -> None:
         """A reset command was submitted: fresh blocks for the next message, as for the first."""

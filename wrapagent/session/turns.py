@@ -59,12 +59,16 @@ class TurnTracker:
         """Who makes the next submission when it is not the user ("stop_check"); kept in its entry."""
         self._armed_at: float | None = None
         self._needs_output = False
+        self.on_turn: Callable[[int, str, str | None], None] | None = None
+        """Told (turn, message text, by) at each submission: the recording's marker."""
 
     # -- told by the injector --------------------------------------------------
 
-    def submitted(self, now: float) -> None:
+    def submitted(self, now: float, text: str = "") -> None:
         self.turn += 1
         by, self.next_by = self.next_by, None
+        if self.on_turn is not None:
+            self.on_turn(self.turn, text, by)
         if len(self.turns) < MAX_TURNS_RECORDED:
             entry = {"n": self.turn, "at": self.to_wall(now), "quiet_at": None}
             if by:
