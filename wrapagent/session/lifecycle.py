@@ -149,16 +149,22 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
     from wrapagent.session.live import look_up_version, open_live
     from wrapagent.session.starting import history_before
 
+    from wrapagent.session.recorded import make_recorder
+
     child, started_at = started
+    recorder, why_not = make_recorder(session_id, launch, cfg)
 
     def setup() -> None:
         live = open_live(launch, cfg, session_id, started_at)
         opened.append(live)
+        live.recorder = recorder
+        if why_not is not None:
+            live.record.warn(why_not)
         look_up_version(live)
         history_before(live)  # records why there is no checkpoint
 
     try:
-        result = pty_loop.proxy(child, after_start=setup)
+        result = pty_loop.proxy(child, after_start=setup, on_output=recorder)
     except BaseException as exc:
         if opened:
             tool_failed(opened[0], 1, f"wrapagent failed while the tool was running: {exc!r}")

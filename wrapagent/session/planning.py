@@ -138,15 +138,14 @@ def tool_goes_first(launch: Launch, cfg) -> bool:
 
     Before the tool come: pre_run (it may refuse the launch), the `before`
     checkpoint of a git project, and an interceptor (injection, resets,
-    waiting_for_input, the stop check, the recording's turn markers: it must
-    see the tool's first output). Without any of them (`[record] enabled =
-    false` outside a git project, no hooks) the tool starts first and the
-    record is written while it starts: the user does not wait for
-    wrapagent's own imports and files.
+    waiting_for_input, the stop check: it must see the tool's first output). Without any of
+    them (the default configuration outside a git project) the tool starts
+    first and the record is written while it starts: the user does not wait
+    for wrapagent's own imports and files.
     """
     if not launch.interactive or cfg.hook_for("pre_run") is not None \
             or cfg.hook_for("waiting_for_input") is not None or cfg.stop_check is not None or cfg.send \
-            or wants_injection(launch, cfg) or cfg.record.enabled:
+            or wants_injection(launch, cfg):
         return False
     from wrapagent.session import checkpoints
     from wrapagent.session.resolve import nested_depth

@@ -20,17 +20,27 @@ def wants_recording(launch, cfg) -> bool:
     return bool(launch.interactive and cfg.record.enabled)
 
 
-def start_recording(live: Live) -> None:
-    """Create the recorder for a terminal session (`live.recorder`), at the tool's start size."""
-    if not wants_recording(live.launch, live.cfg):
-        return
+def make_recorder(session_id: str, launch, cfg):
+    """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else.
+
+    Needs no record: a tool that goes first (`planning.tool_goes_first`) is
+    recorded from its first byte, before its record exists. Its recording has
+    no turn markers: turns are followed only where an interceptor watches the
+    keys (a git project, hooks), which is what makes the tool wait.
+    """
+    if not wants_recording(launch, cfg):
+        return None, None
     from wrapagent.history import recording
     from wrapagent.proxy.spawn import start_size
 
     rows, cols = start_size()
-    launch = live.launch
     title = f"{launch.name} in {launch.root_str}"
-    recorder, why_not = recording.start(live.record.id, live.cfg.record, live.env, rows, cols, title=title)
+    return recording.start(session_id, cfg.record, launch.env, rows, cols, title=title)
+
+
+def start_recording(live: Live) -> None:
+    """Create the recorder of a terminal session (`live.recorder`), at the tool's start size."""
+    recorder, why_not = make_recorder(live.record.id, live.launch, live.cfg)
     if why_not is not None:
         live.record.warn(why_not)
     live.recorder = recorder
