@@ -132,8 +132,12 @@ def test_turns_from_the_screen_follow_the_markers() -> None:
               [0.1, "m", "turn 2: second"], [0.1, "o", "\x1b[2J\x1b[Hanswer two"], [0.1, "x", "0"]]
     turns = cast_file.turns_from_screen(header, events)
     assert [t["user"] for t in turns] == ["hello there", "second"]
-    assert "row 0" in turns[0]["agent"] and "answer one" in turns[0]["agent"]  # scrolled by, then on screen
+    assert turns[0]["agent"].splitlines() == ["row 5", "row 6", "row 7", "answer one", ">"]  # the screen then
     assert turns[1]["agent"] == "answer two"
+    assert cast_file.turns_from_screen(header, events, screens=False) == [
+        {"user": "hello there", "agent": ""}, {"user": "second", "agent": ""}]
+    assert cast_file.parse(b'{"version": 3, "term": {}}\n[0.1, "o", "x"]\n[0.2, "m", "turn 1"]\n', "m")[1] == [
+        [0.2, "m", "turn 1"]]
 
 
 def test_a_file_that_is_not_asciicast_v3_is_refused() -> None:

@@ -41,9 +41,16 @@ def read_bytes(path: str) -> bytes:
         raise CastError(f"{path}: not a gzip file: {exc}") from None
 
 
-def parse(data: bytes) -> tuple[dict, list[list]]:
-    """(header, events); CastError when the header is not asciicast v3. A cut last line is dropped."""
+def parse(data: bytes, only: str | None = None) -> tuple[dict, list[list]]:
+    """(header, events); CastError when the header is not asciicast v3. A cut last line is dropped.
+
+    `only`: the events of that code alone (the others are not even parsed: a big recording's
+    markers are read in milliseconds).
+    """
     lines = data.decode("utf-8", "replace").split("\n")
+    if only is not None:
+        needle = json.dumps(only)
+        lines = lines[:1] + [line for line in lines[1:] if needle in line]
     try:
         header = json.loads(lines[0])
     except ValueError:
@@ -59,13 +66,13 @@ def parse(data: bytes) -> tuple[dict, list[list]]:
         except ValueError:
             continue  # the last line of a recording cut short
         if isinstance(event, list) and len(event) == 3 and isinstance(event[0], (int, float)) \
-                and isinstance(event[1], str) and isinstance(event[2], str):
+                and isinstance(event[1], str) and isinstance(event[2], str) and only in (None, event[1]):
             events.append(event)
     return header, events
 
 
-def load(path: str) -> tuple[dict, list[list]]:
-    return parse(read_bytes(path))
+def load(path: str, only: str | None = None) -> tuple[dict, list[list]]:
+    return parse(read_bytes(path), only)
 
 
 def term_size(header: dict) -> tuple[int, int]:
@@ -89,67 +96,56 @@ def timed(events: list[list], speed: float = 1.0, idle_limit: float | None = Non
 # --------------------------------------------------------------------------- the screen's text
 
 
-class _ScreenText:
-    """A terminal emulator (pyte) fed with the recording's output, read back as lines of text."""
-
-    def __init__(self, rows: int, cols: int) -> None:
-        import pyte
-
-        self.screen = pyte.HistoryScreen(cols, rows, history=100000, ratio=0.5)
-        self.stream = pyte.Stream(self.screen)
-        self.scrolled = 0
-        """Lines that scrolled off the top so far (the history's own count, kept across its cap)."""
-
-    def feed(self, text: str) -> None:
-        before = len(self.screen.history.top)
-        self.stream.feed(text)
-        self.scrolled += max(len(self.screen.history.top) - before, 0)
-
-    def resize(self, rows: int, cols: int) -> None:
-        self.screen.resize(rows, cols)
-
-    def _line(self, line) -> str:
-        cols = self.screen.columns
-        return "".join(line[x].data for x in range(cols)).rstrip()
-
-    def text_since(self, scrolled_at: int) -> str:
-        """The lines that scrolled off since `scrolled_at`, then what the screen shows now."""
-        top = list(self.screen.history.top)
-        new = min(self.scrolled - scrolled_at, len(top))
-        lines = [self._line(line) for line in top[len(top) - new:]] if new > 0 else []
-        lines += [line.rstrip() for line in self.screen.display]
-        while lines and not lines[-1].strip():
-            lines.pop()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        return "\n".join(lines)
+TAIL_CHARS = 32 * 1024
+"""A turn's screen is rebuilt from at most this much of the output before its end (see `turns_from_screen`)."""
 
 
-def turns_from_screen(header: dict, events: list[list]) -> list[dict[str, str]]:
-    """Turns read off the recording: the marker's words, and what the screen showed until the next one.
+def _screen_text(text: str, rows: int, cols: int) -> str:
+    """What a terminal of that size shows after `text` (pyte), blank lines around it dropped."""
+    import pyte
+
+    screen = pyte.Screen(cols, rows)
+    pyte.Stream(screen).feed(text)
+    lines = [line.rstrip() for line in screen.display]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def turns_from_screen(header: dict, events: list[list], *, screens: bool = True) -> list[dict[str, str]]:
+    """Turns read off the recording: the marker's words, and what the screen showed at the turn's end.
 
     For a tool that keeps no transcript wrapagent can read: the message is
     the marker's first words (keys are never recorded), the reply is the
-    screen's text at the end of the turn (plus what scrolled by meanwhile).
+    screen's text just before the next turn (or the end). The screen is
+    rebuilt by pyte from the last TAIL_CHARS of output before that moment:
+    TUIs redraw whole screens often, and pyte reads ~50 KB/s here, so a
+    whole hour of output would take minutes. `screens=False`: the messages
+    only (cheap: what a session's end indexes).
     """
-    screen = _ScreenText(*term_size(header))
+    rows, cols = term_size(header)
     turns: list[dict[str, str]] = []
-    mark = 0
+    tail: list[str] = []
+    size = 0
     for _interval, code, data in events:
-        if code == "o":
-            screen.feed(data)
+        if code == "o" and screens:
+            tail.append(data)
+            size += len(data)
+            while len(tail) > 1 and size - len(tail[0]) >= TAIL_CHARS:
+                size -= len(tail.pop(0))
         elif code == "r":
-            size = _parse_size(data)
-            if size is not None:
-                screen.resize(*size)
+            parsed = _parse_size(data)
+            if parsed is not None:
+                rows, cols = parsed
         elif code == "m" and data.startswith("turn "):
-            if turns:
-                turns[-1]["agent"] = screen.text_since(mark)
-            mark = screen.scrolled
+            if turns and screens:
+                turns[-1]["agent"] = _screen_text("".join(tail)[-TAIL_CHARS:], rows, cols)
             _, _, words = data.partition(": ")
             turns.append({"user": words, "agent": ""})
-    if turns:
-        turns[-1]["agent"] = screen.text_since(mark)
+    if turns and screens:
+        turns[-1]["agent"] = _screen_text("".join(tail)[-TAIL_CHARS:], rows, cols)
     return turns
 
 

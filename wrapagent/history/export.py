@@ -81,8 +81,12 @@ def session_header(record: Mapping[str, Any], env: Mapping[str, str] | None = No
 
 
 def conversation(record: Mapping[str, Any], session_dir: Path, env: Mapping[str, str] | None = None,
-                 *, with_files: bool = True) -> dict[str, Any]:
-    """The session's conversation (module docstring); never raises for a missing or odd file."""
+                 *, with_files: bool = True, screens: bool = True) -> dict[str, Any]:
+    """The session's conversation (module docstring); never raises for a missing or odd file.
+
+    `screens=False` (the search index, at a session's end): a recording gives the messages'
+    first words only, not the replies read off its screen (pyte is slow; the user waits).
+    """
     from wrapagent.history.transcript_turns import turns_of
 
     header = session_header(record, env, with_files)
@@ -93,14 +97,15 @@ def conversation(record: Mapping[str, Any], session_dir: Path, env: Mapping[str,
     if found:
         turns, source = found, ", ".join(name for name, _ in files)
     else:
-        screen = _screen_turns(record, env)
+        screen = _screen_turns(record, env, screens)
         if screen:
             turns, source = screen, "recording"
     return {"session": header, "source": source,
             "turns": [{"n": i, "user": t["user"], "agent": t["agent"]} for i, t in enumerate(turns, 1)]}
 
 
-def _screen_turns(record: Mapping[str, Any], env: Mapping[str, str] | None) -> list[dict[str, str]]:
+def _screen_turns(record: Mapping[str, Any], env: Mapping[str, str] | None,
+                  screens: bool) -> list[dict[str, str]]:
     from wrapagent.history import cast_file
     from wrapagent.history.recording import recording_path
 
@@ -108,10 +113,10 @@ def _screen_turns(record: Mapping[str, Any], env: Mapping[str, str] | None) -> l
     if path is None:
         return []
     try:
-        header, events = cast_file.load(path)
+        header, events = cast_file.load(path, None if screens else "m")
     except (OSError, cast_file.CastError):
         return []
-    return cast_file.turns_from_screen(header, events)
+    return cast_file.turns_from_screen(header, events, screens=screens)
 
 
 # --------------------------------------------------------------------------- Markdown

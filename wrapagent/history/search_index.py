@@ -112,7 +112,7 @@ def index_record(record: Mapping[str, Any], session_dir: Path, env: Mapping[str,
     """At a session's end: its conversation (transcripts, else the recording) into the index."""
     from wrapagent.history.export import conversation
 
-    conv = conversation(record, session_dir, env, with_files=False)
+    conv = conversation(record, session_dir, env, with_files=False, screens=False)
     conn = connect(env)
     try:
         with conn:
@@ -134,7 +134,7 @@ def catch_up(conn: sqlite3.Connection, session_dirs: Iterable[Path], env: Mappin
         if record is None or record.get("state") == "running" or record.get("id") != folder.name:
             continue
         with conn:
-            add(conn, record, folder, conversation(record, folder, env, with_files=False))
+            add(conn, record, folder, conversation(record, folder, env, with_files=False, screens=False))
         added += 1
     return added
 
