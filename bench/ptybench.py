@@ -124,6 +124,15 @@ def wrapagent_rec_proxy(prefix: Sequence[str], home: Path) -> Proxy:
     return Proxy("wrapagent-rec", proxy.wrap, env=proxy.env, cwd=proxy.cwd)
 
 
+def wrapagent_norec_proxy(prefix: Sequence[str], home: Path) -> Proxy:
+    """Full mode with `[record] enabled = false`: what the session costs without its recording."""
+    proxy = wrapagent_full_proxy(prefix, home)
+    config = home / "config" / "wrapagent"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hooks.toml").write_text("[record]\nenabled = false\n")
+    return Proxy("wrapagent-norec", proxy.wrap, env=proxy.env, cwd=proxy.cwd)
+
+
 def python_of(cmd: Sequence[str]) -> str:
     """The interpreter a wrapagent launcher runs: `python -m wrapagent`, or its console script's #!."""
     if len(cmd) >= 3 and cmd[1] == "-m":
@@ -1038,7 +1047,7 @@ def targets(results: Results, proxy: str) -> list[Target]:
     rec = results.records
     out: list[Target] = []
     steady = proxy == "wrapagent-steady"
-    full = proxy in ("wrapagent-full", "wrapagent-rec")
+    full = proxy in ("wrapagent-full", "wrapagent-rec", "wrapagent-norec")
     if "throughput" in rec and not full:
         t = rec["throughput"]
         lost = max((r["bytes_lost"] for r in t if r["proxy"] == proxy), default=None)
@@ -1155,8 +1164,9 @@ def save(results: Results, meta: Mapping[str, Any], markdown: str) -> Path:
 # ---------------------------------------------------------------------------
 
 ALL_TESTS: Final = ("throughput", "latency", "startup", "idle", "correctness")
-ALL_PROXIES: Final = ("direct", "script", "wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec")
-WRAPAGENT_ROWS: Final = ("wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec")
+ALL_PROXIES: Final = ("direct", "script", "wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec",
+                              "wrapagent-norec")
+WRAPAGENT_ROWS: Final = ("wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec", "wrapagent-norec")
 
 
 def parse_args(argv: Sequence[str] | None) -> Options:
@@ -1209,7 +1219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     candidates = {"direct": direct_proxy(), "script": script_proxy(), "wrapagent": wrapagent_proxy(opts.wrapagent_cmd),
                   "wrapagent-full": wrapagent_full_proxy(opts.wrapagent_cmd, home),
                   "wrapagent-steady": steady_proxy(python),
-                  "wrapagent-rec": wrapagent_rec_proxy(opts.wrapagent_cmd, home / "rec")}
+                  "wrapagent-rec": wrapagent_rec_proxy(opts.wrapagent_cmd, home / "rec"),
+                  "wrapagent-norec": wrapagent_norec_proxy(opts.wrapagent_cmd, home / "norec")}
     proxies = [candidates[name] for name in opts.proxies] + [extra_proxy(spec) for spec in opts.extras]
     results = Results(opts, [])
     for name in WRAPAGENT_ROWS:

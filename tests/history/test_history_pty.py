@@ -180,3 +180,33 @@ def test_search_for_a_word_nobody_wrote_exits_1(session: World) -> None:
     assert other_tool.returncode == 1
     other_project = session.run("sessions", "search", "walruses", "--project", ".", cwd=session.elsewhere)
     assert other_project.returncode == 1
+
+
+
+
+def test_a_tool_that_starts_first_is_recorded_without_markers(tmp_path: Path) -> None:
+    """No hooks, outside git: the tool goes first (start-up); its output is recorded all the same."""
+    world = World(tmp_path)
+    (world.config / "wrapagent" / "hooks.toml").write_text("")
+    child = world.spawn("/bin/sh", "-c", "printf 'first-byte-here\\n'; sleep 0.2; printf 'last'")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    record = world.record()
+    header, events, _ = cast_of(world)
+    assert "".join(e[2] for e in events if e[1] == "o") == "first-byte-here\r\nlast"
+    assert not [e for e in events if e[1] == "m"] and events[-1][1:] == ["x", "0"]
+    assert record["recording"]["markers"] == 0
+
+
+def test_record_enabled_false_records_nothing(tmp_path: Path) -> None:
+    world = World(tmp_path)
+    (world.config / "wrapagent" / "hooks.toml").write_text("[record]\nenabled = false\n")
+    child = world.spawn("/bin/sh", "-c", "printf 'not-recorded'")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "recording" not in world.record()
+    assert not (world.state / "wrapagent" / "recordings").exists()
+    replay = world.run("sessions", "replay", "last")
+    assert replay.returncode == 1 and b"no recording: it was not recorded" in replay.stderr

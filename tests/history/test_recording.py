@@ -143,3 +143,21 @@ def test_turns_from_the_screen_follow_the_markers() -> None:
 def test_a_file_that_is_not_asciicast_v3_is_refused() -> None:
     with pytest.raises(cast_file.CastError):
         cast_file.parse(b'{"version": 2, "width": 80, "height": 24}\n')
+
+
+def test_the_record_table_is_checked_key_by_key(tmp_path: Path) -> None:
+    from wrapagent.hooks.config_loader import load_config
+    from wrapagent.hooks.config_model import DEFAULT_RECORD_MAX_BYTES
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path)}
+    hooks = tmp_path / "config" / "wrapagent" / "hooks.toml"
+    hooks.parent.mkdir(parents=True)
+    assert load_config(str(tmp_path), env=env).record.enabled is True
+    hooks.write_text("[record]\nenabled = false\nmax_bytes = 1000\n")
+    cfg = load_config(str(tmp_path), env=env)
+    assert (cfg.record.enabled, cfg.record.max_bytes, cfg.record.source) == (False, 1000, str(hooks))
+    hooks.write_text("[record]\nmax_bytes = -1\nenable = true\n")
+    cfg = load_config(str(tmp_path), env=env)
+    assert cfg.record.max_bytes == DEFAULT_RECORD_MAX_BYTES
+    problems = {p.key: p.severity for p in cfg.problems}
+    assert problems["record.max_bytes"] == "error" and problems["record.enable"] == "warning"

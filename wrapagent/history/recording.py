@@ -42,6 +42,10 @@ BATCH_SECS = 0.05
 """After the first chunk of a burst, the writer lets more gather this long: one wake-up per burst."""
 COALESCE_SECS = 0.005
 """Output chunks this close together are one `o` event: a replay cannot show the difference."""
+EVENT_BYTES = 64 * 1024
+"""At most this much output per `o` event, and per write: the writer's C calls (decode, JSON,
+write) stay short, so it never holds the interpreter lock long while the output thread waits
+for it after each of its system calls."""
 MAX_BACKLOG_BYTES = 16 * 1024 * 1024
 """Output queued for the writer beyond this is dropped (a marker says how much): never a wait."""
 JOIN_SECS = 5.0
@@ -117,7 +121,10 @@ class Recorder:
             header["title"] = title
         self._write_line(json.dumps(header, ensure_ascii=False))
         import codecs
+        from json.encoder import encode_basestring
 
+        self._quote = encode_basestring
+        """JSON string quoting (C): the event line without an encoder object per event."""
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._done = _thread.allocate_lock()
         self._done.acquire()
@@ -172,6 +179,7 @@ class Recorder:
         lines: list[str] = []
         run: list[bytes] = []
         run_at = 0.0
+        run_size = 0
         more = True
         for item in batch:
             if item is None:
@@ -180,16 +188,18 @@ class Recorder:
             if len(item) == 2:
                 at, data = item
                 self.taken += len(data)
-                if run and at - run_at > COALESCE_SECS:
+                if run and (at - run_at > COALESCE_SECS or run_size >= EVENT_BYTES):
                     self._output(lines, run_at, run)
-                    run = []
+                    run, run_size = [], 0
+                    self._flush(lines)
                 if not run:
                     run_at = at
                 run.append(data)
+                run_size += len(data)
                 continue
             if run:
                 self._output(lines, run_at, run)
-                run = []
+                run, run_size = [], 0
             self._event(lines, item[0], item[1], item[2])
         if run:
             self._output(lines, run_at, run)
@@ -197,9 +207,14 @@ class Recorder:
             self._event(lines, monotonic(), "m", f"recording: {self.dropped - self._noted_dropped} bytes "
                         "of output not recorded (the recording fell behind)")
             self._noted_dropped = self.dropped
+        self._flush(lines)
+        return more
+
+    def _flush(self, lines: list[str]) -> None:
+        """Write the lines gathered (one write: the lock is released while it runs)."""
         if lines and not self.stopped:
             self._write_line("\n".join(lines))
-        return more
+        lines.clear()
 
     def _output(self, lines: list[str], at: float, run: list[bytes]) -> None:
         text = self._decoder.decode(b"".join(run))
@@ -210,7 +225,7 @@ class Recorder:
         if self.stopped:
             return
         rel = max(at - self.started, self._last)
-        line = json.dumps([round(rel - self._last, 6), code, data], ensure_ascii=False)
+        line = f'[{round(rel - self._last, 6)!r}, "{code}", {self._quote(data)}]'  # = json.dumps of the list
         self._last = rel
         if self.max_bytes and self.written + sum(len(x) + 1 for x in lines) + len(line) > self.max_bytes:
             lines.append(json.dumps([0.0, "m", f"recording stopped: its size cap of {self.max_bytes} bytes "
