@@ -210,3 +210,19 @@ def test_record_enabled_false_records_nothing(tmp_path: Path) -> None:
     assert not (world.state / "wrapagent" / "recordings").exists()
     replay = world.run("sessions", "replay", "last")
     assert replay.returncode == 1 and b"no recording: it was not recorded" in replay.stderr
+
+
+def test_keys_typed_are_not_recorded_only_what_the_screen_showed(tmp_path: Path) -> None:
+    world = World(tmp_path)
+    (world.config / "wrapagent" / "hooks.toml").write_text("")
+    child = world.spawn("/bin/sh", "-c", "stty -echo; printf 'password: '; read x; echo; echo got-${#x}-chars")
+    child.expect_exact("password: ")
+    child.send("typed-secret-42\r")
+    child.expect_exact("got-15-chars")
+    child.expect(pexpect.EOF)
+    child.close()
+    _, events, path = cast_of(world)
+    shown = "".join(e[2] for e in events if e[1] == "o")
+    assert "password: " in shown and "got-15-chars" in shown
+    assert b"typed-secret" not in gzip.decompress(path.read_bytes())
+    assert not [e for e in events if e[1] == "i"]
