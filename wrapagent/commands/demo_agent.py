@@ -57,7 +57,7 @@ class Transcript:
         import uuid
 
         from wrapagent.history.private_files import create_private, private_dir
-        from wrapagent.session.transcripts import demo_transcripts_dir
+        from wrapagent.history.transcripts import demo_transcripts_dir
 
         self.close()
         self.conversation = conversation
