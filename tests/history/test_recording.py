@@ -112,6 +112,17 @@ def test_old_recordings_expire_with_keep_days(tmp_path: Path) -> None:
     assert recording.expire(0, env, force=True) == []
 
 
+def test_prune_drops_the_recordings_of_the_sessions_it_pruned(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    folder = Path(recording.recordings_dir(env))
+    folder.mkdir(parents=True)
+    pruned, kept = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAW"
+    for name in (f"{pruned}.cast.gz", f"{kept}.cast.gz"):
+        (folder / name).write_text("x")
+    assert recording.drop([pruned, "../../escape"], env) == 1
+    assert os.listdir(folder) == [f"{kept}.cast.gz"]
+
+
 def test_a_cut_gzip_stream_is_read_as_far_as_it_goes(tmp_path: Path) -> None:
     rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0)
     for n in range(200):

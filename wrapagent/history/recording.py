@@ -347,6 +347,22 @@ def expire(keep_days: float, env: Mapping[str, str], *, now: float | None = None
     return gone
 
 
+def drop(session_ids: list[str], env: Mapping[str, str]) -> int:
+    """Delete these sessions' recordings (`sessions prune` dropped their checkpoints); how many."""
+    folder = recordings_dir(env)
+    gone = 0
+    for session_id in session_ids:
+        if ulid_seconds(session_id) is None:
+            continue  # not an id: never a path of its own
+        for suffix in (".cast.gz", ".cast"):
+            try:
+                os.unlink(os.path.join(folder, session_id + suffix))
+                gone += 1
+            except OSError:
+                pass
+    return gone
+
+
 def ulid_seconds(session_id: str) -> float | None:
     """Seconds since the epoch in a ULID's first 10 characters, or None if it is not one."""
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
