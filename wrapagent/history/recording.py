@@ -266,11 +266,13 @@ class Recorder:
             info["capped"] = True
         if self.error:
             info["error"] = self.error
-        os.close(self.fd)
-        if finished:
-            info.update(_compress(self.path))
-        else:
+        if not finished:
+            # The writer may still write: its fd stays open (closed, the number could be reused
+            # by the next open() and the writer's bytes land in another file). wrapagent exits soon.
             info["file"] = self.path
+            return info
+        os.close(self.fd)
+        info.update(_compress(self.path))
         return info
 
 
