@@ -46,6 +46,8 @@ subcommands:
                     tab completion: eval "$(wrapagent completion bash)" in ~/.bashrc
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
+  sessions replay ID|export ID --format cast|md|json|search TEXT
+                    play a session again, its conversation as Markdown, where was that said
   trust [PATH] [--revoke] [--list]
   send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
                     the next message of a running session (TEXT or stdin; needs [send] enabled)
