@@ -57,6 +57,7 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
     Layer,
     Config,
     CheckpointSettings,
+    RecordSettings,
     default_session_complete,
     _frozen_map,
 )
@@ -230,6 +231,7 @@ def load_config(
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
     send = False
+    record: dict[str, Any] = {}
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
@@ -237,6 +239,7 @@ def load_config(
         if hooks_file.guards is not None:
             guards = extend_guards(guards, hooks_file.guards) if hooks_file.extend_guards else hooks_file.guards
         checkpoints.update(hooks_file.checkpoints)
+        record.update(hooks_file.record)
         if hooks_file.stop_check is not None:
             stop_check = hooks_file.stop_check  # a project's [stop_check] replaces the global one
         if hooks_file.send is not None:
@@ -249,4 +252,5 @@ def load_config(
         checkpoints=CheckpointSettings(**checkpoints),
         stop_check=stop_check or None,
         send=send,
+        record=RecordSettings(**record),
     )

@@ -226,7 +226,8 @@ class Conversation:
                 stop_check, sends = None, False
         every = (plan is not None and plan.kind == "argv" and not plan.oneshot
                  and any(g.every_message for g in live.cfg.guards))
-        if not (first or resets or every or wait_hook is not None or stop_check is not None or sends):
+        if not (first or resets or every or wait_hook is not None or stop_check is not None or sends
+                or live.recorder is not None):  # a recording marks each turn's start
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
                    sends=sends)
@@ -328,8 +329,12 @@ class Conversation:
         quiet = stop_check.quiet_secs if stop_check is not None else None
         if quiet is None and wait_hook is not None:
             quiet = wait_hook.quiet_secs
-        return TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
-                           self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+        from wrapagent.session.recorded import on_turn
+
+        tracker = TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
+                              self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+        tracker.on_marker = on_turn(self.live)
+        return tracker
 
     # -- after the tool ------------------------------------------------------------
 
