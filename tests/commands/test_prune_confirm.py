@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands.test_sessions_cmd import WRAPAGENT, git_in, history_world, run
+from tests.commands.test_sessions_cmd import WRAPAGENT, history_world, run
 
 
 class _Terminal(io.StringIO):
@@ -23,7 +23,9 @@ def two_sessions(tmp_path: Path) -> dict:
     proc = subprocess.run([*WRAPAGENT, "sh", "-c", "echo more > more.txt"], env=w["env"], cwd=w["repo"],
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    w["refs"] = lambda: git_in(w["repo"], w["env"], "for-each-ref", "--format=%(refname)", "refs/wrapagent/")
+    store = w["record"]["checkpoints"]["store"]  # checkpoints live in wrapagent's own store, not the repository
+    w["refs"] = lambda: subprocess.run(["git", f"--git-dir={store}", "for-each-ref", "--format=%(refname)",
+                                        "refs/sessions/"], capture_output=True, text=True, check=True).stdout
     assert w["refs"]().count("\n") == 4
     return w
 
