@@ -49,6 +49,8 @@ subcommands:
   undo | redo [--dry-run] [--force] [--quiet]
                     undo the newest turn of the newest session here (again: the one before);
                     redo puts back what the last undo removed
+  sessions replay ID|export ID --format cast|md|json|search TEXT
+                    play a session again, its conversation as Markdown, where was that said
   trust [PATH] [--revoke] [--list]
   send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
                     the next message of a running session (TEXT or stdin; needs [send] enabled)

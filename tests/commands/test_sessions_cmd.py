@@ -424,7 +424,9 @@ def test_interactive_and_pipe_sessions_have_checkpoints_too(world: dict) -> None
         info = world[key]["checkpoints"]
         assert info["status"] == "taken" and info["head"] is None, (key, info)
         assert info["before"] and info["after"]
-    assert world["tty"]["native_session_id"] is None  # the demo agent keeps no transcript
+    native = world["tty"]["native_sessions"]  # the demo agent keeps a transcript, as the real CLIs do
+    assert world["tty"]["native_session_id"] == native[-1]["id"]
+    assert native[-1]["transcript"].startswith("transcript/demo-")
 def test_show_prints_later_injections_and_turns_compactly() -> None:
     from wrapagent.commands.sessions import render_show
 

@@ -37,7 +37,7 @@ class Turns:
     def __init__(self) -> None:
         self.submitted_at: list[float] = []
 
-    def submitted(self, now: float) -> None:
+    def submitted(self, now: float, text: str = "") -> None:
         self.submitted_at.append(now)
 
     def resumed(self, now: float) -> None:

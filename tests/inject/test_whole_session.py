@@ -31,9 +31,11 @@ class Turns:
 
     def __init__(self) -> None:
         self.events: list[str] = []
+        self.texts: list[str] = []
 
-    def submitted(self, now: float) -> None:
+    def submitted(self, now: float, text: str = "") -> None:
         self.events.append("submitted")
+        self.texts.append(text)  # the message's text: a recording's turn marker
 
     def resumed(self, now: float) -> None:
         self.events.append("resumed")
@@ -189,6 +191,7 @@ def test_turns_reported_but_not_resets_or_startup_keys() -> None:
     w.message(b"two")
     w.send(b"\x1b[200~pasted\rlines\x1b[201~\r")
     assert w.turns.events == ["submitted", "resumed", "submitted", "submitted"]
+    assert w.turns.texts[0] == "one" and w.turns.texts[1] == "two"  # what a turn marker is labelled with
 
 
 def test_passive_mode_never_holds_a_key() -> None:

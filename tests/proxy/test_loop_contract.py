@@ -647,3 +647,20 @@ def test_mode_tracker_reads_sequences_cut_between_chunks():
         tracker.feed(first, len(first))
         tracker.feed(second, len(second))
         assert tracker.reset_sequence() == b"\x1b[>4;0m\x1b[?1002l\x1b[?1049l", i
+
+
+def test_mode_tracker_reapplies_what_it_resets():
+    """Job control turns the tool's modes off while the shell has the terminal and on again after `fg`:
+    the alternate screen first, kitty flags pushed again with their values, modifyOtherKeys' level."""
+    from wrapagent.proxy.terminal_modes import ModeTracker
+
+    tracker = ModeTracker()
+    data = b"\x1b[?1049h\x1b[?1000;1006h\x1b[?2004h\x1b[?25l\x1b[>1u\x1b[>5u\x1b[<1u\x1b[>4;2m"
+    tracker.feed(data, len(data))
+    assert tracker.reset_sequence() == (b"\x1b[<1u\x1b[>4;0m\x1b[?25h\x1b[?1000l\x1b[?1006l\x1b[?2004l"
+                                        b"\x1b[?1049l")
+    assert tracker.reapply_sequence() == (b"\x1b[?1049h\x1b[?25l\x1b[?1000h\x1b[?1006h\x1b[?2004h"
+                                          b"\x1b[>1u\x1b[>4;2m")
+    off = b"\x1b[?1049l\x1b[?1000;1006l\x1b[?2004l\x1b[?25h\x1b[<1u\x1b[>4;0m"
+    tracker.feed(off, len(off))
+    assert tracker.reset_sequence() == b"" and tracker.reapply_sequence() == b""

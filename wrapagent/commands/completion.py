@@ -70,6 +70,12 @@ SPEC: dict[str, Command] = {
         "prune": Command("drop old checkpoint refs", {**_HELP, "--older-than": "value", "--project": "dirs",
                                                      "--dry-run": None, "--yes": None}),
         "resume": Command("continue the session's conversation", dict(_HELP), _ID),
+        "replay": Command("play the session's recording", {**_HELP, "--speed": "value", "--idle-limit": "value"},
+                          _ID),
+        "export": Command("the recording or the conversation",
+                          {**_HELP, "--format": "formats", "-o": "files", "--output": "files"}, _ID),
+        "search": Command("sessions whose messages or replies hold TEXT",
+                          {**_HELP, "--tool": "tools", "--project": "dirs", "--all": None}, ("text",)),
     }),
     "trust": Command("review and trust a project's hooks file",
                      {**_HELP, "--revoke": None, "--list": None, "--json": None}, ("files",)),
@@ -117,6 +123,8 @@ def _kind(kind: str | None, env: Mapping[str, str] | None) -> list[tuple[str, st
         return [(s, "shell") for s in SHELLS]
     if kind == "ids":
         return [("last", "the newest session"), *((i, _ulid_date(i)) for i in session_ids(env))]
+    if kind == "formats":
+        return [("cast", "asciicast v3"), ("md", "the conversation as Markdown"), ("json", "the same as data")]
     if kind == "files":
         return [(FILES, "")]
     if kind == "dirs":

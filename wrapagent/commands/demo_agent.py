@@ -46,6 +46,53 @@ BANNER = ("wrapagent demo agent: type a message and press Enter; "
           "/quit or Ctrl-D to leave.")
 
 
+class Transcript:
+    """The demo agent's own transcript, as a real CLI keeps one: a JSONL file per conversation.
+
+    In wrapagent's state folder (`session/transcripts.py`, `find_demo`), 0600,
+    created new (never through a link); a reset starts the next file. A
+    transcript that cannot be written is no reason to fail the demo.
+    """
+
+    def __init__(self) -> None:
+        import time
+
+        self.stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.fd = -1
+        self.conversation = 0
+
+    def start(self, conversation: int) -> None:
+        import uuid
+
+        from wrapagent.history.private_files import create_private, private_dir
+        from wrapagent.history.transcripts import demo_transcripts_dir
+
+        self.close()
+        self.conversation = conversation
+        try:
+            folder = private_dir(str(demo_transcripts_dir(os.environ)))
+            name = f"{self.stamp}-{os.getpid()}-{conversation}.jsonl"
+            self.fd = create_private(os.path.join(folder, name))
+        except OSError:
+            self.fd = -1
+            return
+        self.write("session", id=str(uuid.uuid4()), cwd=os.getcwd(),
+                   wrapagent_session=os.environ.get("WRAPAGENT_SESSION_ID"))
+
+    def write(self, kind: str, **fields: object) -> None:
+        if self.fd < 0:
+            return
+        try:
+            os.write(self.fd, (json.dumps({"type": kind, **fields}) + "\n").encode())
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 SPINNER = "|/-\\"
 SPIN_SECS = 0.1
 
@@ -66,6 +113,7 @@ class Agent:
         self.last: str = ""
         """The last message submitted: ↑ recalls it."""
         self.mode = "default"
+        self.transcript = Transcript()
 
     def event(self, what: str, **fields: object) -> None:
         """Append an event (message, reply, reset) to the events file, if any."""
@@ -118,12 +166,16 @@ class Agent:
     def reset(self, command: str) -> None:
         self.conversation += 1
         self.event("reset", command=command, conversation=self.conversation)
+        self.transcript.close()  # the next message starts the next conversation's file
         self.out.write(f"\r\n(new conversation {self.conversation})\r\n")
 
     def receive(self, text: str, how: str) -> None:
         """Show (and log) a message exactly as it arrived."""
         self.count += 1
         self.event("message", n=self.count)
+        if self.transcript.conversation != self.conversation or self.transcript.fd < 0:
+            self.transcript.start(self.conversation)
+        self.transcript.write("user", text=text)
         if self.log_path:
             with open(self.log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"n": self.count, "how": how, "text": text,
@@ -135,8 +187,10 @@ class Agent:
         done = edit_files(text)
         if done:
             self.out.write(f"{done}{nl}")
-        self.out.write(f"reply: MOCK-REPLY-{self.count}{nl}")
+        reply = f"MOCK-REPLY-{self.count}"
+        self.out.write(f"reply: {reply}{nl}")
         self.out.flush()
+        self.transcript.write("assistant", text=reply)
         self.event("reply", n=self.count)
 
 

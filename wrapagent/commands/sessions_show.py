@@ -445,6 +445,19 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     return "\n".join(out) + "\n"
 
 
+def recording_cell(record: Mapping[str, Any]) -> str:
+    """Where the session's recording is and what it holds (`sessions replay` plays it)."""
+    rec = record.get("recording")
+    if not isinstance(rec, dict):
+        return "-"
+    size = f"{rec.get('bytes', 0)} bytes" + (f", {rec['gz_bytes']} compressed" if rec.get("gz_bytes") else "")
+    extra = "".join(f"; {text}" for key, text in (("capped", "stopped at its size cap"),
+                                                  ("dropped_bytes", "output dropped"), ("note", rec.get("note")),
+                                                  ("error", rec.get("error"))) if rec.get(key))
+    gone = "" if rec.get("file") and Path(str(rec["file"])).exists() else " (gone: keep_days)"
+    return visible_text(f"{rec.get('file')}{gone} ({rec.get('markers', 0)} markers, {size}{extra})")
+
+
 def history_lines(record: Mapping[str, Any]) -> list[str]:
     """The native session, transcripts and checkpoints of a record, for `show`."""
     out = ["", "History:"]
@@ -457,6 +470,7 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
         shown = str(Path(folder) / where) if folder and where else "(not copied)"
         note = f" ({entry['note']})" if entry.get("note") else ""
         out.append(f"  transcript  {visible_text(str(entry.get('id')))}: {visible_text(shown)}{visible_text(note)}")
+    out.append(f"  recording   {recording_cell(record)}")
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         out.append("  checkpoints -")

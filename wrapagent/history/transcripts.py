@@ -194,7 +194,29 @@ def find_opencode(cwd: Path, started: float, ended: float, env: Mapping[str, str
             for sid, directory, updated in rows if _same_dir(directory, cwd)]
 
 
+DEMO_TRANSCRIPTS = "demo-agent"
+"""The demo agent keeps its conversations in `<wrapagent state>/demo-agent/<time>-<pid>-<n>.jsonl`:
+first line `{"type": "session", "id", "cwd"}`, then `{"type": "user" | "assistant", "text"}`."""
+
+
+def demo_transcripts_dir(env: Mapping[str, str]) -> Path:
+    from wrapagent.paths import state_dir
+
+    return state_dir(env) / DEMO_TRANSCRIPTS
+
+
+def find_demo(cwd: Path, started: float, ended: float, env: Mapping[str, str]) -> list[NativeSession]:
+    """The demo agent's conversations of this run: its folder, this cwd, the run's time window."""
+    out = []
+    for mtime, path in _recent_files(demo_transcripts_dir(env), "*.jsonl", started, ended):
+        head = _head_lines(path)[:1]
+        if head and head[0].get("type") == "session" and _same_dir(head[0].get("cwd"), cwd):
+            out.append(NativeSession(str(head[0].get("id")), mtime, path=path))
+    return out
+
+
 FINDERS: dict[str, Callable[..., list[NativeSession]]] = {
+    "demo": find_demo,
     "codex": find_codex,
     "claude": find_claude,
     "gemini": find_gemini,

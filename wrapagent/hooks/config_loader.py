@@ -57,6 +57,7 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
     Layer,
     Config,
     CheckpointSettings,
+    RecordSettings,
     default_session_complete,
     _frozen_map,
 )
@@ -231,6 +232,7 @@ def load_config(
     stop_check: Any = None
     send = False
     agents = global_hooks.agents if global_hooks is not None else ()
+    record: dict[str, Any] = {}
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
@@ -238,6 +240,7 @@ def load_config(
         if hooks_file.guards is not None:
             guards = extend_guards(guards, hooks_file.guards) if hooks_file.extend_guards else hooks_file.guards
         checkpoints.update(hooks_file.checkpoints)
+        record.update(hooks_file.record)
         if hooks_file.stop_check is not None:
             stop_check = hooks_file.stop_check  # a project's [stop_check] replaces the global one
         if hooks_file.send is not None:
@@ -251,4 +254,5 @@ def load_config(
         stop_check=stop_check or None,
         send=send,
         agents=agents,
+        record=RecordSettings(**record),
     )

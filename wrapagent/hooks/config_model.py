@@ -194,6 +194,32 @@ class CheckpointSettings(Frozen):
     source: str
 
 
+DEFAULT_RECORD_MAX_BYTES = 64 * 1024 * 1024
+"""A recording stops (with a note) past this many bytes of asciicast text.
+
+Measured on the real CLIs against a mock model: a TUI session writes a few
+MiB per hour (spinners and redraws included), gzip keeps about a tenth of
+it; 64 MiB is many hours of a busy session, and a runaway tool printing a
+build log forever stops costing disk there.
+"""
+
+
+class RecordSettings(Frozen):
+    """`[record]` in hooks.toml: the asciicast recording of each interactive session.
+
+    A project file's keys override the global file's, key by key.
+    """
+
+    __slots__ = ("enabled", "max_bytes", "source")
+    _defaults = {"enabled": True, "max_bytes": DEFAULT_RECORD_MAX_BYTES, "source": DEFAULT_SOURCE}
+
+    enabled: bool
+    """Record what the tool shows (never the keys typed) into the state folder."""
+    max_bytes: int
+    """Size cap of one recording, uncompressed (0 = no cap)."""
+    source: str
+
+
 def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
     mapping_proxy = type(type.__dict__)  # types.MappingProxyType, without loading `types` before the tool starts
     return mapping_proxy(dict(data or {}))
@@ -202,7 +228,8 @@ def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str,
 class Config(Frozen):
     """The effective configuration for one project."""
 
-    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send", "agents")
+    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send", "agents",
+                 "record")
     _defaults = {
         "lifecycle": Factory(_frozen_map),
         "guards": (),
@@ -212,6 +239,7 @@ class Config(Frozen):
         "stop_check": None,
         "send": False,
         "agents": (),
+        "record": Factory(RecordSettings),
     }
 
     lifecycle: Mapping[str, LifecycleHook]
@@ -226,6 +254,7 @@ class Config(Frozen):
     agents: tuple[str, ...]
     """`[agents] programs` (global hooks.toml only): programs wrapagent types into, beside
     the known agents (`inject/agents.py`)."""
+    record: RecordSettings
 
     @property
     def problems(self) -> tuple[Problem, ...]:

@@ -34,6 +34,7 @@ _STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quie
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
 _CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "max_file_mb")
+_RECORD_KEYS = ("enabled", "max_bytes")
 
 
 
@@ -104,12 +105,13 @@ class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "extend_guards", "agents")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "extend_guards", "agents", "record")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
         self.guards = guards  # None: the file does not define prompt_guard
         self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
+        self.record: dict[str, Any] = {}  # the [record] keys this file sets
         self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
         self.send: bool | None = None  # [send] enabled, when this file says
         self.agents: tuple[str, ...] = ()  # [agents] programs: more programs wrapagent types into
@@ -247,6 +249,7 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
     send: bool | None = None
     agents: tuple[str, ...] = ()
     extend_guards = False
+    record: dict[str, Any] = {}
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -268,6 +271,8 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
             agents = _parse_agents(check, value, is_project=is_project)
         elif key == "extend":
             extend_guards = _parse_extend(check, value, is_project=is_project)
+        elif key == "record":
+            record = _parse_record(check, value)
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -279,7 +284,7 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
             hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send",
-                                            "extend", "agents"))
+                                            "extend", "agents", "record"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
@@ -287,6 +292,7 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
     parsed.send = send
     parsed.extend_guards = extend_guards
     parsed.agents = agents
+    parsed.record = record
     return parsed
 
 
@@ -326,6 +332,28 @@ def _parse_extend(check: _FileCheck, value: Any, *, is_project: bool) -> bool:
                       ("extend", "prompt_guard"))
         return False
     return extend
+
+
+def _parse_record(check: _FileCheck, value: Any) -> dict[str, Any]:
+    """The `[record]` keys this file sets (validated), for merging key by key."""
+    parts, prefix = ("record",), "record."
+    table = _check_table(check, value, "record", parts)
+    if table is None:
+        return {}
+    check.unknown_keys(table, _RECORD_KEYS, prefix, parts)
+    out: dict[str, Any] = {}
+    if "enabled" in table:
+        out["enabled"] = _check_bool(check, table, "enabled", True, prefix, parts)
+    if "max_bytes" in table:
+        size = table["max_bytes"]
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            check.error(f"{prefix}max_bytes", f"expected a whole number of bytes >= 0 (0 = no cap), got {size!r}",
+                        (*parts, "max_bytes"))
+        else:
+            out["max_bytes"] = size
+    if out:
+        out["source"] = str(check.path)
+    return out
 
 
 def _parse_stop_check(check: _FileCheck, value: Any):

@@ -35,7 +35,7 @@ class Conversations:
         if sub.empty:
             self.turns.resumed(now)
         else:
-            self.turns.submitted(now)
+            self.turns.submitted(now, sub.text)
 
     def _prompt_submitted(self, now: float) -> None:
         """The tool is up with the command line's prompt submitted: it is the first turn, and with

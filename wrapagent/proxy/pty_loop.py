@@ -156,7 +156,9 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     """Proxy the terminal for a child `spawn.start` started, until it is gone; then clean up.
 
     Must run in the main thread (signal handlers). `on_output` and the
-    interceptor's output calls happen in the output thread; all interceptor
+    interceptor's output calls happen in the output thread (an `on_output`
+    with a `resized(rows, cols)` method is also told each resize, from the
+    main thread: a recorder's `r` events); all interceptor
     calls are serialised (see `Interceptor`). `after_start` runs in the main
     thread once the tool's first output was copied (see `Supervisor.run`); if it
     raises, the child is terminated like on any error. Closes the child's

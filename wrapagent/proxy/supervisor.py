@@ -96,10 +96,13 @@ class Supervisor:
         for sig in signals:
             if sig == signal.SIGWINCH:
                 terminal.copy_winsize(self.st.stdin_fd, self.master)  # not a 0x0: the child keeps its size
-                if self.to_child.wants_size():
+                observer = getattr(self.output.on_output, "resized", None)  # a recorder's resize event
+                if self.to_child.wants_size() or observer is not None:
                     size = usable_size(terminal.get_winsize(self.master))  # what the child draws into
                     if size:
                         self.to_child.resized(size[0], size[1])
+                        if observer is not None:
+                            observer(size[0], size[1])
             elif sig == signal.SIGCHLD:
                 self.try_reap()
             elif sig in FORWARDED_SIGNALS:

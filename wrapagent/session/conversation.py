@@ -243,7 +243,8 @@ class Conversation:
         if (first or resets or every or stop_check is not None or sends) and not _types_into(live):
             first = resets = every = sends = False
             stop_check = None
-        if not (first or resets or every or wait_hook is not None or stop_check is not None or sends):
+        if not (first or resets or every or wait_hook is not None or stop_check is not None or sends
+                or live.recorder is not None):  # a recording marks each turn's start
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
                    sends=sends)
@@ -345,8 +346,12 @@ class Conversation:
         quiet = stop_check.quiet_secs if stop_check is not None else None
         if quiet is None and wait_hook is not None:
             quiet = wait_hook.quiet_secs
-        return TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
-                           self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+        from wrapagent.session.recorded import on_turn
+
+        tracker = TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
+                              self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+        tracker.on_marker = on_turn(self.live)
+        return tracker
 
     # -- after the tool ------------------------------------------------------------
 

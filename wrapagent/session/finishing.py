@@ -9,6 +9,7 @@ for the user.
 from __future__ import annotations
 
 from wrapagent.session.events import HangupIgnored, run_event, say_failures
+from wrapagent.session.recorded import finish_recording, index_session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def after(live: Live, exit_code: int) -> None:
         with HangupIgnored():
             _history_after(live)
             _tool_version(live)
+            index_session(live)
             live.record.save()
             run_event(live, "post_run", exit_code)
             run_event(live, "session_complete", exit_code)
@@ -97,6 +99,7 @@ def _history_after(live: Live) -> None:
 
     record = live.record
     settings = live.cfg.checkpoints
+    finish_recording(live)
     try:
         checkpoints.end(record.record, settings, live.launch.root_str, live.env)
     except Exception as exc:

@@ -161,7 +161,10 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
     """The session of a tool already started: record, sweep and context while it starts up."""
     from wrapagent.proxy import pty_loop
 
+    from wrapagent.session.recorded import make_recorder
+
     child, started_at = started
+    recorder, why_not = make_recorder(session_id, launch, cfg)
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too
         from wrapagent.session.live import look_up_version, open_live
@@ -169,11 +172,14 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
 
         live = open_live(launch, cfg, session_id, started_at)
         opened.append(live)
+        live.recorder = recorder
+        if why_not is not None:
+            live.record.warn(why_not)
         look_up_version(live)
         history_before(live)  # records why there is no checkpoint
 
     try:
-        result = pty_loop.proxy(child, after_start=setup)
+        result = pty_loop.proxy(child, after_start=setup, on_output=recorder)
     except BaseException as exc:
         if opened:
             from wrapagent.session.finishing import tool_failed

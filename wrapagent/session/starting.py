@@ -104,9 +104,13 @@ def run_tool(live: Live):
         return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder, on_spawn=spawned))
     if not launch.interactive:
         return tool_ended(live, passthrough.run(argv, env=env, on_spawn=spawned))
+    from wrapagent.session.recorded import start_recording
+
+    start_recording(live)
     conversation = Conversation.start(live, plan)
     try:
         result = pty_loop.run(argv, env=env, after_start=lambda: spawned(0),  # after the first output
+                              on_output=live.recorder,
                               interceptor=conversation.interceptor if conversation is not None else None)
     finally:
         if conversation is not None:

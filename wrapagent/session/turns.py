@@ -66,12 +66,16 @@ class TurnTracker:
         self.on_turn: Callable[[str, int], None] | None = None
         """Told ("start", n) at a submission and ("stop", n) at a wait: the turn checkpoints
         (history/turn_checkpoints.py). It must not block: it only queues."""
+        self.on_marker: Callable[[int, str, str | None], None] | None = None
+        """Told (turn, message text, by) at each submission: the recording's marker."""
 
     # -- told by the injector --------------------------------------------------
 
-    def submitted(self, now: float) -> None:
+    def submitted(self, now: float, text: str = "") -> None:
         self.turn += 1
         by, self.next_by = self.next_by, None
+        if self.on_marker is not None:
+            self.on_marker(self.turn, text, by)
         if len(self.turns) < MAX_TURNS_RECORDED:
             entry = {"n": self.turn, "at": self.to_wall(now), "quiet_at": None}
             if by:
