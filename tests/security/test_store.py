@@ -53,7 +53,7 @@ def test_the_users_git_dir_is_identical_after_sessions_diff_undo_prune_and_unins
     code, out, err = sessions(env, repo, "undo", "last")
     assert code == 0, err
     run_session(repo, env, lambda r: write(r / "new.txt", "another session\n"))
-    code, out, err = sessions(env, repo, "prune", "--older-than", "0")
+    code, out, err = sessions(env, repo, "prune", "--older-than", "0", "--yes")
     assert code == 0, err
     assert git_dir_hashes(repo) == hashes
     old = dict(os.environ)
@@ -81,7 +81,7 @@ def test_links_planted_under_git_wrapagent_are_never_written_through(tmp_path, e
     assert record["checkpoints"]["status"] == "taken", record["checkpoints"]
     assert victim.read_text() == "alias ll='ls -l'\n"
     sessions(env, repo, "undo", "last")
-    sessions(env, repo, "prune", "--older-than", "0")
+    sessions(env, repo, "prune", "--older-than", "0", "--yes")
     assert victim.read_text() == "alias ll='ls -l'\n"
     assert sorted(p.name for p in (repo / ".git" / "wrapagent").iterdir()) == [mark]
 
