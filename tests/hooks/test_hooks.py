@@ -199,6 +199,7 @@ def test_hook_variables_and_env(tmp_path):
         "cwd": str(tmp_path / "sub"),
         "exit_code": "",
         "turn": "",
+        "reason": "",
     }
     assert hook_variables(ctx, 3)["exit_code"] == "3"
     assert hook_variables(ctx, turn=2)["turn"] == "2"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -82,3 +83,23 @@ def test_turn_placeholder_is_quoted_and_in_the_environment(tmp_path: Path, env: 
     assert out.read_text().strip() == "turn 7 env 7"
     post = run_lifecycle(hook, ctx, base_env=dict(os.environ), log=lambda m: None)
     assert post.ok() and out.read_text().strip() == "turn  env"   # no turn: empty, never literal braces
+
+
+def test_reason_placeholder_environment_and_stdin_json(tmp_path: Path, env: dict[str, str]) -> None:
+    out, stdin_copy = tmp_path / "out", tmp_path / "stdin.json"
+    cfg = load(tmp_path, env, f"""
+        [waiting_for_input]
+        command = "cat > {stdin_copy}; echo {{reason}} $WRAPAGENT_REASON > {out}"
+    """)
+    hook = cfg.hook_for("waiting_for_input")
+    assert hook is not None
+    ctx = GuardContext(project_root=tmp_path, cwd=tmp_path, tool="demo", session_id="01JT")
+    for reason in ("idle", "dialog"):
+        result = run_lifecycle(hook, ctx, base_env=dict(os.environ), log=lambda m: None, turn=3,
+                               reason=reason)
+        assert result.ok()
+        assert out.read_text().split() == [reason, reason]
+        assert json.loads(stdin_copy.read_text()) == {"session_id": "01JT", "tool": "demo", "turn": 3,
+                                                      "reason": reason}
+    post = run_lifecycle(hook, ctx, base_env=dict(os.environ), log=lambda m: None)
+    assert post.ok() and out.read_text().strip() == "" and stdin_copy.read_text() == ""

@@ -123,7 +123,7 @@ def test_firer_runs_off_the_caller_thread_and_aggregates() -> None:
     release = threading.Event()
     started = threading.Event()
 
-    def run(turn: int) -> Result:
+    def run(turn: int, reason: str) -> Result:
         threads.append(threading.current_thread().name)
         started.set()
         release.wait(30)
@@ -145,10 +145,35 @@ def test_firer_runs_off_the_caller_thread_and_aggregates() -> None:
     assert threads and all(name == "wrapagent-waiting" for name in threads)
     assert entry["runs"] == 2 and entry["turn"] == 3 and entry["skipped"] == 1
     assert entry["failed"] == 0 and entry["command"] == "n 3"
+    assert "reasons" not in entry                 # only idle waits: nothing new to say
+
+
+def test_firer_passes_the_reason_and_counts_each() -> None:
+    seen: list[tuple[int, str]] = []
+
+    def run(turn: int, reason: str) -> Result:
+        seen.append((turn, reason))
+        return Result(turn, ok=True)
+
+    firer = HookFirer(run)
+    firer.fire(1, "dialog")
+    for _ in range(3000):
+        if firer.runs == 1:
+            break
+        time.sleep(0.01)
+    firer.fire(1)
+    for _ in range(3000):
+        if firer.runs == 2:
+            break
+        time.sleep(0.01)
+    firer.close(timeout=30)
+    entry = firer.record_entry()
+    assert seen == [(1, "dialog"), (1, "idle")]
+    assert entry is not None and entry["reasons"] == {"dialog": 1, "idle": 1}
 
 
 def test_firer_fail_open() -> None:
-    def run(turn: int) -> Result:
+    def run(turn: int, reason: str) -> Result:
         raise RuntimeError("boom")
 
     firer = HookFirer(run)
@@ -163,7 +188,7 @@ def test_firer_fail_open() -> None:
 
 
 def test_firer_without_runs_has_no_entry() -> None:
-    firer = HookFirer(lambda turn: Result(turn, True))
+    firer = HookFirer(lambda turn, reason: Result(turn, True))
     firer.close(timeout=1)
     assert firer.record_entry() is None
 
@@ -201,7 +226,7 @@ def test_firer_close_drops_a_run_not_started_and_waits_for_the_running_one() -> 
     started = threading.Event()
     done: list[int] = []
 
-    def run(turn: int) -> Result:
+    def run(turn: int, reason: str) -> Result:
         started.set()
         release.wait(30)
         done.append(turn)

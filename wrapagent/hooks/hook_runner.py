@@ -49,7 +49,7 @@ def substitute(template: str, variables: Mapping[str, str]) -> str:
 
 
 def hook_variables(ctx: GuardContext, exit_code: int | None = None,
-                   turn: int | None = None) -> dict[str, str]:
+                   turn: int | None = None, reason: str | None = None) -> dict[str, str]:
     """The `{placeholder}` values for a session; unknown ones are empty strings.
 
     Every variable is always defined (empty when not known yet, e.g.
@@ -65,6 +65,7 @@ def hook_variables(ctx: GuardContext, exit_code: int | None = None,
         "cwd": str(ctx.cwd),
         "exit_code": "" if exit_code is None else str(exit_code),
         "turn": "" if turn is None else str(turn),
+        "reason": reason or "",
     }
 
 
@@ -555,19 +556,35 @@ def run_lifecycle(
     log: Callable[[str], None],
     exit_code: int | None = None,
     turn: int | None = None,
+    reason: str | None = None,
 ) -> HookResult:
     """Run one lifecycle hook for a session: substitute, cwd = project root, its timeout.
 
-    `turn` (waiting_for_input) is `{turn}` and WRAPAGENT_TURN.
+    `turn` and `reason` (waiting_for_input) are `{turn}`/`{reason}`, WRAPAGENT_TURN/
+    WRAPAGENT_REASON, and with them the hook reads a JSON object on stdin (the
+    fields events.py lists), so a script need not parse its command line.
     """
-    command = substitute(hook.command, hook_variables(ctx, exit_code, turn))
-    extra = {"WRAPAGENT_TURN": str(turn)} if turn is not None else None
+    command = substitute(hook.command, hook_variables(ctx, exit_code, turn, reason))
+    extra: dict[str, str] = {}
+    if turn is not None:
+        extra["WRAPAGENT_TURN"] = str(turn)
+    if reason is not None:
+        extra["WRAPAGENT_REASON"] = reason
     return run_command(
         command,
         name=hook.event,
         kind="lifecycle",
         cwd=ctx.project_root,
-        env=hook_env(base_env, ctx, extra),
+        env=hook_env(base_env, ctx, extra or None),
         timeout=hook.timeout_secs,
         log=log,
+        stdin=_waiting_stdin(ctx, turn, reason) if turn is not None else None,
     )
+
+
+def _waiting_stdin(ctx: GuardContext, turn: int, reason: str | None) -> bytes:
+    """waiting_for_input's stdin: one JSON object, then a newline."""
+    import json
+
+    payload = {"session_id": ctx.session_id, "tool": ctx.tool, "turn": turn, "reason": reason or "idle"}
+    return (json.dumps(payload) + "\n").encode()

@@ -317,8 +317,9 @@ class Conversation:
 
         live = self.live
 
-        def run(turn: int):
-            return run_lifecycle(wait_hook, live.ctx, base_env=live.env, log=live.record.log, turn=turn)
+        def run(turn: int, reason: str):
+            return run_lifecycle(wait_hook, live.ctx, base_env=live.env, log=live.record.log, turn=turn,
+                                 reason=reason)
 
         return HookFirer(run, log=live.record.log)
 

@@ -143,19 +143,19 @@ class TurnTracker:
 
 
 class HookFirer:
-    """Runs `run(turn)` in a background thread, one at a time, in order.
+    """Runs `run(turn, reason)` in a background thread, one at a time, in order.
 
     `fire` never blocks (it is called on the proxy's thread). Runs queue up
     behind a slow hook; at most one waits, later ones replace it (the hook
     is about *now*: three stale notifications help nobody).
     """
 
-    def __init__(self, run: Callable[[int], Any], log: Callable[[str], None] = lambda m: None) -> None:
+    def __init__(self, run: Callable[[int, str], Any], log: Callable[[str], None] = lambda m: None) -> None:
         self.run = run
         self.log = log
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._queued: int | None = None
+        self._queued: tuple[int, str] | None = None
         self._closed = False
         self._busy = False
         self._thread: threading.Thread | None = None
@@ -164,14 +164,16 @@ class HookFirer:
         self.skipped = 0
         self.last: dict[str, Any] | None = None
         self.last_turn: int | None = None
+        self.reasons: dict[str, int] = {}
+        """Runs per reason ("idle": the turn ended; "dialog": an approval or question is up)."""
 
-    def fire(self, turn: int) -> None:
+    def fire(self, turn: int, reason: str = "idle") -> None:
         with self._lock:
             if self._closed:
                 return
             if self._queued is not None:
                 self.skipped += 1
-            self._queued = turn
+            self._queued = (turn, reason)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="wrapagent-waiting",
                                                 daemon=True)
@@ -188,12 +190,12 @@ class HookFirer:
                     self._wake.wait()
                 if self._queued is None:
                     return
-                turn, self._queued = self._queued, None
+                (turn, reason), self._queued = self._queued, None
                 self._busy = True
             try:
                 from wrapagent.hooks.hook_runner import ENDED_AT_EXIT
 
-                result = self.run(turn)
+                result = self.run(turn, reason)
                 outcome = result.to_record()
                 ok = result.ok() or result.error == ENDED_AT_EXIT  # the tool exited: not the hook's fault
             except Exception as exc:  # fail-open: a hook problem never reaches the tool
@@ -206,6 +208,7 @@ class HookFirer:
                 self.failed += 0 if ok else 1
                 self.last = outcome
                 self.last_turn = turn
+                self.reasons[reason] = self.reasons.get(reason, 0) + 1
                 self._wake.notify_all()
 
     def close(self, timeout: float) -> None:
@@ -245,4 +248,6 @@ class HookFirer:
                          runs=self.runs, failed=self.failed)
             if self.skipped:
                 entry["skipped"] = self.skipped
+            if set(self.reasons) - {"idle"}:
+                entry["reasons"] = dict(self.reasons)
             return entry
