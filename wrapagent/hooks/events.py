@@ -66,8 +66,8 @@ PLACEHOLDERS: tuple[Placeholder, ...] = (
     Placeholder("cwd", "the working directory", "WRAPAGENT_WORKING_DIR"),
     Placeholder("exit_code", "the tool's exit code"),
     Placeholder("turn", "user submissions so far (1, 2, ...)", "WRAPAGENT_TURN"),
-    Placeholder("reason", "why the agent waits: idle (its turn ended) or dialog (an approval or "
-                "question is up)", "WRAPAGENT_REASON"),
+    Placeholder("reason", "why the agent waits: idle (its turn ended, the only reason so far)",
+                "WRAPAGENT_REASON"),
 )
 
 _SESSION = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd")
@@ -76,7 +76,7 @@ _WAITING_STDIN = (
     StdinField("session_id", "this session's id"),
     StdinField("tool", "the wrapped tool"),
     StdinField("turn", "user submissions so far (a number)"),
-    StdinField("reason", '"idle" or "dialog", as `{reason}`'),
+    StdinField("reason", 'why it waits, as `{reason}` ("idle")'),
 )
 
 PRE_RUN, POST_RUN, SESSION_COMPLETE, WAITING_FOR_INPUT = (
