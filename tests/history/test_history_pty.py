@@ -206,9 +206,10 @@ def test_record_enabled_false_records_nothing(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    assert "recording" not in world.record()
+    record = world.record()
+    assert "recording" not in record
     assert not (world.state / "wrapagent" / "recordings").exists()
-    replay = world.run("sessions", "replay", "last")
+    replay = world.run("sessions", "replay", record["id"])  # by id: `last` is an agent's session, sh is none
     assert replay.returncode == 1 and b"no recording: it was not recorded" in replay.stderr
 
 
