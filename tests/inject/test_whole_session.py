@@ -80,7 +80,9 @@ class World:
         for _ in range(100):
             if self.inj.state in ("holding", "delivering", "settling"):
                 self.clock.t += 0.05
-                self.inj.last_output = self.clock.t - 0.04  # the composer redrew after the delivery
+                # the composer shows what was written (the delivery's receipt)
+                self.inj.on_output((self.inj.report.text or "").replace("\n", "\r\n").encode(),
+                                   self.clock.t - 0.04)
             elif self.inj._keys.replay:  # released keys going out with their original gaps
                 self.clock.t = max(self.clock.t, self.inj._keys.replay[0][0])
             else:
@@ -229,6 +231,7 @@ def test_fast_typing_submit_then_reset_in_held_keys() -> None:
     assert w.inj.on_input(b"h", w.clock.t) == b""
     w.inj.poll(w.clock.t)
     w.inj.on_input(b"i\r/clear\r", w.clock.t)
+    w.inj.on_output(PREFIX.replace("\n", "\r\n").encode(), w.clock.t)  # the composer shows the blocks
     w.clock.t += 2
     assert w.inj.poll(w.clock.t) == b"hi\r/clear\r"
     assert w.resets == 1 and w.inj.state == "wait-ready"
@@ -254,6 +257,7 @@ def test_first_message_mode_is_unchanged() -> None:
     inj.poll(clock.t)
     inj.on_input(b"a", clock.t)
     inj.poll(clock.t)
+    inj.on_output(PREFIX.replace("\n", "\r\n").encode(), clock.t)  # the composer shows the blocks
     clock.t += 2
     inj.poll(clock.t)
     inj.on_input(b"\r", clock.t)

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from wrapagent.inject.outgoing import Outgoing
+    from wrapagent.inject.screen import Screen
 
     class TurnListener(Protocol):
         """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
@@ -148,6 +149,12 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
+        self._receipt_screen: Screen | None = None
+        """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
+        self._receipt_drawn = False
+        self.screen_notice = b""
+        """One line for the user's terminal (a delivery without a receipt); the proxy writes
+        it after the tool's next output and empties it."""
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -252,6 +259,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.last_output = now
         if self.outgoing is not None:
             self.outgoing.on_output(data)
+        self._receipt_feed(data)
         if self.state in (STARTING, WAIT_READY):
             # The emulator is only needed to see the ready screen; after
             # that, output costs the proxy one timestamp.

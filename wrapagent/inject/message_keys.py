@@ -65,10 +65,14 @@ class MessageKeys:
             self._command_token(tok, sub)
         elif state == AWAIT_SUBMIT:
             if sub is not None:
-                self.report.status = "submitted"
                 n, m = self.report.conversation, self.report.message
-                self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
-                         f"injection: conversation {n}, message {m}: submitted with the blocks")
+                if self.report.status == "not delivered":  # the screen never showed them: say so
+                    self.log(f"injection: conversation {n}, message {m}: submitted WITHOUT the blocks "
+                             "(not delivered)")
+                else:
+                    self.report.status = "submitted"
+                    self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
+                             f"injection: conversation {n}, message {m}: submitted with the blocks")
                 self._finish()
             elif self._clears(tok):
                 self._note("composer cleared before submit; injection re-armed")
