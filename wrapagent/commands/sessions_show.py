@@ -108,7 +108,7 @@ def format_injected(record: Mapping[str, Any]) -> str:
     status = (record.get("injection") or {}).get("status")
     if status in INJECTED_STATUSES:
         return "yes"
-    if status in ("lost", "pending"):
+    if status in ("lost", "pending", "not delivered"):
         return f"no ({status})"
     return "no"
 
@@ -250,6 +250,26 @@ def _bytes(n: Any) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024  # type: ignore[assignment]
     return str(n)
+
+
+def undelivered(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The deliveries whose blocks the screen never showed in the composer (status `not delivered`)."""
+    injections = record.get("injections") or [record.get("injection") or {}]
+    return [i for i in injections if isinstance(i, Mapping) and i.get("status") == "not delivered"]
+
+
+def undelivered_rows(record: Mapping[str, Any]) -> list[str]:
+    """One line per message that went to the model without its blocks (the receipt failed)."""
+    rows = undelivered(record)
+    if not rows:
+        return []
+    out = [f"Undelivered blocks: {len(rows)}"]
+    for inj in rows:
+        why = next((str(n)[len("not delivered: "):] for n in inj.get("notes") or []
+                    if str(n).startswith("not delivered: ")), "-")
+        out.append(f"  conversation {_cell(inj.get('conversation', '?'))}, message {_cell(inj.get('message', 1))}: "
+                   f"{visible_text(why)}")
+    return out
 
 
 def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None,
@@ -412,6 +432,7 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     else:
         out.append("  (no injected text)")
     out.extend(_later_injections(record.get("injections") or [], text, record.get("transport")))
+    out.extend(undelivered_rows(record))
     out.extend(_turn_rows(record))
     out.extend(_stop_check_rows(record))
     out.extend(_sent_rows(record))

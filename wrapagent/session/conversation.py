@@ -277,12 +277,12 @@ class Conversation:
             notes = inj.get("notes", []) + first.pop("notes")
             inj.update(first)
             inj["notes"] = notes
-            if first["status"] == "lost":
+            if first["status"] in ("lost", "not delivered"):
                 live.failures.append("injection not delivered")
         if self.plan is not None:
             later = [asdict(r) for r in interceptor.reports[1:]]
             record["injections"] = [dict(inj, conversation=1, message=1), *later]
-            if any(r["status"] == "lost" for r in later):
+            if any(r["status"] in ("lost", "not delivered") for r in later):
                 live.failures.append("injection after a reset not delivered")
         self.turns.record_into(record)
         if self.server is not None:
