@@ -97,3 +97,33 @@ def test_nothing_drawn_twice_is_not_delivered() -> None:
     assert inj.poll(clock.t) == b"h"
     assert inj.report.status == "not delivered" and inj.report.attempts == 2
     assert inj.screen_notice
+
+
+def test_in_a_whole_session_the_next_message_gets_the_blocks_after_an_undelivered_one() -> None:
+    clock = Clock()
+
+    class Turns:
+        def submitted(self, now: float) -> None: ...
+        def resumed(self, now: float) -> None: ...
+        def deadline(self, last_output: float) -> float | None: return None
+        def poll(self, now: float, last_output: float) -> None: ...
+
+    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+                               wake_fd=None, clock=clock, turns=Turns())
+    inj.on_output(READY_SCREEN, clock.t)
+    clock.t += 0.2
+    inj.poll(clock.t)
+    inj.on_input(b"h", clock.t)
+    inj.poll(clock.t)
+    inj.on_output(NUDGE, clock.t + 0.01)
+    clock.t += 2
+    assert inj.poll(clock.t) == b"h"
+    inj.on_input(b"\r", clock.t)                             # answers the dialog, or goes bare
+    assert inj.state == "wait-ready"
+    inj.on_output(b"\x1b[2J\x1b[Hdemo> ", clock.t + 0.01)   # the composer is back
+    clock.t += 0.5
+    inj.poll(clock.t)
+    assert inj.state == "armed"
+    assert inj.on_input(b"n", clock.t) == b""
+    assert PREFIX.encode() in inj.poll(clock.t)
+    assert [(r.message, r.status) for r in inj.reports] == [(1, "not delivered"), (2, "pending")]

@@ -51,10 +51,10 @@ class BlocksDelivery:
 
         assert self._prefix
         self.report.attempts += 1
-        if self._receipt_screen is not None:
-            self._receipt_screen.close()
+        self._close_receipt()
         self._receipt_screen = Screen(*self._size)
         self._receipt_drawn = False
+        self._receipt_read_at = float("-inf")
         self._outbox = delivery_chunks(self.adapter, self._prefix, now)
         self.state = DELIVERING
         return self._due_chunks(now)
@@ -76,13 +76,20 @@ class BlocksDelivery:
 
     def _maybe_release(self, now: float) -> bytes:
         assert self._delivered_at is not None
-        quiet = self._output_since_delivery and now - self.last_output >= self.adapter.settle_secs
+        quiet = self._output_since_receipt and now - self.last_output >= self.adapter.settle_secs
         timed_out = now - self._delivered_at >= self.adapter.settle_max_secs
         if not (quiet or timed_out):
             return b""
-        outcome = self._read_receipt()
         from wrapagent.inject import receipt
 
+        outcome = self._read_receipt()
+        if outcome != receipt.SHOWN and not timed_out:
+            # Quiet, but the composer does not show them yet: the tool may still be echoing
+            # (claude echoes typed input ~100 ms late, after other redraws). Wait for more
+            # output, at most until `settle_max_secs`.
+            self._receipt_read_at = self.last_output
+            return b""
+        self._close_receipt()
         if outcome != receipt.SHOWN:
             if receipt.retry_is_safe(outcome) and self.report.attempts < MAX_ATTEMPTS:
                 self._note(f"attempt {self.report.attempts}: {receipt.REASONS[outcome]}; writing the blocks again")
@@ -92,6 +99,11 @@ class BlocksDelivery:
         self.report.at = now_iso()
         return self._release(now, finished=False)
 
+    @property
+    def _output_since_receipt(self) -> bool:
+        """Output since the delivery, and since the receipt was last read without success."""
+        return self._output_since_delivery and self.last_output > self._receipt_read_at
+
     def _read_receipt(self) -> str:
         """receipt.SHOWN, or why the screen does not show the blocks in the composer."""
         from wrapagent.inject import receipt
@@ -100,9 +112,12 @@ class BlocksDelivery:
         screen = self._receipt_screen
         assert screen is not None and self.report.text is not None
         text = screen.text()
-        screen.close()
-        self._receipt_screen = None
         return receipt.verdict(text, self._receipt_drawn, self.report.text, looks_like_dialog(text))
+
+    def _close_receipt(self) -> None:
+        if self._receipt_screen is not None:
+            self._receipt_screen.close()
+            self._receipt_screen = None
 
     def _not_delivered(self, now: float, reason: str) -> bytes:
         """No receipt: the message goes on without the blocks, and the user is told in one line."""
@@ -158,6 +173,4 @@ class BlocksDelivery:
         self._outbox.clear()
         self._delivered_at = None
         self.report.status = "pending"
-        if self._receipt_screen is not None:
-            self._receipt_screen.close()
-            self._receipt_screen = None
+        self._close_receipt()

@@ -57,6 +57,16 @@ class Conversations:
         self._open_report(conversation=self._conversation, message=self._message)
         self.state = ARMED
 
+    def _after_undelivered(self) -> None:
+        """The screen never showed the blocks and the message went without them: the next
+        message of this conversation gets the same blocks, once the composer shows again
+        (whatever took them, a dialog most likely, is answered by then)."""
+        self._message += 1
+        self._open_report(conversation=self._conversation, message=self._message)
+        self.report.notes.append("the message before went without the blocks (not delivered): "
+                                 "this one gets them")
+        self._wait_ready_again(self.clock())
+
     def _open_report(self, **where: int) -> None:
         """A fresh report and a fresh hold for the next delivery (a new conversation or message)."""
         self.report = InjectionReport(**where)

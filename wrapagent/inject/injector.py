@@ -152,6 +152,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._receipt_screen: Screen | None = None
         """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
         self._receipt_drawn = False
+        self._receipt_read_at = float("-inf")
+        """`last_output` when the receipt was last read and not there yet."""
         self.screen_notice = b""
         """One line for the user's terminal (a delivery without a receipt); the proxy writes
         it after the tool's next output and empties it."""
@@ -187,7 +189,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             return self._outbox[0][0]
         if self.state == SETTLING:
             assert self._delivered_at is not None
-            if self._output_since_delivery:
+            if self._output_since_receipt:
                 return min(self.last_output + self.adapter.settle_secs,
                            self._delivered_at + self.adapter.settle_max_secs)
             return self._delivered_at + self.adapter.settle_max_secs
@@ -349,7 +351,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.outgoing is not None:
             self.outgoing.cancel_all("the tool ended")
             self.outgoing.close()
-        if report.message > 1 and self.state in (ARMED, COMMAND):
+        if report.message > 1 and self.state in (ARMED, COMMAND, WAIT_READY):
             self.reports.remove(report)  # armed for a later message that never came
             return self.reports[0]
         if report.status == "lost" or self.state not in (STARTING, WAIT_READY, ARMED, COMMAND, HOLDING):

@@ -69,8 +69,14 @@ class MessageKeys:
                 if self.report.status == "not delivered":  # the screen never showed them: say so
                     self.log(f"injection: conversation {n}, message {m}: submitted WITHOUT the blocks "
                              "(not delivered)")
+                    if self.whole_session:
+                        self._after_undelivered()
+                        return
                 else:
                     self.report.status = "submitted"
+                    # Messages of this conversation that went before it, bare (typed before the
+                    # ready screen): the record says so even though the blocks did arrive later.
+                    self.report.notes.extend(f"before this message: {why}" for why in dict.fromkeys(self._bare))
                     self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
                              f"injection: conversation {n}, message {m}: submitted with the blocks")
                 self._finish()

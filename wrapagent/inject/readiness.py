@@ -122,10 +122,26 @@ class Readiness:
 
         if not any(tok.kind in (TEXT, PASTE_START) for tok in tokenize(data)):
             return False
+        if self._markers_in_part():
+            return False
         if not self._generic_ready(quiet=True):
             return False
         self._became_ready(now, "generic", at_key=True)
         return True
+
+    def _markers_in_part(self) -> bool:
+        """Some of the markers show, not all: the tool's own screen, still being drawn.
+
+        claude 2.1.330 draws its composer (`❯`) and the mode first, runs its start-up checks
+        (a question may come up over the composer), and only then its footer's key hint: a
+        key on that first frame is no reason to fall back, the rest of the screen is coming.
+        """
+        patterns = self._current_patterns()
+        if len(patterns) < 2:
+            return False
+        text = self.screen.text()
+        shown = sum(1 for p in patterns if p.search(text))
+        return 0 < shown < len(patterns)
 
     def _current_patterns(self) -> list[re.Pattern[str]]:
         return self._reset_patterns if self.state == WAIT_READY else self._patterns
