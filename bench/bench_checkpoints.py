@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_builtins import build_repo  # noqa: E402
 
 from wrapagent.hooks.config_model import CheckpointSettings  # noqa: E402
-from wrapagent.session import checkpoints  # noqa: E402
-from wrapagent.session.records import new_session_id  # noqa: E402
+from wrapagent.history import checkpoints  # noqa: E402
+from wrapagent.history.records import new_session_id  # noqa: E402
 
 
 def ms(samples: list[float]) -> str:

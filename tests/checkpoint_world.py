@@ -18,8 +18,8 @@ from typing import Callable
 
 from wrapagent import paths
 from wrapagent.hooks.config_model import CheckpointSettings
-from wrapagent.session import checkpoints
-from wrapagent.session.ids import CROCKFORD
+from wrapagent.history import checkpoints
+from wrapagent.history.ids import CROCKFORD
 
 _clock = [0]
 

@@ -25,8 +25,11 @@ ALLOWED = {
     "inject": {"inject", "errors", "values"},
     # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`.
     "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd", "visible"},
-    "session": {"session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values", "gitcmd", "visible"},
-    "commands": {"commands", "session", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
+    # `history` is what is kept after a session (records, checkpoints, undo, transcripts).
+    "history": {"history", "hooks", "errors", "paths", "portable", "values", "gitcmd", "visible"},
+    "session": {"session", "history", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
+                "gitcmd", "visible"},
+    "commands": {"commands", "session", "history", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
                  "gitcmd", "visible", "__init__"},
 }
 

@@ -61,7 +61,7 @@ NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 `post-index-change` or `reference-transaction` during a snapshot); nor the fsmonitor hook,
 a command a repository's own `.git/config` names (`core.fsmonitor = "…"`, in a project that
 came as an archive rather than a clone), which `git status` and a snapshot's `git add` would
-run on every start. (Clean filters still run: LFS needs them; see README, trust.)"""
+run on every start. (Clean filters still run: LFS needs them; see docs/security.md, trust.)"""
 
 IDENTITY = {"GIT_AUTHOR_NAME": "wrapagent", "GIT_AUTHOR_EMAIL": "wrapagent@localhost",
             "GIT_COMMITTER_NAME": "wrapagent", "GIT_COMMITTER_EMAIL": "wrapagent@localhost"}

@@ -1,8 +1,10 @@
-"""The README's first screen is the Quick start, in the order a new user needs it.
+"""The README is one screen: what it is, the Quick start, three next steps, links.
 
-A newcomer reads the top of the README only: install and demo, then
-`config init` (without it a real session injects nothing), then shims or
-aliases. The two set-up commands must stay exact (CI runs the second).
+A newcomer reads the top of the README only: the command that installs and
+starts the demo and the one that runs the tests, then `config init` (without
+it a real session injects nothing), shims or aliases, and where to look at a
+session. The reference lives in docs/ pages linked from it; every link there
+resolves inside the repository, and nothing points outside it.
 """
 
 from __future__ import annotations
@@ -12,45 +14,91 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = ROOT / "docs"
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-def _sections() -> list[tuple[str, str]]:
-    parts = re.split(r"^## (.+)$", README, flags=re.M)
+def _sections(text: str, level: str = "##") -> list[tuple[str, str]]:
+    parts = re.split(rf"^{level} (.+)$", text, flags=re.M)
     return list(zip(parts[1::2], parts[2::2]))
 
 
-def test_first_section_is_quick_start_in_order():
-    title, body = _sections()[0]
+def _page(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def test_first_section_is_quick_start_with_the_two_commands():
+    title, body = _sections(README)[0]
     assert title == "Quick start"
-    steps = ["python3 -m pip install . && wrapagent demo", "wrapagent config init",
-             "wrapagent shims install", "wrapagent init bash"]
-    positions = [body.index(s) for s in steps]
-    assert positions == sorted(positions)
+    block = re.search(r"```sh\n(.*?)```", body, flags=re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines()]
+    assert commands == ["python3 -m pip install . && wrapagent demo", "./run-tests"]
     # what the demo leaves behind is said next to it
     assert "wrapagent sessions list" in body
     assert "--exclude='refs/wrapagent/*'" in body
-    # the first screen: the quick start begins within the first 10 lines
-    assert README.split("\n").index("## Quick start") < 10
+    assert README.split("\n").index("## Quick start") < 12
 
 
-def test_tests_are_under_development_at_the_end_and_ci_runs_them():
-    titles = [t for t, _ in _sections()]
-    assert titles[-1] == "Development"
-    dev = dict(_sections())["Development"]
-    assert "```sh\n./run-tests\n```" in dev
+def test_ci_runs_the_readme_test_command():
     assert "exec ./run-tests" in (ROOT / ".ci" / "run").read_text()
-    assert "Uninstall" in titles
+
+
+def test_three_next_steps_in_order():
+    steps = dict(_sections(README))["Next steps"]
+    numbered = re.findall(r"^(\d)\. ", steps, flags=re.M)
+    assert numbered == ["1", "2", "3"]
+    wanted = ["wrapagent config init", "wrapagent shims install", "wrapagent init bash",
+              "wrapagent sessions show last"]
+    positions = [steps.index(s) for s in wanted]
+    assert positions == sorted(positions)
+
+
+def test_readme_is_one_screen_and_links_every_reference_page():
+    assert len(README.splitlines()) <= 60
+    linked = set(LINK.findall(README))
+    for page in ("configuration", "hooks", "sessions", "history", "security", "performance",
+                 "troubleshooting", "daily-use", "development"):
+        assert f"docs/{page}.md" in linked, page
+
+
+def test_every_link_resolves_inside_the_repository():
+    for doc in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        assert "/work/" not in text and "shared/clis" not in text, doc
+        for target in LINK.findall(text):
+            if target.startswith(("http://", "https://", "#")):
+                continue
+            path = (doc.parent / target.split("#")[0]).resolve()
+            assert path.is_relative_to(ROOT), (doc.name, target)
+            assert path.exists(), (doc.name, target)
+
+
+def test_anchors_of_links_between_pages_exist():
+    for doc in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            if "#" not in target or target.startswith("http"):
+                continue
+            file, anchor = target.split("#", 1)
+            page = (doc.parent / file) if file else doc
+            headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), flags=re.M)
+            slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+            assert anchor in slugs, (doc.name, target)
 
 
 def test_refs_are_mentioned_with_the_exclude_form():
-    history = dict(_sections())["Session history: diff, undo, resume"]
+    history = _page("history.md")
     assert "refs/wrapagent/checkpoints" in history
     assert "git log --all --exclude='refs/wrapagent/*'" in history
 
 
 def test_benchmark_internals_live_in_bench_readme():
-    perf = next(b for t, b in _sections() if t.startswith("Performance"))
+    perf = _page("performance.md")
     assert "| throughput ×script |" in perf
-    assert "bench/README.md" in perf
-    assert "How start-up is kept short" not in README
+    assert "../bench/README.md" in perf
+    assert "How start-up is kept short" not in perf
     assert "How start-up is kept short" in (ROOT / "bench" / "README.md").read_text()
+
+
+def test_tests_and_uninstall_are_documented():
+    assert "```sh\n./run-tests\n```" in _page("development.md")
+    assert "wrapagent uninstall" in _page("daily-use.md")

@@ -17,7 +17,7 @@ import pytest
 from wrapagent import portable
 from wrapagent.commands import send as send_cmd
 from wrapagent.session import send_channel
-from wrapagent.session.records import RUNNING_DIR
+from wrapagent.history.records import RUNNING_DIR
 
 
 class Env:

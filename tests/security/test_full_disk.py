@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import default_signals, wrapagent_argv
-from wrapagent.session import records
+from wrapagent.history import records
 
 FILL = """
 import os, sys

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import default_signals, wrapagent_argv
-from wrapagent.session import records
+from wrapagent.history import records
 
 LATIN1_DIR = b"caf\xe9"  # "café" in Latin-1: not UTF-8
 LATIN1_ARG = b"r\xe9sum\xe9 \\xe9 \xff"  # undecodable bytes next to a literal backslash-x

@@ -185,7 +185,7 @@ def test_sessions_show_inert_log_lines_included(hostile_session: Path) -> None:
 
 
 def test_sessions_show_json_inert_and_the_same_record(hostile_session: Path) -> None:
-    from wrapagent.session import records
+    from wrapagent.history import records
 
     proc = run(["sessions", "show", "--json", "last"], hostile_session)
     assert_inert(proc.stdout)
@@ -195,7 +195,7 @@ def test_sessions_show_json_inert_and_the_same_record(hostile_session: Path) -> 
 
 def test_sessions_of_a_non_utf8_folder_list_and_show(tmp_path: Path) -> None:
     """A Latin-1 folder: shown as \\xe9, never a traceback; the JSON gives the bytes back."""
-    from wrapagent.session import records
+    from wrapagent.history import records
 
     work = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
     os.mkdir(work)

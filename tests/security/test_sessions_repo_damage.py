@@ -213,7 +213,7 @@ def test_a_snapshot_killed_at_its_budget_removes_the_pack_it_was_writing(tmp_pat
     own open temporary files go; another process's `tmp_pack_*` (a concurrent fetch) stays.
 
     Stands in for the large file: a git alias that opens a tmp_pack file and hangs."""
-    from wrapagent.session import checkpoints
+    from wrapagent.history import checkpoints
 
     repo = make_repo(tmp_path / "repo")
     pack_dir = repo / ".git" / "objects" / "pack"
@@ -233,7 +233,7 @@ def test_a_snapshot_killed_at_its_budget_removes_the_pack_it_was_writing(tmp_pat
 def test_the_disk_check_agrees_with_git_on_a_healthy_repository(tmp_path: Path) -> None:
     """`looks_valid` (no fork, after every session) says yes only where git does too,
     packed refs included; anything else is left to git (`state`)."""
-    from wrapagent.session import sessions_repo
+    from wrapagent.history import sessions_repo
 
     root = tmp_path / "sessions"
     assert not sessions_repo.looks_valid(root) and sessions_repo.state(root) == "missing"
@@ -252,7 +252,7 @@ def test_a_real_snapshot_over_budget_leaves_no_temporary_pack(tmp_path: Path) ->
     writes it. Before: the file stayed (every attempt); after: it is removed with the kill."""
     import threading
 
-    from wrapagent.session import checkpoints
+    from wrapagent.history import checkpoints
 
     repo = make_repo(tmp_path / "repo")
     with open(repo / "dump.bin", "wb") as f:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from wrapagent import portable
-from wrapagent.session import records
-from wrapagent.session.records import RUNNING_DIR, owner_alive, sweep_abandoned
+from wrapagent.history import records
+from wrapagent.history.records import RUNNING_DIR, owner_alive, sweep_abandoned
 
 needs_proc = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="the step is faked in /proc/stat (Linux)")
 

@@ -210,7 +210,7 @@ def test_refs_past_keep_days_are_pruned_at_a_later_sessions_end_at_most_daily(tm
     import time
 
     from wrapagent.hooks.config_model import CheckpointSettings
-    from wrapagent.session import checkpoints
+    from wrapagent.history import checkpoints
 
     from checkpoint_world import session_id
 
@@ -324,8 +324,8 @@ def test_a_file_saved_between_the_checks_and_the_changes_is_not_overwritten(tmp_
     """Undo racing the user's editor, made deterministic: its checks pass, then the user saves a
     file undo restores (its time stamps differ, as any save's do). Before: undo wrote the
     session's `before` version over that edit."""
-    from wrapagent.session import checkpoint_access
-    from wrapagent.session import undo as undo_mod
+    from wrapagent.history import checkpoint_access
+    from wrapagent.history import undo as undo_mod
 
     repo = make_repo(tmp_path / "proj", env, {"README.md": "r\n", "app.py": "v1\n"})
     record = run_session(repo, env, lambda r: ((r / "app.py").write_text("v2 by the agent\n"),

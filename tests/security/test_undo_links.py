@@ -63,8 +63,8 @@ def test_a_folder_replaced_by_a_link_after_the_checks_is_never_followed(tmp_path
     """The race, made deterministic: undo's checks pass, then `d` becomes a link to a folder outside
     holding a file of the name undo removes. Nothing outside may change, and nothing inside either
     (all or nothing: undo says why in one line)."""
-    from wrapagent.session import checkpoint_access
-    from wrapagent.session import undo as undo_mod
+    from wrapagent.history import checkpoint_access
+    from wrapagent.history import undo as undo_mod
 
     repo = make_repo(tmp_path / "proj", env, {"README.md": "r\n", "e/y.txt": "y\n"})
     outside = tmp_path / "outside"
@@ -92,7 +92,7 @@ def test_a_folder_replaced_by_a_link_after_the_checks_is_never_followed(tmp_path
 
 def test_a_removal_never_goes_through_a_link_even_after_the_last_look(tmp_path: Path) -> None:
     """The removal itself, past every check: a leading folder that is a link stops it."""
-    from wrapagent.session import undo as undo_mod
+    from wrapagent.history import undo as undo_mod
 
     top = tmp_path / "top"
     top.mkdir()

@@ -94,7 +94,7 @@ def session_ids(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _ulid_date(session_id: str) -> str:
-    from wrapagent.session.checkpoints import ulid_time
+    from wrapagent.history.checkpoints import ulid_time
 
     stamp = ulid_time(session_id)
     if stamp is None:

@@ -35,7 +35,7 @@ from wrapagent.commands.doctor_findings import ERROR, findings
 from wrapagent.commands.doctor_probe import PROBE_COLS, PROBE_ROWS, PROBE_TIMEOUT_SECS, probe
 from wrapagent.commands.doctor_report import render, render_probe
 from wrapagent import visible
-from wrapagent.session.records import dumps  # bytes that are not UTF-8: as in a record (`escaped`)
+from wrapagent.history.records import dumps  # bytes that are not UTF-8: as in a record (`escaped`)
 
 VERSION_TIMEOUT_SECS = 10.0
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
@@ -302,9 +302,9 @@ def _wrapped(tool: Mapping[str, Any]) -> str:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """git on the sessions repository, named explicitly (session/sessions_repo.py: never the enclosing one)."""
+    """git on the sessions repository, named explicitly (history/sessions_repo.py: never the enclosing one)."""
     from wrapagent import gitcmd
-    from wrapagent.session import sessions_repo
+    from wrapagent.history import sessions_repo
 
     try:
         res = sessions_repo.git(root, args, timeout=30)

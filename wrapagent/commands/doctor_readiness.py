@@ -52,7 +52,7 @@ def recent_readiness(tools: Sequence[str], env: Mapping[str, str]) -> dict[str, 
     """
     from wrapagent import paths
     from wrapagent.inject.adapters import canonical_transport
-    from wrapagent.session.records import load_record
+    from wrapagent.history.records import load_record
 
     found: dict[str, dict[str, Any] | None] = {tool: None for tool in tools}
     for scanned, folder in enumerate(_newest_dirs(paths.all_sessions_roots(env))):

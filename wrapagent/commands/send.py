@@ -102,14 +102,14 @@ def _text(words: list[str], stdin: TextIO) -> str:
 
 
 def _is_running(record: Mapping[str, Any]) -> bool:
-    from wrapagent.session.records import owner_alive
+    from wrapagent.history.records import owner_alive
 
     return record.get("state") == "running" and owner_alive(record)
 
 
 def _running_in(root: Path) -> list[dict[str, Any]]:
     """Running sessions under one sessions root, newest first (one listdir of its markers)."""
-    from wrapagent.session.records import load_record, running_markers
+    from wrapagent.history.records import load_record, running_markers
 
     out = []
     for sid in running_markers(root, ""):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from wrapagent import paths
-from wrapagent.session.records import iter_records
+from wrapagent.history.records import iter_records
 
 LATEST_ALIASES = ("last", "latest")  # never ULID prefixes: Crockford base32 has no L or U
 

@@ -1,7 +1,7 @@
 """`sessions diff`, `prune` and `resume`: act on a session's history (`undo`: sessions_undo.py).
 
-diff and prune work on the checkpoints of `session/checkpoints.py`;
-resume on the native ids of `session/transcripts.py`.
+diff and prune work on the checkpoints of `history/checkpoints.py`;
+resume on the native ids of `history/transcripts.py`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _checkpoints_of(ns: argparse.Namespace, env: Mapping[str, str], err: IO[str]
 def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """`git diff before after`, run on the user's terminal so pager and colour are git's own."""
     from wrapagent import gitcmd
-    from wrapagent.session import checkpoint_access, checkpoints
+    from wrapagent.history import checkpoint_access, checkpoints
 
     _, info = _checkpoints_of(ns, env, err, read_only=True)
     try:
@@ -55,7 +55,7 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
 
 
 def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
-    from wrapagent.session import checkpoints
+    from wrapagent.history import checkpoints
 
     if ns.older_than < 0:
         raise _SessionsError("--older-than must be 0 or more days")
@@ -74,7 +74,7 @@ def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> i
 
 def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, list[str], str]:
     """(tool, the tool's arguments, the directory to run in) that continue a recorded session."""
-    from wrapagent.session.transcripts import resume_args
+    from wrapagent.history.transcripts import resume_args
 
     native = record.get("native_session_id")
     tool = str(record.get("transport") or record.get("tool") or "")

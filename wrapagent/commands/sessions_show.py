@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
 from wrapagent.commands.sessions_find import _resolve_project, all_records, pick, project_records
-from wrapagent.session.records import LOG_NAME, dumps
+from wrapagent.history.records import LOG_NAME, dumps
 from wrapagent.visible import field as _cell
 from wrapagent.visible import json_text
 from wrapagent.visible import visible as visible_text  # the name other commands import from here
@@ -482,7 +482,7 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
                f"({_cell(info.get('ref'))}/…, in {_cell(info.get('repo'))})")
     if info.get("undone_at"):
         out.append(f"  undone      on {format_time(info['undone_at'])} (`wrapagent sessions undo`)")
-    from wrapagent.session import checkpoint_access, checkpoints
+    from wrapagent.history import checkpoint_access, checkpoints
 
     try:
         stat = checkpoint_access.diff_stat(info)

@@ -1,6 +1,6 @@
 """`sessions undo ID [--dry-run] [--force]`: put back what one session changed, and only that.
 
-The checks on the files themselves are `session/undo.py`'s. This module adds
+The checks on the files themselves are `history/undo.py`'s. This module adds
 what only the records know:
 
 - another top-level session of the same repository that ran at the same
@@ -72,7 +72,7 @@ def overlapping(record: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[
 
 def _shared_paths(plan, other: Mapping[str, Any]) -> list[str]:
     """The files undo would touch that the other session may have changed too."""
-    from wrapagent.session import checkpoint_access, checkpoints
+    from wrapagent.history import checkpoint_access, checkpoints
 
     mine = plan.acted_on
     info = other.get("checkpoints")
@@ -85,7 +85,7 @@ def _shared_paths(plan, other: Mapping[str, Any]) -> list[str]:
 
 
 def _note_undone(record: Mapping[str, Any]) -> None:
-    from wrapagent.session import checkpoints
+    from wrapagent.history import checkpoints
 
     folder = record.get("_dir")
     if folder:
@@ -93,9 +93,9 @@ def _note_undone(record: Mapping[str, Any]) -> None:
 
 
 def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
-    from wrapagent.session import checkpoint_access, checkpoints
-    from wrapagent.session import undo as undo_mod
-    from wrapagent.session.checkpoint_access import shown_paths
+    from wrapagent.history import checkpoint_access, checkpoints
+    from wrapagent.history import undo as undo_mod
+    from wrapagent.history.checkpoint_access import shown_paths
 
     record, _ = pick(ns.id, env, ns.cwd, read_only=False)
     sid = record.get("id")

@@ -87,7 +87,7 @@ def _read_record(path: str) -> dict | None:
 
 def find_projects(roots: list[str], env: Mapping[str, str]) -> list[Project]:
     """The repositories among `roots` that still hold something of wrapagent's."""
-    from wrapagent.session.checkpoints import CheckpointError, Repo, git
+    from wrapagent.history.checkpoints import CheckpointError, Repo, git
 
     found: dict[str, Project] = {}
     for root in roots:
@@ -141,7 +141,7 @@ def describe(plan: Plan, *, with_config: bool) -> list[str]:
 
 def remove_history(plan: Plan, env: Mapping[str, str], out: IO[str]) -> int:
     """Delete the per-project refs and private folders, then the state folder; 0 or 1."""
-    from wrapagent.session.checkpoints import CheckpointError, git
+    from wrapagent.history.checkpoints import CheckpointError, git
 
     failed = 0
     for project in plan.projects:

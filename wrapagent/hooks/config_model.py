@@ -20,7 +20,7 @@ DEFAULT_SESSION_COMPLETE = (
     " && git --git-dir=.git --work-tree=. commit -q --allow-empty -m 'session {session_id} complete' -- {session_id}/"
 )
 """What the default session_complete does, as a command. wrapagent runs it in-process
-(session/sessions_repo.py) through its git helper, so nothing inherited from a git hook
+(history/sessions_repo.py) through its git helper, so nothing inherited from a git hook
 (`GIT_DIR`, `GIT_INDEX_FILE`) reaches it; as text it names the repository (`--git-dir`: no
 upward discovery past a damaged `.git`) and commits only the session's folder."""
 LEGACY_DEFAULT_SESSION_COMPLETE = (

@@ -66,7 +66,7 @@ def _session_complete(live: Live, hook, exit_code: int | None):
     import contextlib
 
     from wrapagent.hooks.hook_runner import run_lifecycle
-    from wrapagent.session import sessions_repo
+    from wrapagent.history import sessions_repo
 
     record = live.record
     root = record.root

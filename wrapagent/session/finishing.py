@@ -70,7 +70,7 @@ def _history_after(live: Live) -> None:
     """
     import time
 
-    from wrapagent.session import checkpoints, transcripts
+    from wrapagent.history import checkpoints, transcripts
 
     record = live.record
     settings = live.cfg.checkpoints

@@ -69,7 +69,7 @@ def _unusable_env(env: "dict[str, str]") -> None:
         del env["WRAPAGENT_DEPTH"]
     parent = env.get("WRAPAGENT_SESSION_ID")
     if parent:
-        from wrapagent.session.ids import looks_like_id
+        from wrapagent.history.ids import looks_like_id
 
         if not looks_like_id(parent):
             _say(f"WRAPAGENT_SESSION_ID={_shown(parent)} is not a session id; this session is recorded "

@@ -49,7 +49,7 @@ class Session:
         return 128 + terminated.signum  # not reached: `_TerminatedRaised` re-sends the signal
 
     def _run(self) -> int:
-        from wrapagent.session.ids import new_session_id
+        from wrapagent.history.ids import new_session_id
 
         launch = self.launch
         cfg = load_config(launch)

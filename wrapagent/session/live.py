@@ -73,14 +73,16 @@ def open_live(launch: Launch, cfg, session_id: str, started: float | None = None
     disk) does not stop the tool: it runs without one, and wrapagent says
     so once, now if the tool has not started yet, else at the end.
     """
-    from wrapagent.session.records import Session as Record
+    from wrapagent.history.records import Session as Record
+    from wrapagent.session.resolve import nested_depth
 
     record = Record.create(tool=launch.name, transport=launch.adapter.name,
                            argv=[launch.opts.tool, *launch.opts.args],
                            executable=launch.executable, cwd=launch.cwd_str,
                            project_root=launch.root_str, env=launch.env,
                            mode="pty" if launch.interactive else "pipe",
-                           session_id=session_id, started_at=started, without_folder=True)
+                           session_id=session_id, started_at=started, without_folder=True,
+                           depth=nested_depth(launch.env))
     sweeper = _start_sweep(record) if record.unavailable is None else None
     ctx = _guard_context(launch, record)
     record.record["is_resume"] = ctx.is_resume
@@ -103,7 +105,7 @@ def _start_sweep(record):
     thread runs beside the tool and is waited for at the end, so its commit
     is never cut short by wrapagent exiting.
     """
-    from wrapagent.session.records import running_markers, sweep_abandoned
+    from wrapagent.history.records import running_markers, sweep_abandoned
 
     if not running_markers(record.root, record.id):
         return None

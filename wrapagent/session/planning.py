@@ -147,7 +147,7 @@ def tool_goes_first(launch: Launch, cfg) -> bool:
             or cfg.hook_for("waiting_for_input") is not None or cfg.stop_check is not None or cfg.send \
             or wants_injection(launch, cfg):
         return False
-    from wrapagent.session import checkpoints
+    from wrapagent.history import checkpoints
     from wrapagent.session.resolve import nested_depth
 
     env = launch.env

@@ -169,7 +169,7 @@ class SendServer:
         import json
         import time
 
-        from wrapagent.session.records import now_iso
+        from wrapagent.history.records import now_iso
         from wrapagent.session.stop_gate import Send
 
         conn.settimeout(READ_TIMEOUT_SECS)

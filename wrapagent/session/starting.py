@@ -51,7 +51,7 @@ def history_before(live: Live) -> None:
     """Snapshot the work tree just before the tool starts: the user's own edits are "before"."""
     import time
 
-    from wrapagent.session import checkpoints
+    from wrapagent.history import checkpoints
 
     if live.tool_started is None:
         live.tool_started = time.time()
@@ -266,7 +266,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _injected(live: Live, prefix: str, path: str) -> None:
-    from wrapagent.session.records import now_iso
+    from wrapagent.history.records import now_iso
 
     inj = live.record.record["injection"]
     inj.update(status="delivered", path=path, text=prefix, at=now_iso(), attempts=1)

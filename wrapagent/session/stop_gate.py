@@ -97,7 +97,7 @@ class StopGate:
 
     def _check(self, turn: int, since: float, continues: int) -> None:
         from wrapagent.hooks.stop_check import run_stop_check
-        from wrapagent.session.records import now_iso
+        from wrapagent.history.records import now_iso
 
         live = self.live
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.session import transcripts
+from wrapagent.history import transcripts
 
 
 def write_jsonl(path: Path, lines: list[dict], mtime: float | None = None) -> Path:

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Mapping, Sequence
 
-from wrapagent.session.checkpoints import CheckpointError, Repo
+from wrapagent.history.checkpoints import CheckpointError, Repo
 
 
 def _when(iso: object) -> str:

@@ -25,10 +25,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Mapping, Sequence
 
-    from wrapagent.session.checkpoints import Repo
+    from wrapagent.history.checkpoints import Repo
 
-from wrapagent.session.checkpoint_access import UndoConflict, UndoRefused, shown_paths
-from wrapagent.session.checkpoints import check_ignore, git, ignore_query
+from wrapagent.history.checkpoint_access import UndoConflict, UndoRefused, shown_paths
+from wrapagent.history.checkpoints import check_ignore, git, ignore_query
 
 GITLINK = "160000"
 
@@ -363,7 +363,7 @@ def _remove_created(top: str, path: str) -> None:
 def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,
          dry_run: bool = False) -> UndoPlan:
     """Check everything, then (unless `dry_run`) put the session's files back; the plan."""
-    from wrapagent.session.checkpoint_access import open_repo, session_commits
+    from wrapagent.history.checkpoint_access import open_repo, session_commits
 
     session_commits(info)  # says why there are none before looking for the repository
     repo = open_repo(info, env)

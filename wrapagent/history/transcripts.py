@@ -238,9 +238,9 @@ def run_bounded(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout:
     """(exit code, stdout, stderr) of argv, killed with everything it started after `timeout` s.
 
     `opencode` is a node launcher whose native child would otherwise keep
-    the pipes open past the timeout (session/bounded_run.py).
+    the pipes open past the timeout (history/bounded_run.py).
     """
-    from wrapagent.session import bounded_run
+    from wrapagent.history import bounded_run
 
     try:
         return bounded_run.run_bounded(argv, timeout=timeout, env=env, cwd=cwd)

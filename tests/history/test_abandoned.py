@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.session import records
+from wrapagent.history import records
 from wrapagent.portable import process_start_time
-from wrapagent.session.records import RUNNING_DIR, owner_alive, sweep_abandoned
+from wrapagent.history.records import RUNNING_DIR, owner_alive, sweep_abandoned
 
 WAIT = 60.0  # generous: a loaded machine starts Python slowly
 
@@ -162,7 +162,7 @@ def test_no_markers_costs_one_listdir(tmp_path: Path, monkeypatch: pytest.Monkey
     root = tmp_path / "sessions"
     (root / RUNNING_DIR).mkdir(parents=True)
     (root / RUNNING_DIR / "01ME.lock").touch()
-    from wrapagent.session import sessions_repo
+    from wrapagent.history import sessions_repo
 
     monkeypatch.setattr(sessions_repo, "commit_lock", None)
     monkeypatch.setattr(records, "load_record", None)

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from wrapagent.session.ids import CROCKFORD as _CROCKFORD, new_session_id
+from wrapagent.history.ids import CROCKFORD as _CROCKFORD, new_session_id
 
 
 def decode_ms(ulid: str) -> int:

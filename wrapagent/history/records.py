@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from wrapagent import paths, portable
-from wrapagent.session.ids import new_session_id
-from wrapagent.session.record_json import ESCAPED_KEY, dumps, escape_bytes, loads, unescape_bytes  # noqa: F401
+from wrapagent.history.ids import new_session_id
+from wrapagent.history.record_json import ESCAPED_KEY, dumps, escape_bytes, loads, unescape_bytes  # noqa: F401
 
 RECORD_NAME = "session.json"
 LOG_NAME = "session.log"
@@ -126,7 +126,8 @@ class Session:
     def create(cls, *, tool: str, transport: str, argv: Sequence[str], executable: str,
                cwd: str | Path, project_root: str | Path, env: Mapping[str, str],
                mode: str, session_id: str | None = None,
-               started_at: float | None = None, without_folder: bool = False) -> "Session":
+               started_at: float | None = None, without_folder: bool = False,
+               depth: int = 0) -> "Session":
         """Create the session's folder, first record and running marker.
 
         `session_id` and `started_at` (epoch seconds) are given when the
@@ -137,7 +138,6 @@ class Session:
         that session in any case.
         """
         from wrapagent.errors import WrapagentError
-        from wrapagent.session.resolve import nested_depth
 
         root = paths.sessions_root(project_root, env)
         session_id = session_id or new_session_id()
@@ -158,7 +158,7 @@ class Session:
             "cwd": str(cwd),
             "project_root": str(project_root),
             "parent_session": parent,
-            "depth": nested_depth(env),  # garbage counts as 0 (`launch` warned about it)
+            "depth": depth,  # WRAPAGENT_DEPTH, garbage counted as 0 by the caller (`launch` warned)
             "mode": mode,
             "started_at": now_iso() if started_at is None else iso_from_epoch(started_at),
             "ended_at": None,
@@ -175,8 +175,8 @@ class Session:
             "turns": [],
             "warnings": [],
             "state": "running",
-            "checkpoints": None,  # session/checkpoints.py
-            "native_session_id": None,  # session/transcripts.py
+            "checkpoints": None,  # history/checkpoints.py
+            "native_session_id": None,  # history/transcripts.py
             "native_sessions": [],
             "pid": os.getpid(),
             "pid_started_at": portable.process_start_time(os.getpid()),
@@ -424,7 +424,7 @@ def sweep_abandoned(root: Path, own_id: str, *, log: Callable[[str], None] = lam
     candidates = running_markers(root, own_id)
     if not candidates:
         return []
-    from wrapagent.session import sessions_repo
+    from wrapagent.history import sessions_repo
 
     found: list[str] = []
     ended: list[str] = []

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from wrapagent.hooks.config_model import CheckpointSettings
-from wrapagent.session import checkpoints
-from wrapagent.session.records import new_session_id
-from wrapagent.session.checkpoint_access import UndoConflict
-from wrapagent.session.undo import undo_files
+from wrapagent.history import checkpoints
+from wrapagent.history.records import new_session_id
+from wrapagent.history.checkpoint_access import UndoConflict
+from wrapagent.history.undo import undo_files
 
 CAFE = "café ü.txt"
 

@@ -437,7 +437,7 @@ def note_record(session_dir: str | Path, **fields: object) -> bool:
     """
     from pathlib import Path
 
-    from wrapagent.session.records import RECORD_NAME, atomic_write, dumps, load_record
+    from wrapagent.history.records import RECORD_NAME, atomic_write, dumps, load_record
 
     folder = Path(session_dir)
     record = load_record(folder)
