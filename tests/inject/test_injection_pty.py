@@ -475,3 +475,33 @@ def test_sessions_show_and_doctor_report_undelivered_blocks(world) -> None:
     assert "conversation 1, message 1: the tool drew nothing" in shown
     doctor = run("doctor").stdout
     assert "sent 1 message(s) without the blocks" in doctor
+
+
+def test_compact_gives_the_next_message_fresh_blocks(world) -> None:
+    """`/compact` typed in full: the guards run again (`compaction` true, `{compaction}`), the next
+    message gets the blocks, the one after it none; the record lists the compaction."""
+    world.hooks('[[prompt_guard]]\nname = "g"\ncommand = "echo compaction={compaction}"\n')
+    child = world.spawn()
+    ready(child, world)
+    type_text(child, "first")
+    submit(child, 1)
+    type_text(child, "/compact")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("ignored by the demo agent")
+    time.sleep(0.5)                                   # the composer is back (output quiet)
+    type_text(child, "after")
+    submit(child, 2)
+    type_text(child, "plain")
+    submit(child, 3)
+    assert quit_demo(child) == 0
+    block = lambda value: f'<prompt-guard name="g">\ncompaction={value}\n</prompt-guard>\n\n'
+    assert world.messages() == [block("false") + "first", block("true") + "after", "plain"]
+    rec = world.records()[-1]
+    assert [(i["conversation"], i["message"], i["compaction"], i["status"]) for i in rec["injections"]] == [
+        (1, 1, False, "submitted"), (1, 2, True, "submitted")]
+    assert [(c["conversation"], c["how"]) for c in rec["compactions"]] == [(1, "/compact")]
+    shown = subprocess.run([sys.executable, "-m", "wrapagent", "sessions", "show", "last"], env=world.env(),
+                           cwd=str(world.project), capture_output=True, text=True).stdout
+    assert "Compactions: 1" in shown and "conversation 1: /compact" in shown
+    assert "Injection after compaction, message 2 of conversation 1" in shown

@@ -338,3 +338,29 @@ def test_esc_clears_when_the_adapter_says_so() -> None:
     assert w.send(b"foo") + w.send(b"\x1b") + w.send(b"/new\r") == b"foo\x1b/new\r"
     assert w.resets == 1 and w.inj.state == "wait-ready"
     assert isinstance(w.inj.adapter, base.Adapter)
+
+
+def test_compact_gives_the_next_message_fresh_blocks_in_the_same_conversation() -> None:
+    compacted: list[tuple[int, int]] = []
+    w = World()
+    w.inj.on_compaction = lambda c, m: (compacted.append((c, m)), setattr(w, "prefix", None))
+    w.ready()
+    assert w.message(b"hello") == PASTED + b"hello\r"
+    assert w.send(b"/compact keep the tests\r") == b"/compact keep the tests\r"
+    assert compacted == [(1, 2)] and w.inj.state == "wait-ready"
+    w.redraw()
+    w.prefix = PREFIX2
+    assert w.message(b"next") == b"\x1b[200~" + PREFIX2.encode() + b"\x1b[201~next\r"
+    assert w.message(b"after") == b"after\r"
+    assert [(r.conversation, r.message, r.compaction, r.status) for r in w.inj.reports] == [
+        (1, 1, False, "submitted"), (1, 2, True, "submitted")]
+    assert [(c["conversation"], c["how"]) for c in w.inj.compactions] == [(1, "/compact")]
+
+
+def test_compact_typed_after_other_text_is_no_compaction() -> None:
+    w = World()
+    w.inj.on_compaction = lambda c, m: pytest.fail("not a compaction")
+    w.ready()
+    w.message(b"hello")
+    assert w.send(b"x/compact\r") == b"x/compact\r"
+    assert w.inj.state == "chatting" and not w.inj.compactions

@@ -66,11 +66,22 @@ def guard_stdin(ctx: GuardContext, message: MessageInfo | None = None) -> bytes:
         "session_id": ctx.session_id,
         "tool": ctx.tool,
         "is_resume": bool(ctx.is_resume),
+        "compaction": bool(ctx.compaction),
         "cwd": str(ctx.cwd),
     }
     if message is not None:
         payload.update(message=message.message, conversation=message.conversation)
     return json.dumps(payload).encode("utf-8")
+
+
+def compaction_placeholder(command: str, ctx: GuardContext) -> str:
+    """`{compaction}` in a guard's or pre_session's command: `true` for the blocks after a
+    compaction, else `false` (the stdin JSON says the same as `compaction`)."""
+    if "{compaction}" not in command:
+        return command
+    from wrapagent.hooks.hook_runner import substitute
+
+    return substitute(command, {"compaction": "true" if ctx.compaction else "false"})
 
 
 class MessageInfo:
@@ -122,7 +133,7 @@ def run_pre_session(
     env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source, **csa_env(ctx)})
     stdin = prompt.encode("utf-8", errors="replace")[:PROMPT_CAP] if prompt is not None else b""
     result = run_command(
-        hook.command,
+        compaction_placeholder(hook.command, ctx),
         name="pre_session",
         kind="pre_session",
         cwd=ctx.project_root,
@@ -144,7 +155,7 @@ def run_command_guard(
 ) -> GuardRun:
     from wrapagent.hooks.hook_runner import hook_env, run_command, substitute
 
-    command = guard.command or ""
+    command = compaction_placeholder(guard.command or "", ctx)
     extra = None
     if message is not None and message.turn is not None and guard.every_message:
         command = substitute(command, {"turn": str(message.turn)})
@@ -208,13 +219,14 @@ def collect(
     """Run pre_session (if it applies) then every guard in order; build the prefix.
 
     For a later message of a conversation (`message.message` > 1) only the
-    `every_message` guards run, and pre_session does not.
+    `every_message` guards run, and pre_session does not. After a compaction
+    (`ctx.compaction`) every guard and pre_session run again, as for a first message.
     """
     from wrapagent.inject.blocks import build_prefix
 
     runs: list[GuardRun] = []
     pre_session_body = ""
-    later = message is not None and message.message > 1
+    later = message is not None and message.message > 1 and not ctx.compaction
     hook = config.pre_session
     if not later and hook is not None and hook.enabled and hook.command and hook.applies_to(ctx.tool):
         run = run_pre_session(

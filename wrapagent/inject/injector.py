@@ -99,6 +99,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                  turns: TurnListener | None = None,
                  on_reset: Callable[[], None] | None = None,
                  on_message: Callable[[int, int], None] | None = None,
+                 on_compaction: Callable[[int, int], None] | None = None,
                  outgoing: Outgoing | None = None) -> None:
         from wrapagent.inject.screen import Screen
 
@@ -114,11 +115,15 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.turns = turns
         self.on_reset = on_reset
         self.on_message = on_message
+        self.on_compaction = on_compaction
+        """Called with (conversation, next message) when it was compacted: its blocks are computed again."""
+        self.compactions: list[dict[str, object]] = []
+        """Each compaction seen: conversation, how (the command, or `automatic`), at."""
         """`every_message` guards: called with (conversation, message) when a later message is armed."""
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
         self._keep_watching = outgoing is not None and outgoing.screen is not None
-        self.whole_session = turns is not None or on_reset is not None
+        self.whole_session = turns is not None or on_reset is not None or on_compaction is not None
         self._conversation = 1
         self._message = 1
         self.state = STARTING

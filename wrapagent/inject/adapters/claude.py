@@ -67,5 +67,6 @@ ADAPTER = Adapter(
         }),
     ),
     quit_keys=(b"\x03", b"\x03"),
+    compact_commands=("/compact",),
     reset_commands=("/clear",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
 )

@@ -59,6 +59,7 @@ ADAPTER = Adapter(
         prompt_subcommands={"exec": EXEC, "e": EXEC},
     ),
     quit_keys=(b"\x03",),
+    compact_commands=("/compact",),
     reset_commands=("/new",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
     # In a git repository `/new` first asks where the new chat runs; the placeholder shows
     # again once the composer is back.
