@@ -42,6 +42,8 @@ class OutgoingHooks:
         if not outgoing.busy and (self.state not in (CHATTING, ARMED) or not outgoing.pending()):
             return b""
         out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text)
+        if outgoing.notice:
+            self.screen_notice, outgoing.notice = outgoing.notice, b""
         if submitted and self.turns is not None:
             self.turns.submitted(now)
         if not outgoing.busy and outgoing.held:
