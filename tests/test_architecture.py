@@ -180,3 +180,49 @@ def test_git_spawn_finder_finds_them():
            'subprocess.Popen(args=["/usr/bin/git"])\n'
            'x = {"git_status": "git"}\n')
     assert _git_spawns(src) == ["<src>:2", "<src>:3", "<src>:4", "<src>:5"]
+
+
+def _event_declarations(source: str, names: set[str], filename: str = "<src>") -> list[str]:
+    """Places in `source` that declare hook events themselves: a tuple, list, set or dict literal
+    with two or more event names, a module-level constant whose value is an event name, or a
+    `HookEvent(…)` built outside the registry."""
+    found = []
+    tree = ast.parse(source, filename)
+    for node in ast.walk(tree):
+        elements = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) and elements:
+            named = [e for e in elements if isinstance(e, ast.Constant) and e.value in names]
+            if len(named) >= 2:
+                found.append(f"{filename}:{node.lineno}")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "HookEvent":
+                found.append(f"{filename}:{node.lineno}")
+    for node in tree.body:
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
+                and node.value.value in names):
+            found.append(f"{filename}:{node.lineno}")
+    return sorted(set(found), key=lambda where: int(where.rsplit(":", 1)[1]))
+
+
+def test_hook_events_are_declared_only_in_the_registry():
+    """Adding an event means one entry in wrapagent/hooks/events.py: no other module keeps a list of them."""
+    from wrapagent.hooks import events
+
+    names = set(events.names())
+    found = []
+    for name, path in sorted(_modules().items()):
+        if name != "wrapagent.hooks.events":
+            found += _event_declarations(path.read_text(), names, str(path.relative_to(PACKAGE_DIR.parent)))
+    assert found == []
+
+
+def test_event_declaration_finder_finds_them():
+    src = ('EVENTS = ("pre_run", "post_run")\n'
+           'WAITING = "waiting_for_input"\n'
+           'DEFAULTS = {"pre_run": 30, "post_run": 30}\n'
+           'e = HookEvent("nap", "when", (), default_timeout=1, review="r")\n'
+           'def f(config):\n'
+           '    return config.hook_for("pre_run"), ("pre_run", "prompt_guard")\n')
+    names = {"pre_run", "post_run", "waiting_for_input"}
+    assert _event_declarations(src, names) == ["<src>:1", "<src>:2", "<src>:3", "<src>:4"]

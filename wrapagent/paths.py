@@ -74,10 +74,6 @@ def global_hooks_file(env: Mapping[str, str] | None = None) -> Path:
     return _path(global_hooks_path(env))
 
 
-def global_config_file(env: Mapping[str, str] | None = None) -> Path:
-    return _path(global_config_path(env))
-
-
 def project_hooks_file(project_root: str | Path) -> Path:
     return _path(project_hooks_path(project_root))
 

@@ -37,8 +37,8 @@ def _seconds(value: float) -> str:
 
 
 def _describe_hook(hook: Any) -> list[str]:
-    from wrapagent.hooks.config_loader import (
-        DEFAULT_LIFECYCLE_TIMEOUT, DEFAULT_SESSION_COMPLETE, DEFAULT_WAITING_TIMEOUT, WAITING_FOR_INPUT)
+    from wrapagent.hooks import events
+    from wrapagent.hooks.config_loader import DEFAULT_SESSION_COMPLETE
 
     event = hook.event
     if not hook.enabled:
@@ -48,8 +48,10 @@ def _describe_hook(hook: Any) -> list[str]:
         lines = [f"  {event}: wrapagent's default (commit the session record)"]
     else:
         lines = _block(f"{event}: sh -c", hook.command)
-    default = DEFAULT_WAITING_TIMEOUT if event == WAITING_FOR_INPUT else DEFAULT_LIFECYCLE_TIMEOUT
-    extra = [f"timeout {_seconds(hook.timeout_secs)}"] if hook.timeout_secs != default else []
+    default = events.default_timeout(event)
+    extra = [events.get(event).review]
+    if hook.timeout_secs != default:
+        extra.append(f"timeout {_seconds(hook.timeout_secs)}")
     if hook.quiet_secs is not None:
         extra.append(f"after {_seconds(hook.quiet_secs)} of quiet")
     if extra:

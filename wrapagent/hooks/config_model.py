@@ -7,13 +7,14 @@ without pulling in TOML parsing.
 
 from __future__ import annotations
 
+from wrapagent.hooks import events
 from wrapagent.values import Factory, Frozen
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping
 
-EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
-WAITING_FOR_INPUT = "waiting_for_input"
+EVENTS = events.names()
+WAITING_FOR_INPUT = events.WAITING_FOR_INPUT
 """Fired (in its own thread) each time the agent goes quiet after a user submission."""
 DEFAULT_SESSION_COMPLETE = (
     "cd {sessions_root} && git --git-dir=.git --work-tree=. add -- {session_id}/"
@@ -27,8 +28,8 @@ LEGACY_DEFAULT_SESSION_COMPLETE = (
     "cd {sessions_root} && git add {session_id}/ && git commit -m 'session {session_id} complete' -q --allow-empty"
 )
 """The default before it named the repository; copied verbatim into a config it means the default."""
-DEFAULT_LIFECYCLE_TIMEOUT = 30.0
-DEFAULT_WAITING_TIMEOUT = 10.0
+DEFAULT_LIFECYCLE_TIMEOUT = events.default_timeout(events.POST_RUN)
+DEFAULT_WAITING_TIMEOUT = events.default_timeout(events.WAITING_FOR_INPUT)
 DEFAULT_GUARD_TIMEOUT = 10.0
 DEFAULT_PRE_SESSION_TIMEOUT = 10.0
 DEFAULT_SOURCE = "<default>"

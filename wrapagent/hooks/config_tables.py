@@ -14,13 +14,12 @@ if TYPE_CHECKING:
 
     from wrapagent.hooks.file_check import FileCheck as _FileCheck
 
+from wrapagent.hooks import events
 from wrapagent.hooks.config_model import (
     CheckpointSettings,
     DEFAULT_GUARD_TIMEOUT,
-    DEFAULT_LIFECYCLE_TIMEOUT,
     DEFAULT_PRE_SESSION_TIMEOUT,
     DEFAULT_SESSION_COMPLETE,
-    DEFAULT_WAITING_TIMEOUT,
     EVENTS,
     GuardSpec,
     KNOWN_TOOLS,
@@ -121,9 +120,9 @@ def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | N
         return None
     parts, prefix = (event,), f"{event}."
     waiting = event == WAITING_FOR_INPUT
-    check.unknown_keys(table, (*_EVENT_KEYS, "quiet_secs") if waiting else _EVENT_KEYS, prefix, parts)
+    check.unknown_keys(table, (*_EVENT_KEYS, *events.get(event).extra_keys), prefix, parts)
     enabled = _check_bool(check, table, "enabled", True, prefix, parts)
-    default_timeout = DEFAULT_WAITING_TIMEOUT if waiting else DEFAULT_LIFECYCLE_TIMEOUT
+    default_timeout = events.default_timeout(event)
     timeout = _check_timeout(check, table, "timeout_secs", default_timeout, prefix, parts)
     quiet: float | None = None
     if waiting and "quiet_secs" in table:

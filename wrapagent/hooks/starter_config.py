@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from wrapagent.hooks import events
+
 if TYPE_CHECKING:
     from pathlib import Path
 
-STARTER_HOOKS_TOML = """\
+_TEMPLATE = """\
 # wrapagent hooks.toml
 #
 # Global file:  ~/.config/wrapagent/hooks.toml   ($XDG_CONFIG_HOME/wrapagent/hooks.toml)
@@ -101,18 +103,8 @@ args = { max_bytes = 4000 }
 #   command       run with `sh -c` in its own process group
 #   timeout_secs  then SIGTERM, then SIGKILL (default 30)
 #
-# Placeholders, substituted already shell-quoted (do not add quotes):
-#   {session_id}     this session's id
-#   {session_dir}    its record directory (session.json, session.log)
-#   {sessions_root}  the project's sessions repository
-#   {tool}           codex, claude, gemini, opencode, ...
-#   {project_root}   the git top-level (else the working directory)
-#   {cwd}            the working directory
-#   {exit_code}      the tool's exit code (post_run, session_complete; empty in pre_run)
-#   {turn}           waiting_for_input only: user submissions so far (1, 2, ...)
-# The same values are in the environment: WRAPAGENT_SESSION_ID,
-# WRAPAGENT_TOOL, WRAPAGENT_PROJECT_ROOT, WRAPAGENT_WORKING_DIR, WRAPAGENT_SESSION_DIR
-# (and WRAPAGENT_TURN for waiting_for_input).
+@EVENTS@
+@PLACEHOLDERS@
 
 # Before the tool starts. A pre_run hook that exits 2 refuses the launch: the
 # tool is not started, wrapagent prints the hook's reason (its stderr, else its
@@ -148,6 +140,36 @@ args = { max_bytes = 4000 }
 # command = "cd {sessions_root} && git --git-dir=.git --work-tree=. add -- {session_id}/ && git --git-dir=.git --work-tree=. commit -q --allow-empty -m 'session {session_id} complete' -- {session_id}/"
 # timeout_secs = 30
 """
+
+
+def _event_list() -> str:
+    """Every event of the registry with when it fires and its default timeout."""
+    lines = ["# Events:"]
+    width = max(len(event.name) for event in events.REGISTRY) + 2
+    for event in events.REGISTRY:
+        lines.append(f"#   [{event.name}]".ljust(width + 6) + f" {event.fires} (timeout {event.default_timeout:g} s)")
+    return "\n".join(lines) + "\n#\n"
+
+
+def _missing_examples(template: str) -> str:
+    """A commented section for each registry event the hand-written examples do not show."""
+    out = []
+    for event in events.REGISTRY:
+        if f"# [{event.name}]" in template:
+            continue
+        out.append(f"\n# {event.fires[:1].upper()}{event.fires[1:]}.\n# [{event.name}]\n# enabled = true\n"
+                   f"# command = \"echo {event.name} {{session_id}} >> ~/wrapagent.log\"\n"
+                   f"# timeout_secs = {event.default_timeout:g}\n")
+    return "".join(out)
+
+
+def starter_hooks_toml() -> str:
+    """The starter file: the hand-written template with the registry's events and placeholders."""
+    text = _TEMPLATE.replace("@EVENTS@\n", _event_list()).replace("@PLACEHOLDERS@\n", events.placeholder_comment())
+    return text + _missing_examples(text)
+
+
+STARTER_HOOKS_TOML = starter_hooks_toml()
 
 
 def write_starter(path: Path, *, force: bool = False) -> Path:

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 STORE_VERSION = 1
 TRUSTED, UNTRUSTED, CHANGED = "trusted", "untrusted", "changed"
-EVENTS = ("pre_run", "post_run", "session_complete", "waiting_for_input")
 
 
 class TrustEntry(Frozen):

@@ -1,6 +1,6 @@
 """Delivery: how the blocks are written into the tool's empty composer.
 
-Per adapter, measured on the real CLIs (../shared/clis/README.md): one
+Per adapter, measured on the real CLIs (docs/cli-behaviour.md): one
 bracketed paste (codex, gemini, opencode), or typed chunks without paste
 markers, a gap apart (claude wraps a large paste in `<pasted_content>`).
 Pure functions of the text and the clock, so the injector's timing is testable.

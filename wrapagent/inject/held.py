@@ -15,7 +15,7 @@ HELD_GAP_CAP_SECS = 0.3
 """Released held keys keep the gaps between the reads they came in, each at most this long.
 
 Above every CLI's "Enter right after text or a paste is not a submit" window
-(codex 120 ms, gemini 30-40 ms: ../shared/clis/README.md), so an Enter typed
+(codex 120 ms, gemini 30-40 ms: docs/cli-behaviour.md), so an Enter typed
 apart stays apart; short enough that a long hold (slow guards) is not
 replayed for seconds after it ended.
 """

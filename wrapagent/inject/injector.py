@@ -1,7 +1,7 @@
 """Injection into an interactive TUI, for the whole session.
 
 The design (validated against codex, claude, gemini and opencode, see
-../shared/clis/README.md, "Delivering a block"):
+docs/cli-behaviour.md, "Delivering a block into the empty composer"):
 
 1. Until the tool's composer is ready (per-adapter screen markers, read with
    a terminal emulator), every key passes through untouched: startup dialogs

@@ -1,7 +1,7 @@
 """Messages wrapagent itself submits: a stop check's continuation (and later, `wrapagent send`).
 
 The one case where wrapagent presses Enter, and only because the user
-configured it. The rules, measured on the four CLIs (../shared/clis/README.md):
+configured it. The rules, measured on the four CLIs (docs/cli-behaviour.md):
 
 - Only into an empty composer the user is not using: no key from the user
   since the agent stopped (`since`), nothing typed in the composer, and,

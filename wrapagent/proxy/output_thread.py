@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from wrapagent.proxy.to_child import ToChild
 
 READ_SIZE = 64 * 1024
-"""16-64 KiB: bigger reads cost more in Python than they save (../shared/PERF.md)."""
+"""16-64 KiB: bigger reads cost more in Python than they save (docs/performance.md)."""
 
 DRAIN_QUIET_SECS = 0.2
 """After the child was reaped, stop draining once the master has been quiet this long.

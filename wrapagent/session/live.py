@@ -9,7 +9,6 @@ have set.
 
 from __future__ import annotations
 
-import os
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
@@ -129,11 +128,3 @@ def _guard_context(launch: Launch, record):
                         session_id=record.id, is_resume=launch.adapter.is_resume(launch.opts.args),
                         session_dir=record.dir, sessions_root=record.root)
 
-
-def read_all(fd: int) -> bytes:
-    chunks = []
-    while True:
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)

@@ -1,6 +1,6 @@
 """claude (@anthropic-ai/claude-code 2.1.330): native Bun binary, fullscreen renderer.
 
-Measured (../shared/clis/codex-claude.md): ready when the `❯` prompt sits
+Measured (docs/cli-behaviour.md): ready when the `❯` prompt sits
 between its rules with the footer below (0.9-2.1 s). A bracketed paste of 4+
 lines or ~800+ chars reaches the model wrapped in `<pasted_content>`, so the
 block is *typed*: no paste markers, `\\n` newlines, <=256-byte chunks ~30 ms
@@ -68,5 +68,5 @@ ADAPTER = Adapter(
     ),
     quit_keys=(b"\x03", b"\x03"),
     compact_commands=("/compact",),
-    reset_commands=("/clear",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
+    reset_commands=("/clear",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
 )

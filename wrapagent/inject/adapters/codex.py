@@ -1,6 +1,6 @@
 """codex (@openai/codex 0.169): Responses-API TUI, native binary behind a node launcher.
 
-Measured (../shared/clis/codex-claude.md, bench/ready_timeline.md): ready when the
+Measured (docs/cli-behaviour.md, bench/ready_timeline.md): ready when the
 composer's prompt glyph `›` shows with text after it (0.3-1.2 s): the placeholder
 `Ask Codex to do anything` from 0.150 on, a rotating suggestion before (`Run /review
 on my current changes`); a `›` on a numbered choice is a dialog. A bracketed paste arrives
@@ -60,7 +60,7 @@ ADAPTER = Adapter(
     ),
     quit_keys=(b"\x03",),
     compact_commands=("/compact",),
-    reset_commands=("/new",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
+    reset_commands=("/new",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
     # In a git repository `/new` first asks where the new chat runs; the placeholder shows
     # again once the composer is back.
     reset_ready_patterns=(COMPOSER,),

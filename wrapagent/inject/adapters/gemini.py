@@ -1,6 +1,6 @@
 """gemini (@google/gemini-cli 0.61): node, relaunches itself (two processes, one group).
 
-Measured (../shared/clis/gemini-opencode.md): ready when `Type your message
+Measured (docs/cli-behaviour.md): ready when `Type your message
 or @path/to/file` shows, together with `ESC[?2004h` (4-6 s); input typed
 before that is lost. A bracketed paste arrives byte-exact. With piped stdin
 and a prompt argument the message is stdin + "\\n\\n" + argument, so the
@@ -41,5 +41,5 @@ ADAPTER = Adapter(
     ),
     quit_keys=(b"\x03", b"\x03"),
     compact_commands=("/compress",),
-    reset_commands=("/clear",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
+    reset_commands=("/clear",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
 )

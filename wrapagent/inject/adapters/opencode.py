@@ -1,6 +1,6 @@
 """opencode (opencode-ai 1.18.33): bun-compiled TUI on the alternate screen.
 
-Measured (../shared/clis/gemini-opencode.md): ready only when `Ask anything`
+Measured (docs/cli-behaviour.md): ready only when `Ask anything`
 shows (9-24 s; `ESC[?2004h` comes seconds earlier and does not mean ready).
 Pastes of 3+ lines are trimmed and space-joined unless
 `experimental.disable_paste_summary` is set, which wrapagent sets in the
@@ -81,5 +81,5 @@ ADAPTER = Adapter(
     ),
     quit_keys=(b"\x03",),
     compact_commands=("/compact", "/summarize"),
-    reset_commands=("/new",),  # starts a fresh conversation (measured, ../shared/clis/README.md)
+    reset_commands=("/new",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
 )
