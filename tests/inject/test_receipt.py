@@ -80,6 +80,8 @@ def test_nothing_drawn_writes_the_blocks_once_more() -> None:
     inj.on_input(b"h", clock.t)
     first = inj.poll(clock.t)
     clock.t += 2
+    assert inj.poll(clock.t) == b""                         # nothing drawn: a slow echo gets longer
+    clock.t += receipt.NOTHING_DRAWN_WAIT_SECS
     assert inj.poll(clock.t) == first                       # the same blocks again, keys still held
     inj.on_output(PREFIX.replace("\n", "\r\n").encode(), clock.t + 0.01)
     clock.t += 0.2
@@ -91,9 +93,9 @@ def test_nothing_drawn_twice_is_not_delivered() -> None:
     inj, clock = ready_injector()
     inj.on_input(b"h", clock.t)
     inj.poll(clock.t)
-    clock.t += 2
+    clock.t += receipt.NOTHING_DRAWN_WAIT_SECS
     inj.poll(clock.t)
-    clock.t += 2
+    clock.t += receipt.NOTHING_DRAWN_WAIT_SECS
     assert inj.poll(clock.t) == b"h"
     assert inj.report.status == "not delivered" and inj.report.attempts == 2
     assert inj.screen_notice

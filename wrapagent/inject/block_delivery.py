@@ -76,11 +76,12 @@ class BlocksDelivery:
 
     def _maybe_release(self, now: float) -> bytes:
         assert self._delivered_at is not None
+        from wrapagent.inject import receipt
+
         quiet = self._output_since_receipt and now - self.last_output >= self.adapter.settle_secs
-        timed_out = now - self._delivered_at >= self.adapter.settle_max_secs
+        timed_out = now - self._delivered_at >= self._settle_limit()
         if not (quiet or timed_out):
             return b""
-        from wrapagent.inject import receipt
 
         outcome = self._read_receipt()
         if outcome != receipt.SHOWN and not timed_out:
@@ -98,6 +99,12 @@ class BlocksDelivery:
         self.report.status = "delivered"
         self.report.at = now_iso()
         return self._release(now, finished=False)
+
+    def _settle_limit(self) -> float:
+        """Seconds after the delivery by which the receipt is decided (longer while nothing was drawn)."""
+        from wrapagent.inject.receipt import settle_limit
+
+        return settle_limit(self.adapter.settle_max_secs, self._receipt_drawn)
 
     @property
     def _output_since_receipt(self) -> bool:

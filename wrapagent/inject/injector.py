@@ -196,8 +196,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             assert self._delivered_at is not None
             if self._output_since_receipt:
                 return min(self.last_output + self.adapter.settle_secs,
-                           self._delivered_at + self.adapter.settle_max_secs)
-            return self._delivered_at + self.adapter.settle_max_secs
+                           self._delivered_at + self._settle_limit())
+            return self._delivered_at + self._settle_limit()
         return None
 
     def on_resize(self, rows: int, cols: int) -> None:

@@ -58,7 +58,7 @@ class MessageKeys:
         if state == ARMED:
             if tok.kind == TEXT:
                 self.state = COMMAND
-            elif sub is not None and self._message == 1:
+            elif sub is not None and self._message == 1 and not sub.text.strip():
                 self._note("a submission with no typed text (history recall?) was not injected; "
                            "the next message gets the blocks")
         elif state == COMMAND:
@@ -92,6 +92,9 @@ class MessageKeys:
         if before == ARMED:
             if sub.unknown:  # (blank text or a blank paste is no message)
                 self._bare.append("a message was submitted with no typed text (history recall?)")
+            elif sub.text.strip() and not sub.is_command_like(self.adapter.command_prefixes):
+                # Text in the composer while armed was typed before: no key of it triggered.
+                self._bare.append("a message typed before the composer was ready was submitted")
         elif before == COMMAND and early:
             self._bare.append("a message begun before the composer was ready was submitted")
         elif before == WAIT_READY and not sub.is_command_like(self.adapter.command_prefixes):

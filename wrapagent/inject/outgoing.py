@@ -150,10 +150,10 @@ class Outgoing:
             return self._outbox[0][0]
         if self.state == SETTLING:
             assert self._delivered_at is not None
+            limit = receipt.settle_limit(self.adapter.settle_max_secs, self._receipt_drawn)
             if last_output > self._delivered_at and last_output > self._receipt_read_at:
-                return min(last_output + self.adapter.settle_secs,
-                           self._delivered_at + self.adapter.settle_max_secs)
-            return self._delivered_at + self.adapter.settle_max_secs
+                return min(last_output + self.adapter.settle_secs, self._delivered_at + limit)
+            return self._delivered_at + limit
         if self.state == ENTER_DUE:
             return self._enter_at
         if self.state == RELEASING:
@@ -177,7 +177,8 @@ class Outgoing:
             assert self._delivered_at is not None
             took = (last_output > self._delivered_at and last_output > self._receipt_read_at
                     and now - last_output >= self.adapter.settle_secs)
-            timed_out = now - self._delivered_at >= self.adapter.settle_max_secs
+            timed_out = now - self._delivered_at >= receipt.settle_limit(self.adapter.settle_max_secs,
+                                                                         self._receipt_drawn)
             if took or timed_out:
                 outcome = self._read_receipt()
                 if outcome != receipt.SHOWN and not timed_out:

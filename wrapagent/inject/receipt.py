@@ -32,6 +32,17 @@ PROBE_CHARS = 30
 PLACEHOLDER = re.compile(r"\[Pasted[ ~][^\]\n]{0,40}\]")
 """The paste placeholders of the four CLIs (see the module docstring)."""
 
+NOTHING_DRAWN_WAIT_SECS = 3.0
+"""With nothing drawn at all since the text was written, wait this long (not just the adapter's
+`settle_max_secs`) before calling it not taken: a loaded machine may delay an echo (opencode's
+paste handling is asynchronous), and writing the blocks twice would give the model two copies."""
+
+
+def settle_limit(settle_max_secs: float, drawn: bool) -> float:
+    """How long after a delivery the receipt is decided at the latest."""
+    return settle_max_secs if drawn else max(settle_max_secs, NOTHING_DRAWN_WAIT_SECS)
+
+
 _BLANKS = re.compile(r"[ \t\u00a0]+")
 
 SHOWN = "shown"
