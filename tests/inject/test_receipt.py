@@ -129,3 +129,31 @@ def test_in_a_whole_session_the_next_message_gets_the_blocks_after_an_undelivere
     assert inj.on_input(b"n", clock.t) == b""
     assert PREFIX.encode() in inj.poll(clock.t)
     assert [(r.message, r.status) for r in inj.reports] == [(1, "not delivered"), (2, "pending")]
+
+
+def test_text_typed_before_the_ready_screen_and_shown_in_it_is_a_begun_message() -> None:
+    """Typed on a frame before the ready one, still typing when it comes: the blocks never go
+    into the middle of it (measured on claude: `typed at o<system-reminder>…nce`)."""
+    clock = Clock()
+    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+                               wake_fd=None, clock=clock)
+    assert inj.on_input(b"typed at o", clock.t) == b"typed at o"        # before ready: passes
+    inj.on_output(b"\x1b[?2004hbanner\r\ndemo> typed at o", clock.t)
+    clock.t += 0.2
+    inj.poll(clock.t)
+    assert inj.state == "command"
+    assert inj.on_input(b"nce", clock.t) == b"nce"                      # no blocks in the middle
+    inj.on_input(b"\r", clock.t)
+    assert inj.state == "armed"                                         # the next message gets them
+    assert inj.on_input(b"n", clock.t) == b""
+
+
+def test_a_one_key_answer_before_the_ready_screen_begins_no_message() -> None:
+    clock = Clock()
+    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+                               wake_fd=None, clock=clock)
+    inj.on_input(b"1", clock.t)                                          # a start-up dialog's answer
+    inj.on_output(READY_SCREEN, clock.t)
+    clock.t += 0.2
+    inj.poll(clock.t)
+    assert inj.state == "armed"

@@ -99,6 +99,11 @@ class Composer:
         return bool(self._buf) or self._pasted
 
     @property
+    def typed(self) -> str:
+        """The typed text since the last submission or clear (as far as the keys tell)."""
+        return self._buf.decode("utf-8", "replace")
+
+    @property
     def in_paste(self) -> bool:
         """Between a paste's start and its end: the keys are the paste's, not the user's typing."""
         return self._in_paste

@@ -154,6 +154,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
+        self._typed_shown = False
+        """At the ready screen, text typed before it showed in it (`readiness._typed_on_screen`)."""
         self._receipt_screen: Screen | None = None
         """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
         self._receipt_drawn = False
@@ -325,6 +327,13 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         of text already in the composer, so that message passes untouched, like a
         command, and the one after it gets them.
         """
+        if self._typed_shown:
+            self._typed_shown = False
+            self.state = COMMAND
+            self._begun_early = True
+            self._note("a message typed before the composer was ready goes without the blocks; "
+                       "the next message gets them")
+            return
         if not self._composer.in_paste:
             self.state = ARMED
             return

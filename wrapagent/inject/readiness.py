@@ -129,6 +129,20 @@ class Readiness:
         self._became_ready(now, "generic", at_key=True)
         return True
 
+    def _typed_on_screen(self) -> bool:
+        """Text the user typed before the ready screen shows in it: a message has begun.
+
+        The blocks cannot go in front of it (measured: claude, `typed at o` typed on its first
+        frame, then ready, then the next key: `typed at o<system-reminder>…nce`). Text that is
+        not on the screen went elsewhere (a start-up dialog's answer) and begins nothing.
+        Fewer than 3 characters are never taken for a message: a one-key answer looks alike.
+        """
+        typed = self._composer.typed.strip()
+        if len(typed) < 3 or self._composer.in_paste:
+            return False
+        lines = typed.splitlines()
+        return bool(lines) and lines[-1].strip()[-30:] in self.screen.text()
+
     def _markers_in_part(self) -> bool:
         """Some of the markers show, not all: the tool's own screen, still being drawn.
 
@@ -177,6 +191,7 @@ class Readiness:
         self._screen_dirty = False
         self._next_check = None
         self.watch_output = self._keep_watching
+        self._typed_shown = self._typed_on_screen()
         self.screen.close()
         self.report.ready_by = by
         if by == "generic" and self._current_patterns():
