@@ -92,7 +92,7 @@ class MessageKeys:
         if before == ARMED:
             if sub.unknown:  # (blank text or a blank paste is no message)
                 self._bare.append("a message was submitted with no typed text (history recall?)")
-            elif sub.text.strip() and not sub.is_command_like(self.adapter.command_prefixes):
+            elif (sub.text.strip() or sub.pasted) and not sub.is_command_like(self.adapter.command_prefixes):
                 # Text in the composer while armed was typed before: no key of it triggered.
                 self._bare.append("a message typed before the composer was ready was submitted")
         elif before == COMMAND and early:
