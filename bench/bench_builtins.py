@@ -65,8 +65,8 @@ def build_repo(base: Path, n_files: int) -> Path:
     git(repo, "push", "-q", "-u", "origin", "feature")
     (repo / "pkg00" / "mod00" / "file000.py").write_text("changed\n")
     git(repo, "commit", "-q", "-am", "local change")  # 1 unpushed commit
-    for i in range(5):
-        (repo / "pkg01" / "mod01" / f"file{i:03d}.py").write_text("modified\n")
+    for i in range(5):  # files of the tree's last folders on a small repository
+        (repo / f"pkg{min(1, (n_files - 1) // 1000):02d}" / "mod01" / f"file{i:03d}.py").write_text("modified\n")
     (repo / "new_module.py").write_text("x = 1\n")
     git(repo, "add", "new_module.py")
     (repo / "notes.txt").write_text("todo\n")

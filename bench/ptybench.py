@@ -110,6 +110,29 @@ def wrapagent_full_proxy(prefix: Sequence[str], home: Path) -> Proxy:
     return Proxy("wrapagent-full", lambda argv: [*prefix, *argv], env=env, cwd=str(project))
 
 
+def wrapagent_rec_proxy(prefix: Sequence[str], home: Path) -> Proxy:
+    """Full mode with the session recorded and no size cap (`[record] max_bytes = 0`).
+
+    Every byte of the payload goes through the recorder's queue and its
+    writer thread: the recording's worst case. The default cap would stop
+    the recording after 64 MiB and measure the proxy alone from there.
+    """
+    proxy = wrapagent_full_proxy(prefix, home)
+    config = home / "config" / "wrapagent"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hooks.toml").write_text("[record]\nmax_bytes = 0\n")
+    return Proxy("wrapagent-rec", proxy.wrap, env=proxy.env, cwd=proxy.cwd)
+
+
+def wrapagent_norec_proxy(prefix: Sequence[str], home: Path) -> Proxy:
+    """Full mode with `[record] enabled = false`: what the session costs without its recording."""
+    proxy = wrapagent_full_proxy(prefix, home)
+    config = home / "config" / "wrapagent"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hooks.toml").write_text("[record]\nenabled = false\n")
+    return Proxy("wrapagent-norec", proxy.wrap, env=proxy.env, cwd=proxy.cwd)
+
+
 def python_of(cmd: Sequence[str]) -> str:
     """The interpreter a wrapagent launcher runs: `python -m wrapagent`, or its console script's #!."""
     if len(cmd) >= 3 and cmd[1] == "-m":
@@ -1024,7 +1047,7 @@ def targets(results: Results, proxy: str) -> list[Target]:
     rec = results.records
     out: list[Target] = []
     steady = proxy == "wrapagent-steady"
-    full = proxy == "wrapagent-full"
+    full = proxy in ("wrapagent-full", "wrapagent-rec", "wrapagent-norec")
     if "throughput" in rec and not full:
         t = rec["throughput"]
         lost = max((r["bytes_lost"] for r in t if r["proxy"] == proxy), default=None)
@@ -1039,6 +1062,15 @@ def targets(results: Results, proxy: str) -> list[Target]:
         out.append(Target(f"(same, net of start-up CPU) ≤ {cpu_max}", fmt(net),
                           _verdict(net, lambda v: v <= cpu_max)))
         out.append(Target("0 bytes lost (throughput)", fmt(lost, "d"), _verdict(lost, lambda v: v == 0)))
+    if "throughput" in rec and proxy == "wrapagent-rec":
+        # Recording on: at least 0.90x the two-thread Python floor (`--extra py-threads=…`) of the same run.
+        thr = ratio(rec["throughput"], "mb_per_s", proxy, "py-threads")
+        out.append(Target("throughput ×py-threads ≥ 0.90 (recording on)", fmt(thr),
+                          _verdict(thr, lambda v: v >= 0.90)))
+    if "latency" in rec and proxy == "wrapagent-rec":
+        mine, base = added(rec["latency"], "p50_us", proxy), added(rec["latency"], "p50_us", "wrapagent")
+        out.append(Target("keystroke p50 added (recording on) vs the bare proxy's",
+                          f"{fmt(mine, '+.0f')} µs vs {fmt(base, '+.0f')} µs", None))
     if "latency" in rec and not full:
         mine, base = added(rec["latency"], "p50_us", proxy), added(rec["latency"], "p50_us", "script")
         ok = None if mine is None or base is None else mine <= base
@@ -1132,8 +1164,9 @@ def save(results: Results, meta: Mapping[str, Any], markdown: str) -> Path:
 # ---------------------------------------------------------------------------
 
 ALL_TESTS: Final = ("throughput", "latency", "startup", "idle", "correctness")
-ALL_PROXIES: Final = ("direct", "script", "wrapagent", "wrapagent-full", "wrapagent-steady")
-WRAPAGENT_ROWS: Final = ("wrapagent", "wrapagent-full", "wrapagent-steady")
+ALL_PROXIES: Final = ("direct", "script", "wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec",
+                              "wrapagent-norec")
+WRAPAGENT_ROWS: Final = ("wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec", "wrapagent-norec")
 
 
 def parse_args(argv: Sequence[str] | None) -> Options:
@@ -1185,7 +1218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="wrapagent-ptybench-"))  # the full-mode row's state, removed at the end
     candidates = {"direct": direct_proxy(), "script": script_proxy(), "wrapagent": wrapagent_proxy(opts.wrapagent_cmd),
                   "wrapagent-full": wrapagent_full_proxy(opts.wrapagent_cmd, home),
-                  "wrapagent-steady": steady_proxy(python)}
+                  "wrapagent-steady": steady_proxy(python),
+                  "wrapagent-rec": wrapagent_rec_proxy(opts.wrapagent_cmd, home / "rec"),
+                  "wrapagent-norec": wrapagent_norec_proxy(opts.wrapagent_cmd, home / "norec")}
     proxies = [candidates[name] for name in opts.proxies] + [extra_proxy(spec) for spec in opts.extras]
     results = Results(opts, [])
     for name in WRAPAGENT_ROWS:

@@ -3,6 +3,7 @@
 
     python bench/steady_proxy.py light  CMD…   # full mode's steady state
     python bench/steady_proxy.py screen CMD…   # before the first message: the screen reader runs
+    python bench/steady_proxy.py followed CMD… # stop check / send: the screen followed in a thread
 
 `light` is what a full-mode session costs once the first message went in:
 the interceptor stays attached (contract v2) with `watch_output` false, so
@@ -82,11 +83,31 @@ class ScreenInterceptor(LightInterceptor):
         self.screen.feed(data)
 
 
+class FollowedInterceptor(LightInterceptor):
+    """After the first message with a stop check or `wrapagent send` configured: every output chunk
+    is handed to the screen follower (`outgoing.FollowedScreen`, pyte in a thread of its own)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from wrapagent.inject.outgoing import FollowedScreen
+
+        size = pty_loop.terminal.get_winsize(0) or (24, 80, 0, 0)
+        self.followed = FollowedScreen(size[0], size[1])
+        self.watch_output = True
+
+    def on_output(self, data: bytes, now: float) -> None:
+        self.last_output = now
+        self.followed.feed(data)
+
+
+MODES = {"light": LightInterceptor, "screen": ScreenInterceptor, "followed": FollowedInterceptor}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[0] not in ("light", "screen"):
+    if len(argv) < 2 or argv[0] not in MODES:
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
-    icpt = LightInterceptor() if argv[0] == "light" else ScreenInterceptor()
+    icpt = MODES[argv[0]]()
     result = pty_loop.run(argv[1:], env=dict(os.environ), interceptor=icpt)
     return result.exit_code
 

@@ -66,6 +66,24 @@ def reply_text(turn: int) -> str:
     return f"{REPLY_PREFIX}{turn}"
 
 
+LOOKALIKE_MARKER = "(lookalike)"
+#: A reply that looks like a dialog line by line: numbered Yes/No choices, `›`/`❯`/`●` lines,
+#: questions and key hints. A user turn containing LOOKALIKE_MARKER gets it after its
+#: `MOCK-REPLY-<n>`, so screens of transcripts full of look-alikes can be recorded and tested.
+LOOKALIKE_REPLY = (
+    "\n\nDo you want to proceed?\n\n"
+    "1. Yes\n"
+    "2. Yes, and don't ask again\n"
+    "3. No, use pytest\n\n"
+    "› 1. Yes, allow once\n\n"
+    "❯ No, exit\n\n"
+    "● 1. Trust folder\n\n"
+    "Continue? (y/n)\n\n"
+    "Press enter to continue, Enter to confirm, enter select · esc back\n\n"
+    "Do you trust the files in this folder? Enter your API key to go on."
+)
+
+
 # --------------------------------------------------------------------------------------------
 # Request content helpers (pure functions on parsed bodies)
 
@@ -456,6 +474,8 @@ class _Handler(BaseHTTPRequestHandler):
         turn = assistant_turns(api, body) + 1 if (api and body is not None) else None
         if kind == "turn":
             reply = reply_text(turn)
+            if LOOKALIKE_MARKER in (user_text or ""):
+                reply += LOOKALIKE_REPLY
         elif kind == "title":
             reply = TITLE_REPLY
         elif kind == "summary":

@@ -59,6 +59,11 @@ def git(repo: Path, env: dict[str, str], *args: str) -> str:
     return proc.stdout.decode("utf-8", "surrogateescape")
 
 
+def in_store(info: dict, env: dict[str, str], *args: str) -> str:
+    """git on a session's checkpoint store (wrapagent's own git directory; the project its work tree)."""
+    return git(Path(info["repo"]), env, f"--git-dir={info['store']}", f"--work-tree={info['repo']}", *args)
+
+
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -83,7 +88,8 @@ def start_session(repo: Path, env: dict[str, str], *, cwd: Path | None = None,
     settings = settings or CheckpointSettings(budget_secs=60)
     cwd = (cwd or repo).resolve()
     project = Path(paths.project_root_of(str(cwd)))
-    record = {"id": session_id(), "tool": "sh", "transport": "sh", "cwd": str(cwd),
+    # an agent's session (`last` means the newest of those): codex stands in, nothing runs it
+    record = {"id": session_id(), "tool": "codex", "transport": "codex", "cwd": str(cwd),
               "project_root": str(project), "depth": 0, "parent_session": None,
               "started_at": iso(dt.datetime.now().timestamp()), "state": "finished", **fields}
     checkpoints.begin(record, settings, project, env)

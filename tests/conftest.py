@@ -26,6 +26,91 @@ _LEAKY_VARS = ("WRAPAGENT_DISABLE", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSION_ID",
                "WRAPAGENT_SESSIONS_ROOT", "WRAPAGENT_ACTIVE_SHIMS")
 
 
+_STARTS_PROGRAMS = ("pexpect", "run_wrapagent", "wrapagent_argv", "subprocess", "Popen", "spawn(",
+                    "os.fork", "child_process", "gitcmd", "helper(", "os.system", "pty.",
+                    "run_command(", "run_lifecycle(", "probe(")
+"""Words in a test's code that mean it starts programs: a pseudo-terminal (pexpect, the demo
+sessions), wrapagent itself, git, a helper script, a fork."""
+_TESTS_DIR = Path(__file__).parent
+_verdicts: dict[object, bool] = {}
+
+
+def _code_starts_programs(func: object, depth: int = 3, scope: dict | None = None) -> bool:
+    """`func`'s source names a way to start a program, or a tests/ function it calls does (depth-bounded).
+
+    `scope`: where its names are looked up (a decorated test's wrapper, hypothesis's, has
+    the decorator's globals): the test's module.
+    """
+    import ast
+    import inspect
+
+    func = inspect.unwrap(func)
+    if func in _verdicts:
+        return _verdicts[func]
+    _verdicts[func] = False  # recursion guard
+    try:
+        source = inspect.getsource(func)
+    except (OSError, TypeError):
+        return False
+    verdict = any(word in source for word in _STARTS_PROGRAMS)
+    if not verdict and depth > 0:
+        names = set()
+        try:
+            tree = ast.parse(inspect.cleandoc("\n" + source) if source[:1].isspace() else source)
+        except SyntaxError:
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+        scope = scope if scope is not None else getattr(func, "__globals__", {})
+        for name in names:
+            called = scope.get(name)
+            path = getattr(getattr(called, "__code__", None), "co_filename", "") or getattr(
+                sys.modules.get(getattr(called, "__module__", "") or ""), "__file__", "") or ""
+            if path and _TESTS_DIR in Path(path).parents and (inspect.isfunction(called) or inspect.isclass(called)):
+                if _code_starts_programs(called, depth - 1):
+                    verdict = True
+                    break
+    _verdicts[func] = verdict
+    return verdict
+
+
+def _starts_programs(item: pytest.Item) -> bool:
+    """The test starts wrapagent or another program: the `spawns` tier, left out by --quick.
+
+    Those are the tests that take seconds rather than milliseconds. Decided from the
+    code, so a new test is placed without anyone listing it: the test function, the
+    fixtures it uses and the tests/ functions and classes they name.
+    """
+    if "run_wrapagent" in getattr(item, "fixturenames", ()):
+        return True
+    module = getattr(item, "module", None)
+    test = getattr(item, "function", None)
+    if test is not None and _code_starts_programs(test, scope=vars(module) if module is not None else None):
+        return True
+    fixture_info = getattr(item, "_fixtureinfo", None)
+    for defs in (fixture_info.name2fixturedefs.values() if fixture_info is not None else ()):
+        if any(_TESTS_DIR in Path(inspect_file(d.func)).parents and _code_starts_programs(d.func) for d in defs):
+            return True
+    return False
+
+
+def inspect_file(func: object) -> str:
+    code = getattr(getattr(func, "__wrapped__", func), "__code__", None)
+    return code.co_filename if code is not None else "/"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that start programs `spawns`, so `./run-tests --quick` (`-m "not spawns"`)
+    leaves them out."""
+    if "spawns" not in (config.getoption("markexpr", "") or ""):
+        return  # the marks cost ~2 s of reading sources: only when a run selects by them
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents and _starts_programs(item):
+            item.add_marker(pytest.mark.spawns)
+
+
 def wrapagent_argv() -> list[str]:
     """How to start the installed wrapagent: its console script (as users do), else `python -m`.
 
@@ -36,6 +121,19 @@ def wrapagent_argv() -> list[str]:
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
     return [sys.executable, "-m", "wrapagent"]
+
+
+def agent_stand_in(folder: Path, body: str = "exit 0\n", name: str = "aider") -> Path:
+    """An executable sh script named as a known agent TUI (aider), running `body`.
+
+    `last` (sessions show/diff/undo/resume) means the newest session of an
+    agent: a test whose session must be `last` runs this instead of `sh`.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return script
 
 
 def helper(name: str, *args: str) -> list[str]:

@@ -27,7 +27,4 @@ def platform_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("WRAPAGENT_PLATFORM", mode)
     monkeypatch.setattr(portable, "DARWIN", mode == "darwin")
     monkeypatch.setattr(portable, "USE_POLL", mode != "darwin")
-    from wrapagent.proxy import spawn
-
-    monkeypatch.setattr(spawn, "SPAWN_OPENS_CTTY", mode != "darwin" and hasattr(spawn.os, "posix_spawn"))
     return mode

@@ -23,14 +23,15 @@ ALLOWED = {
     # `visible` (text made safe to print, a leaf) is for whatever reaches the user's terminal.
     "proxy": {"proxy", "errors", "portable"},
     "inject": {"inject", "errors", "values"},
-    # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`.
-    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd", "visible"},
+    # `gitcmd` (every git call: repository named, location variables dropped) sits beside `portable`,
+    # and so does `child_process` (a helper program in its own group, a deadline, a clean kill).
+    "hooks": {"hooks", "inject", "errors", "paths", "portable", "values", "gitcmd", "visible", "child_process"},
     # `history` is what is kept after a session (records, checkpoints, undo, transcripts).
-    "history": {"history", "hooks", "errors", "paths", "portable", "values", "gitcmd", "visible"},
+    "history": {"history", "hooks", "errors", "paths", "portable", "values", "gitcmd", "visible", "child_process"},
     "session": {"session", "history", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                "gitcmd", "visible"},
+                "gitcmd", "visible", "child_process"},
     "commands": {"commands", "session", "history", "hooks", "inject", "proxy", "errors", "paths", "portable", "values",
-                 "gitcmd", "visible", "__init__"},
+                 "gitcmd", "visible", "__init__", "child_process"},
 }
 
 
@@ -226,3 +227,38 @@ def test_event_declaration_finder_finds_them():
            '    return config.hook_for("pre_run"), ("pre_run", "prompt_guard")\n')
     names = {"pre_run", "post_run", "waiting_for_input"}
     assert _event_declarations(src, names) == ["<src>:1", "<src>:2", "<src>:3", "<src>:4"]
+
+
+def _group_kills(source: str, filename: str = "<src>") -> list[str]:
+    """Places in `source` that signal a process group: `killpg(…)`, or `kill(-pid, …)`."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        negative = bool(node.args) and isinstance(node.args[0], ast.UnaryOp) and isinstance(node.args[0].op, ast.USub)
+        if name == "killpg" or (name == "kill" and negative):
+            found.append(f"{filename}:{node.lineno}")
+    return found
+
+
+def test_only_child_process_and_the_proxy_kill_process_groups():
+    """One way to stop a helper program's group (TERM, grace, KILL, reaped): wrapagent/child_process.py.
+    The proxy (wrapagent/proxy/) signals the tool's own group, which follows the user's terminal."""
+    found = []
+    for name, path in sorted(_modules().items()):
+        if name == "wrapagent.child_process" or name.startswith("wrapagent.proxy."):
+            continue
+        found += _group_kills(path.read_text(), str(path.relative_to(PACKAGE_DIR.parent)))
+    assert found == []
+
+
+def test_group_kill_finder_finds_them():
+    src = ('import os, signal\n'
+           'os.killpg(pid, signal.SIGTERM)\n'
+           'os.kill(-pid, signal.SIGKILL)\n'
+           'os.kill(pid, signal.SIGKILL)\n'
+           'from os import killpg\n'
+           'killpg(pgid, 9)\n')
+    assert _group_kills(src) == ["<src>:2", "<src>:3", "<src>:6"]

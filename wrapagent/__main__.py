@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "send", "trust", "uninstall", "completion",
+SUBCOMMANDS = ("demo", "config", "doctor", "shims", "init", "sessions", "send", "undo", "redo", "trust", "uninstall",
+               "completion",
                "_complete", "help")
 
 
@@ -51,6 +52,10 @@ def _split(argv: "Sequence[str]") -> "tuple[dict, str | None, list[str]]":
     if i >= len(argv):
         return opts, None, []
     return opts, argv[i], list(argv[i + 1:])
+
+
+_SESSION_ACTIONS = ("show", "diff", "undo", "resume", "prune", "list", "path")
+"""`sessions` actions that are also program names (`diff`): `wrapagent diff last` gets a hint."""
 
 
 class _Usage(Exception):
@@ -107,10 +112,38 @@ def _main(argv: "list[str]") -> int:
         from wrapagent.cli import run_subcommand
 
         return run_subcommand(tool, rest, strict=opts["strict"], color=opts.get("color"))
+    if not opts["force_tool"] and tool in _SESSION_ACTIONS and rest:
+        from wrapagent.commands.typo import session_hint
+
+        hint = session_hint(tool, rest)
+        if hint:
+            sys.stderr.write(hint + "\n")
     from wrapagent.session.launch import RunOptions, run
 
-    return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],
-                          strict=opts["strict"], shim_dir=opts["shim_dir"]))
+    try:
+        return run(RunOptions(tool=tool, args=rest, no_hooks=opts["no_hooks"],
+                              strict=opts["strict"], shim_dir=opts["shim_dir"]))
+    except Exception as exc:
+        if not opts["force_tool"]:
+            _typo_instead(exc, tool, rest)
+        raise
+
+
+def _typo_instead(exc: Exception, tool: str, rest: "list[str]") -> None:
+    """A first word that is neither a subcommand nor on PATH: raise "did you mean" when one is close.
+
+    Asked only after the PATH lookup failed, so a real program always runs
+    and a wrapped tool's start pays nothing for it.
+    """
+    from wrapagent.errors import ToolNotFound
+
+    if not (isinstance(exc, ToolNotFound) and exc.searched_path):
+        return
+    from wrapagent.commands.typo import not_found_message
+
+    message = not_found_message(tool, rest)
+    if message is not None:
+        raise ToolNotFound(message) from None
 
 
 def entry() -> None:

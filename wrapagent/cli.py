@@ -46,6 +46,11 @@ subcommands:
                     tab completion: eval "$(wrapagent completion bash)" in ~/.bashrc
   sessions list|show ID|path|diff ID|undo ID|prune|resume ID
                     recorded sessions; what one changed, undoing it, resuming it
+  undo | redo [--dry-run] [--force] [--quiet]
+                    undo the newest turn of the newest session here (again: the one before);
+                    redo puts back what the last undo removed
+  sessions replay ID|export ID --format cast|md|json|search TEXT
+                    play a session again, its conversation as Markdown, where was that said
   trust [PATH] [--revoke] [--list]
   send [--session ID|last] [--guard NAME] [--wait [--timeout S]] TEXT
                     the next message of a running session (TEXT or stdin; needs [send] enabled)
@@ -72,7 +77,8 @@ writes (branch_protection, dirty_tree, git_status); outside a git repository,
 where those say nothing, it adds `date` and says so.
 
 The demo is a real wrapped session: `wrapagent sessions list` shows it, and in
-a git repository it leaves checkpoint refs under refs/wrapagent/.
+a git repository it takes checkpoints into wrapagent's own store (the
+repository is only read).
 
   PROMPT   the first message, given on the command line
   -p       read the first message from stdin
@@ -98,9 +104,36 @@ def cmd_demo(args: Sequence[str], *, strict: bool) -> int:
     from wrapagent import __version__
     from wrapagent.session.launch import RunOptions, run
 
-    return run(RunOptions(tool="demo", display_name="demo", args=args, strict=strict,
+    seen: dict[str, bool] = {}
+
+    def config_factory(project_root: Path, env: Mapping[str, str]):
+        seen["in_git"] = _in_git_repository(project_root)
+        return _demo_config(project_root, env)
+
+    code = run(RunOptions(tool="demo", display_name="demo", args=args, strict=strict,
                           argv_override=module_argv("wrapagent.commands.demo_agent"),
-                          config_factory=_demo_config, tool_version=__version__))
+                          config_factory=config_factory, tool_version=__version__))
+    if code == 0 and "in_git" in seen and sys.stdin.isatty() and sys.stdout.isatty():
+        sys.stderr.write(demo_next_steps(seen["in_git"]))
+    return code
+
+
+def demo_next_steps(in_git: bool) -> str:
+    """What to look at after the demo: the session it just recorded, and how to make it yours.
+
+    Printed after an interactive demo, once its screen is gone: the demo is
+    the newcomer's first session, and these commands are how a real one is
+    looked back at. diff and undo need the checkpoints only a git repository has.
+    """
+    lines = ["wrapagent demo: that was a recorded session; look back at it with",
+             "  wrapagent sessions show last     what ran, what was injected, every hook's outcome"]
+    if in_git:
+        lines += ["  wrapagent sessions diff last     what it changed in the work tree",
+                  "  wrapagent sessions undo last     put those files back as they were"]
+    else:
+        lines.append("  (in a git repository also `sessions diff last` and `sessions undo last`: its checkpoints)")
+    lines.append("Your own guards: wrapagent config init")
+    return "\n".join(lines) + "\n"
 
 
 def _demo_config(project_root: Path, env: Mapping[str, str]):
@@ -245,6 +278,18 @@ def cmd_sessions(args: Sequence[str], *, strict: bool) -> int:
     return sessions_main(list(args))
 
 
+def cmd_undo(args: Sequence[str], *, strict: bool) -> int:
+    from wrapagent.commands.turn_undo import main as turn_main
+
+    return turn_main("undo", list(args))
+
+
+def cmd_redo(args: Sequence[str], *, strict: bool) -> int:
+    from wrapagent.commands.turn_undo import main as turn_main
+
+    return turn_main("redo", list(args))
+
+
 def cmd_send(args: Sequence[str], *, strict: bool) -> int:
     from wrapagent.commands.send import main as send_main
 
@@ -259,9 +304,9 @@ def cmd_doctor(args: Sequence[str], *, strict: bool) -> int:
 
 def cmd_uninstall(args: Sequence[str], *, strict: bool) -> int:
     parser = _parser("uninstall", "Remove what wrapagent created: its shims at once; after a yes at "
-                     "the terminal (or --yes), the state folder (session records, trust.json) and, in "
-                     "every project named by a session record, the refs under refs/wrapagent/ and "
-                     "<git dir>/wrapagent/. Then remove the package with pip, pipx or uv.")
+                     "the terminal (or --yes), the state folder (session records, checkpoint stores, "
+                     "trust.json) and the checkpoint refs earlier releases left, exactly as their records "
+                     "name them. Then remove the package with pip, pipx or uv.")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask before removing the history")
     parser.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     parser.add_argument("--config", action="store_true",
@@ -305,6 +350,8 @@ COMMANDS = {
     "trust": cmd_trust,
     "sessions": cmd_sessions,
     "send": cmd_send,
+    "undo": cmd_undo,
+    "redo": cmd_redo,
     "doctor": cmd_doctor,
     "uninstall": cmd_uninstall,
     "completion": cmd_completion,

@@ -18,10 +18,15 @@ class WrapagentError(Exception):
 
 
 class ToolNotFound(WrapagentError):
-    """The tool is not on PATH (exit 127, like a shell)."""
+    """The tool is not on PATH (exit 127, like a shell).
 
-    def __init__(self, message: str) -> None:
+    `searched_path`: raised by the PATH lookup itself, before any session
+    exists (so a typo'd subcommand may be suggested instead).
+    """
+
+    def __init__(self, message: str, searched_path: bool = False) -> None:
         super().__init__(message, 127)
+        self.searched_path = searched_path
 
 
 class ToolNotExecutable(WrapagentError):

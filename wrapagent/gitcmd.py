@@ -234,49 +234,37 @@ def _name(args: Sequence[str]) -> str:
 TEMP_PREFIXES = ("tmp_pack_", "tmp_idx_", "tmp_rev_", "tmp_obj_")
 
 
-def _kill_group(proc) -> None:
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _kill_and_clean(proc) -> list[str]:
-    """Kill git's group at its time limit and remove the temporary files it was writing.
+def _stop_and_list_temp_files(proc) -> list[str]:
+    """Stop git's group at its time limit and list the temporary files it was writing.
 
     git removes its `tmp_pack_*` (a large untracked file is streamed into
     one: tens of MB per attempt) and `*.lock` files when it exits, but not
-    when SIGKILLed. The group is stopped first, the files it holds open are
-    listed (exactly its own: never a name or a time guess, which could hit
-    a concurrent `git fetch` of the user's), then it is killed and they are
-    removed. The paths removed.
+    when SIGKILLed. The group is stopped first, then the files it holds open
+    are listed (exactly its own: never a name or a time guess, which could
+    hit a concurrent `git fetch` of the user's); child_process kills it next,
+    and `_remove` deletes them once it is gone.
     """
     import signal
 
-    try:
-        os.killpg(proc.pid, signal.SIGSTOP)
-    except OSError:
-        pass
-    doomed: list[str] = []
+    from wrapagent import child_process
+
+    child_process.signal_group(proc.pid, signal.SIGSTOP)
     try:
         from wrapagent import portable
 
-        for path in portable.group_open_files(proc.pid):
-            name = os.path.basename(path)
-            if name.startswith(TEMP_PREFIXES) or name.endswith(".lock"):
-                doomed.append(path)
-    except Exception:  # best effort: the kill below matters more
-        doomed = []
-    _kill_group(proc)
-    proc.communicate()
-    for path in doomed:
+        return [path for path in portable.group_open_files(proc.pid)
+                if os.path.basename(path).startswith(TEMP_PREFIXES) or path.endswith(".lock")]
+    except Exception:  # best effort: the kill matters more
+        return []
+
+
+def _remove(paths: list[str]) -> list[str]:
+    for path in paths:
         try:
             os.unlink(path)
         except OSError:
             pass
-    return doomed
+    return paths
 
 
 def _start(cmd: list[str], environ: dict[str, str], *, stdin, stdout, stderr, new_session: bool):
@@ -291,72 +279,25 @@ def _start(cmd: list[str], environ: dict[str, str], *, stdin, stdout, stderr, ne
 
 def _run_captured(cmd: list[str], environ: dict[str, str], timeout: float | None,
                   input: bytes | None, limit: int | None, label: str) -> Result:
-    import subprocess
+    """git in its own group (child_process.run): past `limit` bytes of stdout it is stopped and
+    the result `truncated`; at the timeout its group is stopped, its temporary files listed, then
+    it is killed and they are removed."""
+    from wrapagent import child_process
 
-    proc = _start(cmd, environ, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, new_session=True)
+    doomed: list[str] = []
     try:
-        if limit is not None:
-            return _read_limited(proc, cmd, timeout, limit)
-        out, err = proc.communicate(input, timeout=timeout)
-        return Result(cmd, proc.returncode, out, err, False)
-    except subprocess.TimeoutExpired:
-        removed = _kill_and_clean(proc)  # git, and whatever it started that still holds the pipes
+        done = child_process.run(cmd, timeout=timeout, input=input, env=environ, limit=limit,
+                                 before_kill=lambda proc: doomed.extend(_stop_and_list_temp_files(proc)))
+    except child_process.ChildTimeout:
+        removed = _remove(doomed)
         raise GitTimeout(f"`{label}` took longer than {timeout:.1f} s"
                          + (f"; removed {len(removed)} temporary file(s) it left" if removed else ""),
                          removed=removed) from None
-    except BaseException:
-        _kill_group(proc)
-        proc.communicate()
-        raise
-
-
-def _read_limited(proc, cmd: list[str], timeout: float | None, limit: int) -> Result:
-    """Read stdout up to `limit` bytes (stderr drained beside it); kill git past the limit."""
-    import selectors
-    import subprocess
-    import time
-
-    deadline = None if timeout is None else time.monotonic() + timeout
-    chunks: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
-    size = 0
-    truncated = False
-    selector = selectors.DefaultSelector()  # not select.select: fds above 1023
-    try:
-        for stream in (proc.stdout, proc.stderr):
-            selector.register(stream.fileno(), selectors.EVENT_READ)
-        while selector.get_map():
-            wait = None if deadline is None else deadline - time.monotonic()
-            if wait is not None and wait <= 0:
-                raise subprocess.TimeoutExpired(cmd, timeout or 0.0)
-            for key, _ in selector.select(wait):
-                data = os.read(key.fd, 65536)
-                if not data:
-                    selector.unregister(key.fd)
-                    continue
-                chunks[key.fd].append(data)
-                if key.fd == proc.stdout.fileno():
-                    size += len(data)
-                    if size > limit:
-                        truncated = True
-                        break
-            if truncated:
-                break
-    finally:
-        selector.close()
-    out = b"".join(chunks[proc.stdout.fileno()])
-    err = b"".join(chunks[proc.stderr.fileno()])
-    if truncated:
-        _kill_group(proc)
-        proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-        return Result(cmd, 0, out[:limit], err, True)
-    left = None if deadline is None else max(0.05, deadline - time.monotonic())
-    code = proc.wait(timeout=left)  # TimeoutExpired: the caller kills the group
-    proc.stdout.close()
-    proc.stderr.close()
-    return Result(cmd, code, out, err, False)
+    except (OSError, ValueError) as exc:
+        raise GitError(f"cannot run git: {exc}") from None
+    if done.truncated:
+        return Result(cmd, 0, done.stdout, done.stderr, True)
+    return Result(cmd, done.code, done.stdout, done.stderr, False)
 
 
 def _run_interactive(cmd: list[str], environ: dict[str, str], timeout: float | None, label: str) -> Result:

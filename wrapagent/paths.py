@@ -138,19 +138,125 @@ def _plain_name(name: str) -> str:
     return "".join(ch if visible(ch, keep="") == ch else "_" for ch in name)
 
 
-def make_session_dir(root: str | Path, session_id: str) -> str:
-    """Create `<root>/<session_id>`; a WrapagentError that says what to fix if it cannot be.
+SESSIONS_MARK = "wrapagent-sessions"
+"""A file wrapagent writes into the `.git` of every sessions repository it creates: the proof,
+for a damaged one, that wrapagent may set it aside (it never touches a `.git` of anybody else's)."""
 
-    Checked before the tool starts: an unwritable state folder is one line
-    then (the tool runs without a record), not a traceback after the
-    tool's screen is up.
+
+def sessions_root_refusal(root: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Why `root` may not be a sessions root, or None.
+
+    `WRAPAGENT_SESSIONS_ROOT` must be absolute (`.` would make whatever
+    folder the tool starts in the sessions repository), and no sessions
+    root may be, or lie inside, a git work tree wrapagent did not create:
+    wrapagent commits there, and would call a `.git` of the user's damaged.
     """
-    path = os.path.join(os.fspath(root), session_id)
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as exc:
-        from wrapagent.errors import WrapagentError
+    override = _env(env).get("WRAPAGENT_SESSIONS_ROOT")
+    if override is not None and override and not os.path.isabs(override):
+        return f"WRAPAGENT_SESSIONS_ROOT must be an absolute path (it is {override!r})"
+    folder = os.path.abspath(root)
+    while True:
+        dot_git = os.path.join(folder, ".git")
+        if os.path.lexists(dot_git):
+            if folder == os.path.abspath(root) and _made_by_wrapagent(dot_git):
+                return None  # wrapagent's own sessions repository
+            if folder == os.path.abspath(root) and _under_state(folder, env):
+                return None  # one an earlier release made in wrapagent's state folder
+            if override is None and _under_state(root, env):
+                return None  # the state folder itself lies in a repository (dotfiles at home): its own .git
+            return (f"the sessions folder {root} is {'' if folder == os.path.abspath(root) else 'inside '}"
+                    f"a git repository wrapagent did not create ({folder}): not used")
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
+
+def _made_by_wrapagent(dot_git: str) -> bool:
+    """Its mark, or (a sessions repository of an earlier release) the identity wrapagent configures."""
+    if os.path.isfile(os.path.join(dot_git, SESSIONS_MARK)):
+        return True
+    try:
+        with open(os.path.join(dot_git, "config"), "rb") as f:
+            config = f.read(65536)
+    except OSError:
+        return False
+    return b"email = wrapagent@localhost" in config and b"hooksPath = /dev/null" in config
+
+
+def _under_state(path: str, env: Mapping[str, str] | None) -> bool:
+    state = os.path.realpath(state_dir_str(env))
+    return os.path.realpath(path).startswith(state + os.sep)
+
+
+def make_private_dirs(path: str) -> None:
+    """Create `path` and the parents missing, each 0700 (whatever the umask), never through a link.
+
+    Folders that exist already are left as they are, except the last one,
+    which must be a real folder of this user's (then made 0700 if it is not).
+    """
+    import stat
+
+    missing: list[str] = []
+    head = os.path.abspath(path)
+    while not os.path.lexists(head):
+        head, tail = os.path.split(head)
+        missing.append(tail)
+    for name in reversed(missing):
+        head = os.path.join(head, name)
+        try:
+            os.mkdir(head, 0o700)
+        except FileExistsError:
+            pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(20, "not a folder (a link?)", path)
+    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+
+
+def sudo_refusal(path: str) -> str | None:
+    """Under `sudo` (euid 0 with SUDO_UID), why nothing may be written at `path`, or None.
+
+    Files root creates in a folder the invoking user owns stay root-owned:
+    the user's later sessions could not write there. The nearest existing
+    folder decides.
+    """
+    if os.geteuid() != 0 or not os.environ.get("SUDO_UID"):
+        return None
+    folder = os.path.abspath(path)
+    while not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    try:
+        owner = os.lstat(folder).st_uid
+    except OSError:
+        return None
+    if owner != 0:
+        return f"running as root (sudo) and {folder} belongs to another user: nothing written there"
+    return None
+
+
+def make_session_dir(root: str | Path, session_id: str, env: Mapping[str, str] | None = None) -> str:
+    """Create `<root>/<session_id>` (0700); a WrapagentError that says what to fix if it cannot be.
+
+    Checked before the tool starts: an unwritable state folder, a sessions
+    root inside somebody's repository, a relative WRAPAGENT_SESSIONS_ROOT
+    are one line then (the tool runs without a record), not a traceback
+    after the tool's screen is up.
+    """
+    from wrapagent.errors import WrapagentError
+
+    root = os.fspath(root)
+    path = os.path.join(root, session_id)
+    refusal = sessions_root_refusal(root, env) or sudo_refusal(root)
+    if refusal is not None:
+        raise WrapagentError(f"{refusal} (set WRAPAGENT_SESSIONS_ROOT to an absolute folder of your own)")
+    try:
+        state = state_dir_str(env)
+        if _under_state(root, env) or os.path.abspath(root).startswith(os.path.abspath(state) + os.sep):
+            make_private_dirs(state)
+        make_private_dirs(path)
+    except OSError as exc:
         raise WrapagentError(
             f"cannot create the session record folder {path}: {exc.strerror or exc} (set "
             "WRAPAGENT_SESSIONS_ROOT or XDG_STATE_HOME to a writable folder)") from None

@@ -9,9 +9,9 @@ Two differences matter:
   which costs nothing at start-up and about a millisecond at exit.
 
 `WRAPAGENT_PLATFORM=darwin` makes Linux take the macOS paths, so the test
-suite exercises them where macOS cannot run. It is read here, and once more
-by `proxy/spawn.py`, which chooses how the tool starts (posix_spawn on Linux,
-fork on macOS) before this module is loaded; a test keeps the two in step.
+suite exercises them where macOS cannot run. The tool starts the same way on
+both (`proxy/session_leader.py`: fork, a session leader, the tool in a group
+of its own), so job control takes the same path too.
 """
 
 import os

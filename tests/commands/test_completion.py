@@ -60,6 +60,10 @@ def test_actions_options_and_values():
     assert names(["shims", "install", "codex", ""]) == ["claude", "gemini", "opencode"]
     assert names(["trust", ""]) == [FILES]
     assert names(["sessions", "list", "--limit", ""]) == []  # a number: nothing to offer
+    assert names(["sessions", "export", "--format", ""]) == ["cast", "md", "json"]
+    assert names(["sessions", "export", "last", "-o", ""]) == [FILES]
+    assert names(["sessions", "search", "--tool", "co"]) == ["codex"]
+    assert names(["sessions", "search", ""]) == []  # the text: anything
 
 
 def test_session_ids_newest_first_with_last(recorded):
@@ -67,6 +71,7 @@ def test_session_ids_newest_first_with_last(recorded):
     assert names(["sessions", "diff", "--stat", "01m87wn0"]) == [IDS[1], IDS[0]]  # case-insensitive
     assert names(["sessions", "show", IDS[0], ""]) == []  # one ID only
     assert names(["sessions", "resume", "last", "--", ""]) == [FILES]
+    assert names(["sessions", "replay", ""])[0] == "last" and names(["sessions", "export", "01M87Z"]) == [IDS[2]]
 
 
 def test_a_tools_own_arguments_are_left_to_the_shell():

@@ -280,6 +280,18 @@ def test_probe_demo_text() -> None:
     assert "  quit          sent '\\x04'; exit code 0" in text
 
 
+def test_probe_says_which_kind_of_program() -> None:
+    """The demo agent gets typed input; a shell does not (its readiness may fire all the same)."""
+    out = io.StringIO()
+    assert doctor.main(["--probe", "demo"], out=out) == 0
+    assert "  kind          agent (built in): wrapagent types its blocks" in out.getvalue()
+    result = doctor_probe.probe("sh", timeout=5)
+    assert result["kind"] == "shell, REPL or editor" and result["types_input"] is False
+    text = doctor_report.render_probe(result)
+    assert "nothing typed into it" in text
+    assert "wrapagent would inject" not in text
+
+
 FAKE_GEMINI = r'''#!{python}
 import os, select, sys, tty
 fd = sys.stdin.fileno()
@@ -373,3 +385,86 @@ def test_option_errors() -> None:
         with pytest.raises(SystemExit) as exc:
             doctor.main(args, out=io.StringIO())
         assert exc.value.code == 2
+
+
+# --------------------------------------------------------------------------- whole-session settings
+
+GLOBAL_WHOLE_SESSION = """
+[stop_check]
+command = "make test"
+max_continues = 2
+quiet_secs = 4.5
+
+[send]
+enabled = true
+"""
+PROJECT_WHOLE_SESSION = """
+[stop_check]
+command = "./ci-check --fast"
+
+[send]
+enabled = false
+"""
+
+
+def test_stop_check_and_send_per_layer_global_and_untrusted_project(tmp_path: Path) -> None:
+    env = isolated_env(tmp_path, [system_bin(tmp_path)])
+    cfg_dir = Path(env["XDG_CONFIG_HOME"]) / "wrapagent"
+    cfg_dir.mkdir()
+    (cfg_dir / "hooks.toml").write_text(GLOBAL_WHOLE_SESSION)
+    project = tmp_path / "proj"
+    (project / ".wrapagent").mkdir(parents=True)
+    (project / ".wrapagent" / "hooks.toml").write_text(PROJECT_WHOLE_SESSION)
+    subprocess.run(["git", "init", "-q", str(project)], check=True, env=env)
+    rep = doctor.collect(cwd=project.resolve(), env=env)
+    glob, _, proj = rep["layers"]
+    assert glob["stop_check"] == {"enabled": True, "command": "make test", "max_continues": 2,
+                                  "quiet_secs": 4.5, "timeout_secs": 300.0}
+    assert glob["send"] is True
+    assert proj["stop_check"]["command"] == "./ci-check --fast" and proj["stop_check"]["max_continues"] == 3
+    assert proj["stop_check"]["quiet_secs"] is None and proj["send"] is False
+    assert (proj["used"], proj["trusted"]) == (False, False)
+    layers = section(doctor_report.render(rep), "Config layers:")
+    pad = " " * 17
+    assert (f"{pad}used\n{pad}[stop_check] make test\n"
+            f"{pad}  max_continues 2, quiet_secs 4.5s, timeout 300s\n{pad}[send] enabled\n") in layers + "\n"
+    assert (f"{pad}not used: untrusted (trust: untrusted)\n"
+            f"{pad}[stop_check] ./ci-check --fast (not applied: the file is not trusted)\n"
+            f"{pad}  max_continues 3, quiet_secs the tool's default, timeout 300s\n"
+            f"{pad}[send] disabled (not applied: the file is not trusted)") in layers
+    proc = subprocess.run([*WRAPAGENT, "doctor", "--json"], env=env, cwd=project, capture_output=True,
+                          text=True, timeout=30)
+    data = json.loads(proc.stdout)
+    assert [(layer["stop_check"] or {}).get("command") for layer in data["layers"]] == \
+        ["make test", None, "./ci-check --fast"]
+    assert [layer["send"] for layer in data["layers"]] == [True, None, False]
+
+
+def test_last_session_counts_continuations_and_sends() -> None:
+    record = {
+        "id": "01JZ", "tool": "claude", "started_at": "2026-11-23T10:00:00+00:00", "exit_code": 0,
+        "injection": {"status": "none"}, "hooks": [],
+        "stop_check": {"command": "make test", "max_continues": 2, "runs": [{}, {}, {}],
+                       "continuations": [{}, {}], "not_sent": [{"status": "cancelled"}],
+                       "interrupted": [4], "still_failing": {"turn": 3, "after_continues": 2}},
+        "sent": [{"status": "delivered"}, {"status": "not delivered", "reason": "the session ended"},
+                 {"status": "delivered"}],
+    }
+    last = doctor._last_session_facts(record)
+    assert last["stop_check"] == {"runs": 3, "continuations": 2, "not_sent": 1, "interrupted": 1,
+                                  "still_failing": True}
+    assert last["sends"] == {"total": 3, "delivered": 2, "not_delivered": 1, "reasons": ["the session ended"]}
+    rep = {"wrapagent": "x", "python": "3", "project_root": "/p", "layers": [],
+           "hooks": {"lifecycle": {}, "pre_session": None, "guards": [], "injects": {}}, "tools": [],
+           "sessions": {"root": "/r", "exists": False}, "last_session": last, "findings": []}
+    from wrapagent.commands.doctor_findings import findings
+
+    rep["sessions"]["git"] = {}
+    warned = [f["message"] for f in findings(rep, {}) if f["level"] == "warning"]
+    assert any("did not deliver 1 message(s) from `wrapagent send` (the session ended)" in m for m in warned)
+    text = doctor_report.render(rep)
+    assert ("  stop check: 3 run(s), 2 continuation(s), 1 not sent, 1 stop(s) after the user interrupted, "
+            "still failing when let stop\n") in text
+    assert "  sends: 3 message(s), 2 delivered, 1 NOT delivered (the session ended)\n" in text
+    quiet = doctor._last_session_facts({"id": "01K", "injection": {}})
+    assert (quiet["stop_check"], quiet["sends"]) == (None, None)

@@ -32,10 +32,12 @@ def test_first_section_is_quick_start_with_the_two_commands():
     assert title == "Quick start"
     block = re.search(r"```sh\n(.*?)```", body, flags=re.S).group(1)
     commands = [line.split("#")[0].strip() for line in block.splitlines()]
-    assert commands == ["python3 -m pip install . && wrapagent demo", "./run-tests"]
+    assert commands == ["./install.sh", "./run-tests"]
     # what the demo leaves behind is said next to it
     assert "wrapagent sessions list" in body
-    assert "--exclude='refs/wrapagent/*'" in body
+    assert "only read" in body and "refs/wrapagent" not in body
+    undo = ["wrapagent sessions diff last --turn 1", "wrapagent undo", "wrapagent redo"]
+    assert [body.index(c) for c in undo] == sorted(body.index(c) for c in undo)
     assert README.split("\n").index("## Quick start") < 12
 
 
@@ -85,10 +87,11 @@ def test_anchors_of_links_between_pages_exist():
             assert anchor in slugs, (doc.name, target)
 
 
-def test_refs_are_mentioned_with_the_exclude_form():
+def test_the_history_page_says_where_checkpoints_live_and_how_big_they_grow():
     history = _page("history.md")
-    assert "refs/wrapagent/checkpoints" in history
-    assert "git log --all --exclude='refs/wrapagent/*'" in history
+    assert "~/.local/state/wrapagent/stores/" in history and "max_file_mb" in history
+    assert "How big it grows" in history and "wrapagent redo" in history
+    assert "git log --all --exclude" not in README + history  # nothing to hide any more
 
 
 def test_benchmark_internals_live_in_bench_readme():
@@ -102,3 +105,15 @@ def test_benchmark_internals_live_in_bench_readme():
 def test_tests_and_uninstall_are_documented():
     assert "```sh\n./run-tests\n```" in _page("development.md")
     assert "wrapagent uninstall" in _page("daily-use.md")
+
+
+def test_every_agent_package_is_named_with_its_npm_command():
+    """The README says how to get each real CLI: the packages the integration tests pin."""
+    import json
+
+    pinned = json.loads((ROOT / "integration" / "package.json").read_text())["dependencies"]
+    steps = dict(_sections(README))["Next steps"]
+    table = _page("daily-use.md")
+    for package, version in pinned.items():
+        assert f"`npm i -g {package}`" in steps, package
+        assert re.search(rf"\| `npm i -g {re.escape(package)}` \| {re.escape(version)} \|", table), package

@@ -19,6 +19,8 @@ from wrapagent.commands import send as send_cmd
 from wrapagent.session import send_channel
 from wrapagent.history.records import RUNNING_DIR
 
+from waiting import wait_for
+
 
 class Env:
     def __init__(self, tmp: Path) -> None:
@@ -124,15 +126,6 @@ class FakeGate:
 
     def close(self) -> None:
         self.closed = True
-
-
-def wait_for(predicate, timeout: float = 10.0) -> None:
-    import time
-
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "never happened"
-        time.sleep(0.01)
 
 
 def ask(path: str, request: dict) -> list[dict]:

@@ -184,7 +184,7 @@ def test_show_pipe_session_without_log(world: dict) -> None:
 
 
 def test_show_exit_code_and_no_injection(world: dict) -> None:
-    code, out, _ = run(world, "show", "last")
+    code, out, _ = run(world, "show", world["sh"]["id"])  # `sh` is no agent: not `last`
     assert code == 0
     assert out.startswith(f"session {world['sh']['id']}\n")
     assert "  exit        3\n" in out
@@ -299,7 +299,7 @@ def test_session_record_has_both_checkpoints(tmp_path: Path) -> None:
 def test_diff_stat_and_diff_show_only_the_sessions_changes(tmp_path: Path) -> None:
     w = history_world(tmp_path)
     env = {**w["env"], "GIT_PAGER": "cat"}
-    proc = subprocess.run([*WRAPAGENT, "sessions", "diff", "last", "--stat"], env=env, cwd=w["repo"],
+    proc = subprocess.run([*WRAPAGENT, "sessions", "diff", w["record"]["id"], "--stat"], env=env, cwd=w["repo"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     names = sorted(line.split("|")[0].strip() for line in proc.stdout.splitlines() if "|" in line)
@@ -313,7 +313,7 @@ def test_diff_stat_and_diff_show_only_the_sessions_changes(tmp_path: Path) -> No
 
 def test_show_prints_checkpoints_and_stat(tmp_path: Path) -> None:
     w = history_world(tmp_path)
-    code, out, _ = run(w, "show", "last")
+    code, out, _ = run(w, "show", w["record"]["id"])
     assert code == 0
     history = out.split("History:\n", 1)[1].split("\n\n", 1)[0]
     assert "native id   -" in history
@@ -323,7 +323,7 @@ def test_show_prints_checkpoints_and_stat(tmp_path: Path) -> None:
 
 def test_undo_restores_and_leaves_the_users_work(tmp_path: Path) -> None:
     w = history_world(tmp_path)
-    code, out, err = run(w, "undo", "last")
+    code, out, err = run(w, "undo", w["record"]["id"])
     assert code == 0, err
     assert "created.txt: removed (created by the session)" in out
     assert "gone.txt: restored (deleted by the session)" in out
@@ -339,7 +339,7 @@ def test_undo_restores_and_leaves_the_users_work(tmp_path: Path) -> None:
 def test_undo_refuses_on_conflict_and_changes_nothing(tmp_path: Path) -> None:
     w = history_world(tmp_path)
     (w["repo"] / "tracked.txt").write_text("edited again after the session\n")
-    code, out, err = run(w, "undo", "last")
+    code, out, err = run(w, "undo", w["record"]["id"])
     assert code == 1 and out == ""
     assert "refusing to undo" in err and "tracked.txt" in err
     assert (w["repo"] / "created.txt").exists()
@@ -354,8 +354,9 @@ def test_undo_and_diff_without_checkpoints_say_why(tmp_path: Path) -> None:
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     w = {"env": env, "repo": plain}
+    (record,) = sessions_cmd.all_records(env)
     for verb in ("undo", "diff"):
-        code, _, err = run(w, verb, "last")
+        code, _, err = run(w, verb, record["id"])
         assert code == 1 and "no checkpoints for this session: not a git repository" in err
     assert (plain / "f.txt").read_text() == "made\n"
 
@@ -367,7 +368,8 @@ def test_undo_of_a_session_that_changed_nothing(world: dict) -> None:
 
 def test_prune_keeps_recent_and_drops_old(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     w = history_world(tmp_path)
-    refs = lambda: git_in(w["repo"], w["env"], "for-each-ref", "refs/wrapagent/")  # noqa: E731
+    info = w["record"]["checkpoints"]
+    refs = lambda: git_in(w["repo"], w["env"], f"--git-dir={info['store']}", "for-each-ref", "refs/")  # noqa: E731
     assert refs().count("\n") == 2
     code, out, _ = run(w, "prune", "--project", str(w["repo"]))
     assert code == 0 and "0 session(s)" in out and refs().count("\n") == 2
@@ -422,7 +424,9 @@ def test_interactive_and_pipe_sessions_have_checkpoints_too(world: dict) -> None
         info = world[key]["checkpoints"]
         assert info["status"] == "taken" and info["head"] is None, (key, info)
         assert info["before"] and info["after"]
-    assert world["tty"]["native_session_id"] is None  # the demo agent keeps no transcript
+    native = world["tty"]["native_sessions"]  # the demo agent keeps a transcript, as the real CLIs do
+    assert world["tty"]["native_session_id"] == native[-1]["id"]
+    assert native[-1]["transcript"].startswith("transcript/demo-")
 def test_show_prints_later_injections_and_turns_compactly() -> None:
     from wrapagent.commands.sessions import render_show
 
@@ -453,3 +457,20 @@ def test_show_prints_later_injections_and_turns_compactly() -> None:
     assert "output quiet from +1.0s (seen waiting quiet_secs later), 2 waits" in text
     assert "#3  submitted" in text and "not seen waiting" in text
     assert "waiting_for_input x3" in text
+
+
+def test_show_lists_a_turn_the_user_interrupted() -> None:
+    from wrapagent.commands.sessions import render_show
+
+    record = {
+        "id": "01JY", "tool": "demo", "argv": ["demo"], "injection": {"status": "none", "notes": []},
+        "turns": [{"n": 1, "at": "2026-11-23T10:00:00+00:00", "quiet_at": "2026-11-23T10:00:04+00:00",
+                   "interrupted": True},
+                  {"n": 2, "at": "2026-11-23T10:01:00+00:00", "quiet_at": "2026-11-23T10:01:03+00:00"}],
+        "stop_check": {"command": "make test", "max_continues": 3, "runs": [], "continuations": [],
+                       "interrupted": [1]},
+    }
+    text = render_show(record, None)
+    assert "#1  submitted" in text and "(seen waiting quiet_secs later), interrupted by the user" in text
+    assert text.count("interrupted by the user") == 1
+    assert "after turn 1: not run (the user interrupted the agent)" in text

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import wrapagent_argv
+from tests.conftest import agent_stand_in, wrapagent_argv
 from wrapagent.commands.sessions_ids import relative_index, unique_prefixes
 
 ESC = "\x1b["
@@ -116,9 +116,7 @@ def test_no_color_reaches_git_for_sessions_diff(tmp_path, isolated_home):
     (project / "a.txt").write_text("one\n")
     subprocess.run(["git", "add", "a.txt"], cwd=project, env=env, check=True)
     subprocess.run(["git", "commit", "-qm", "a"], cwd=project, env=env, check=True)
-    tool = tmp_path / "edit.sh"
-    tool.write_text("#!/bin/sh\necho two > a.txt\n")
-    tool.chmod(0o755)
+    tool = agent_stand_in(tmp_path / "bin", "echo two > a.txt\n")  # an agent's session: `last`
     done = subprocess.run([*wrapagent_argv(), str(tool)], cwd=project, env=env, capture_output=True,
                           stdin=subprocess.DEVNULL, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -265,14 +265,40 @@ def test_shim_for_missing_tool_fails_in_one_line(env, tmp_path, fake_wrapagent):
     assert result.stderr.startswith("wrapagent: codex: command not found (searched PATH: ")
 
 
-def test_shim_whose_wrapagent_is_gone(env, tmp_path):
-    folder = tmp_path / "shims"
-    shims.install_shims(["codex"], shim_dir=folder, env=env, command=[str(tmp_path / "gone" / "wrapagent")])
-    result = run_shim(folder / "codex", with_path(env, folder))
+def _shims_of_a_removed_wrapagent(env: dict[str, str], tmp_path: Path) -> tuple[Path, Path]:
+    """Shims installed by a wrapagent that was then removed (pip uninstall, a deleted virtualenv)."""
+    folder, launcher = tmp_path / "shims", make_exe(tmp_path / "venv" / "bin" / "wrapagent", "#!/bin/sh\nexit 99\n")
+    shims.install_shims(["codex"], shim_dir=folder, env=env, command=[str(launcher)])
+    shutil.rmtree(tmp_path / "venv")
+    return folder, launcher
+
+
+def _gone_warning(launcher: Path, folder: Path) -> str:
+    return (f"wrapagent shim: {launcher} is missing, so codex runs without wrapagent; "
+            f"reinstall wrapagent or remove {folder} from PATH\n")
+
+
+def test_shim_whose_wrapagent_is_gone_runs_the_real_tool_with_one_warning(env, tmp_path):
+    folder, launcher = _shims_of_a_removed_wrapagent(env, tmp_path)
+    elsewhere, real_dir = tmp_path / "elsewhere", tmp_path / "real dir"
+    elsewhere.mkdir()
+    (elsewhere / "codex").symlink_to(folder / "codex")  # another copy of the shim on PATH is no real tool
+    make_exe(elsewhere / "other-shim" / "codex", (folder / "codex").read_text())
+    make_exe(real_dir / "codex", '#!/bin/sh\necho "REAL-CODEX $*"\nexit 42\n')
+    run_env = with_path(env, folder, elsewhere, elsewhere / "other-shim", "relative", real_dir)
+    result = run_shim(folder / "codex", run_env, "exec", "a b", "*")
+    assert result.returncode == 42  # the tool's own exit code
+    assert result.stdout == "REAL-CODEX exec a b *\n"
+    assert result.stderr == _gone_warning(launcher, folder)
+
+
+def test_shim_whose_wrapagent_is_gone_and_no_real_tool(env, tmp_path):
+    folder, launcher = _shims_of_a_removed_wrapagent(env, tmp_path)
+    run_env = with_path(env, folder)
+    result = run_shim(folder / "codex", run_env)
     assert result.returncode == 127
-    assert result.stderr == (
-        f"wrapagent shim: {tmp_path / 'gone' / 'wrapagent'} is missing; reinstall wrapagent or remove {folder} from PATH\n"
-    )
+    assert result.stderr == _gone_warning(launcher, folder) + (
+        f"wrapagent shim: codex: command not found (searched PATH: {run_env['PATH']})\n")
 
 
 def test_shim_through_the_real_wrapagent_disabled(env, tmp_path):

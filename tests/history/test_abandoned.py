@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,8 @@ import pytest
 from wrapagent.history import records
 from wrapagent.portable import process_start_time
 from wrapagent.history.records import RUNNING_DIR, owner_alive, sweep_abandoned
+
+from waiting import wait_for
 
 WAIT = 60.0  # generous: a loaded machine starts Python slowly
 
@@ -31,16 +32,6 @@ def record_of(sid: str) -> dict:
 def git_subjects(root: Path) -> list[str]:
     return subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True,
                           text=True, check=True).stdout.splitlines()
-
-
-def wait_for(predicate, what: str):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start_session(tmp_path: Path, script: str) -> subprocess.Popen:

@@ -567,3 +567,20 @@ def test_a_plain_file_named_wrapagent_is_no_project_layer(project, env):
     (project / ".wrapagent").write_text("not a folder")
     p = layer(load(project, env), "project-hooks")
     assert not p.exists and not p.problems
+
+
+def test_agents_programs_global_only(project, env):
+    """`[agents] programs`: more programs wrapagent types into; a project file cannot add any
+    (it would have the guards' text typed into a shell it names)."""
+    global_hooks(env, '[agents]\nprograms = ["mytui", " other "]\n')
+    project_hooks(project, '[agents]\nprograms = ["bash"]\n')
+    config = load(project, env)
+    assert config.agents == ("mytui", "other")
+    assert any(p.severity == "warning" and "global-only" in p.message for p in problems(config))
+
+
+def test_agents_programs_must_be_names(project, env):
+    global_hooks(env, '[agents]\nprograms = "mytui"\n')
+    config = load(project, env)
+    assert config.agents == ()
+    assert any("agents.programs" in str(p) for p in problems(config, "error"))

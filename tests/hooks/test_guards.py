@@ -335,3 +335,56 @@ def test_after_a_compaction_every_guard_and_pre_session_run_again_and_know_it(ct
     first = collect(config, ctx, base_env=os.environ, prompt=None, prompt_source="none", log=logs.append)
     assert "pre false" in first.prefix and '"compaction": false' in first.prefix
     assert json.loads(guard_stdin(compacted))["compaction"] is True
+
+
+def _hostile_ctx(tmp_path: Path) -> GuardContext:
+    """A project whose folder name would run code if a placeholder went in unquoted."""
+    root = tmp_path / "it's $(touch PWNED) `touch PWNED2` dir"
+    root.mkdir()
+    return GuardContext(project_root=root, cwd=root, tool="codex", session_id="01JGUARDSESSION",
+                        is_resume=False, session_dir=tmp_path / "sessions" / "01JGUARDSESSION",
+                        sessions_root=tmp_path / "sessions")
+
+
+def test_the_starter_files_todo_guard_works_in_a_hostile_folder(tmp_path):
+    """The example in `config init`'s file, `cat {project_root}/TODO.md`, gives the file's text."""
+    ctx = _hostile_ctx(tmp_path)
+    (ctx.project_root / "TODO.md").write_text("ship the release\n")
+    collected, logs = run(Config(guards=(guard("todo", "cat {project_root}/TODO.md"),)), ctx)
+    assert collected.prefix == '<prompt-guard name="todo">\nship the release\n</prompt-guard>\n\n', logs
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
+@pytest.mark.parametrize("quoted", ["bare", "double", "single"])
+def test_guards_get_every_hook_placeholder_with_the_hooks_quoting(tmp_path, quoted):
+    ctx = _hostile_ctx(tmp_path)
+    names = ["session_id", "tool", "cwd", "project_root", "session_dir", "sessions_root", "exit_code", "turn"]
+    wrap = {"bare": "{%s}", "double": '"{%s}"', "single": "'{%s}'"}[quoted]
+    command = "printf '[%s]\\n' " + " ".join(wrap % name for name in names)
+    collected, logs = run(Config(guards=(guard("vars", command),)), ctx)
+    expected = [ctx.session_id, "codex", str(ctx.cwd), str(ctx.project_root), str(ctx.session_dir),
+                str(ctx.sessions_root), "", ""]
+    body = collected.runs[0].body
+    assert body.splitlines() == [f"[{value}]" for value in expected], logs
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
+def test_every_message_guard_gets_its_turn_and_a_first_message_guard_an_empty_one(tmp_path, ctx):
+    from wrapagent.hooks.guards import MessageInfo
+
+    each = GuardSpec("each", "echo turn={turn} env=$WRAPAGENT_TURN", None, (), 60, "test", every_message=True)
+    first = guard("first", "echo turn={turn}.")
+    collected, _ = run(Config(guards=(each, first)), ctx)
+    assert [r.body for r in collected.runs] == ["turn= env=", "turn=."]
+    logs: list[str] = []
+    later = collect(Config(guards=(each, first)), ctx, base_env=os.environ, prompt=None, prompt_source="none",
+                    log=logs.append, message=MessageInfo(message=2, conversation=1, turn=3))
+    assert [r.body for r in later.runs] == ["turn=3 env=3"]
+
+
+def test_pre_session_gets_the_placeholders_too(tmp_path):
+    ctx = _hostile_ctx(tmp_path)
+    (ctx.project_root / "NOTES").write_text("remember the milk\n")
+    collected, logs = run(Config(pre_session=pre("cat {project_root}/NOTES; echo {tool}")), ctx)
+    assert collected.runs[0].body == "remember the milk\ncodex", logs
+    assert not list(tmp_path.rglob("PWNED*"))

@@ -23,7 +23,9 @@ def plan(tool: str, *args: str, piped: bool = False):
     ("codex", ["exec", "--skip-git-repo-check", "-m", "x", "hi"], "argv", 5, True),
     ("codex", ["e", "hi"], "argv", 2, True),
     ("codex", ["login"], "none", None, False),
-    ("codex", ["resume", "abc"], "none", None, False),
+    ("codex", ["resume", "abc"], "interactive", None, False),   # the resumed composer gets them
+    ("codex", ["resume", "--last"], "interactive", None, False),
+    ("codex", ["resume"], "interactive", None, False),
     ("codex", ["-i", "img.png", "hello"], "none", None, False),   # variadic: unsure
     ("codex", ["--", "--not-an-option"], "argv", 2, False),
     ("claude", ["hello"], "argv", 1, False),

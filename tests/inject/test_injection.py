@@ -196,11 +196,22 @@ def test_command_erased_rearms() -> None:
 def test_keys_in_same_read_after_trigger_are_held_in_order() -> None:
     inj, clock, _ = make()
     become_ready(inj, clock)
-    assert inj.on_input(b"\x1b[Dab", clock.t) == b"\x1b[D"   # a cursor key passes, text is held
+    assert inj.on_input(b"\x7fab", clock.t) == b"\x7f"   # a Backspace passes, text is held
     inj.poll(clock.t)
     echo(inj, clock)
     clock.t += 2
     assert inj.poll(clock.t) == b"ab"
+
+
+def test_a_key_the_composer_model_cannot_read_means_no_blocks_without_a_screen() -> None:
+    """Fail safe: after a cursor key, with no screen model to say the composer is empty,
+    nothing is typed in front of the text (a guess could paste into a recalled message)."""
+    inj, clock, _ = make()
+    become_ready(inj, clock)
+    assert inj.on_input(b"\x1b[Dab", clock.t) == b"\x1b[Dab"
+    assert inj.on_input(b"\r", clock.t) == b"\r"
+    assert inj.state == "armed"                              # the next message gets them
+    assert inj.on_input(b"n", clock.t) == b""
 
 
 def test_paste_start_triggers() -> None:

@@ -339,21 +339,37 @@ def test_trust_refused_without_terminal(world) -> None:
     assert proc.returncode == 1 and "terminal" in proc.stderr
 
 
-def spawn_demo_as(world, tmp_path: Path, name: str) -> pexpect.spawn:
+def spawn_demo_as(world, tmp_path: Path, name: str, extra: str = "") -> pexpect.spawn:
     """`wrapagent NAME`, where NAME on PATH is really the demo agent (with the guard configured)."""
     tool = tmp_path / "bin" / name
     tool.parent.mkdir()
     tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m wrapagent.commands.demo_agent \"$@\"\n")
     tool.chmod(0o755)
-    world.hooks(GUARD)
+    world.hooks(GUARD + extra)
     env = world.env(PATH=f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
     return pexpect.spawn(sys.executable, ["-m", "wrapagent", name], env=env,
                          cwd=str(world.project), dimensions=(30, 100), timeout=30)
 
 
-def test_unknown_tool_gets_the_generic_adapter(world, tmp_path) -> None:
-    """Any program that enables bracketed paste and goes quiet is ready: blocks go in first."""
+def test_unknown_program_gets_nothing_typed(world, tmp_path) -> None:
+    """A program that is no known agent (it may be a shell or a REPL): proxied and recorded,
+    its message reaches it as typed, no blocks."""
     child = spawn_demo_as(world, tmp_path, "mytool")
+    child.expect("demo> ")
+    wait_for_log(world.state, "mytool is not a known agent program")
+    type_text(child, "plain")
+    submit(child, 1)
+    quit_demo(child)
+    assert world.messages() == ["plain"]
+    record = world.records()[-1]
+    assert record["transport"] == "mytool"
+    assert record["injection"]["status"] == "none"
+
+
+def test_unknown_tool_named_in_the_config_gets_the_generic_adapter(world, tmp_path) -> None:
+    """A program the user names in `[agents] programs`: bracketed paste on and output quiet is
+    ready, and the blocks go in first."""
+    child = spawn_demo_as(world, tmp_path, "mytool", extra='\n[agents]\nprograms = ["mytool"]\n')
     child.expect("demo> ")
     wait_until_armed(world.state)  # generic readiness: 0.3 s of quiet after ESC[?2004h
     type_text(child, "generic")

@@ -405,9 +405,11 @@ def message_starts(sc: Scenario, prefixes: tuple[str, ...]) -> MessageStarts:
             out.clears.append(offset)
             span = offset + 1
             unknown = False
-        elif key.kind == "esc":
+        elif key.kind in ("esc", "cursor"):
             # Modelled as keeping the composer (the worse case for a second insertion); a
             # message after it need not carry the blocks (a guess may miss, never invent).
+            # A cursor key (↑ recalls a message) makes the composer unknown too: with no
+            # screen to say it is empty again, nothing is typed next to it.
             unknown = True
         elif key.kind == "enter":
             if composer.strip() in RESETS and not unknown:

@@ -8,18 +8,29 @@ the empty composer), and keys typed during the delivery follow the Enter in orde
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.delivery import PASTE_BEGIN, PASTE_FINISH
 from wrapagent.inject.injector import CHATTING, FirstMessageInjector
 from wrapagent.inject import receipt
-from wrapagent.inject.outgoing import ENTER_GAP_SECS, Outgoing, Request
+from wrapagent.inject.outgoing import ENTER_GAP_SECS, SCREEN_RETRY_SECS, Outgoing, Request
 
 BP_ON = b"\x1b[?2004h"
+SCREENS = Path(__file__).resolve().parent.parent / "screens"
+
+
+def recorded(path: str) -> bytes:
+    """A recorded screen of the real tool (tests/screens/), drawn from the top."""
+    text = (SCREENS / path).read_text(encoding="utf-8").rstrip("\n")
+    return b"\x1b[H\x1b[2J" + text.replace("\n", "\r\n").encode()
+
+
 READY = {"demo": BP_ON + b"banner\r\ndemo> ",
-         "claude": BP_ON + "────\r\n❯ \r\n────\r\n? for shortcuts".encode(),
-         "opencode": BP_ON + b"\x1b[2J\x1b[3;5HAsk anything\r\n"}
+         "claude": BP_ON + recorded("claude/2.1.330/empty-start.txt"),
+         "opencode": BP_ON + recorded("opencode/1.18.33/empty-start.txt")}
 TEXT = '<prompt-guard name="stop_check">\n' + "tests fail " * 40 + "\n</prompt-guard>"
 
 
@@ -27,7 +38,7 @@ class Turns:
     def __init__(self) -> None:
         self.submitted_at: list[float] = []
 
-    def submitted(self, now: float) -> None:
+    def submitted(self, now: float, text: str = "") -> None:
         self.submitted_at.append(now)
 
     def resumed(self, now: float) -> None:
@@ -46,8 +57,8 @@ class Rig:
     def __init__(self, tool: str, screen: bytes | None = None) -> None:
         self.adapter = adapter_for(tool)
         self.turns = Turns()
-        self.outgoing = Outgoing(self.adapter, 24, 80, wake=lambda: None)
-        self.inj = FirstMessageInjector(self.adapter, rows=24, cols=80, get_prefix=lambda: "",
+        self.outgoing = Outgoing(self.adapter, 40, 120, wake=lambda: None)  # the recorded screens
+        self.inj = FirstMessageInjector(self.adapter, rows=40, cols=120, get_prefix=lambda: "",
                                         wake_fd=None, inject=False, turns=self.turns, outgoing=self.outgoing)
         self.writes: list[tuple[float, bytes]] = []
         self._start = 2.0
@@ -137,7 +148,7 @@ def test_a_screen_without_the_empty_composer_cancels():
     rig = Rig("claude")
     rig.output("\x1b[2J\x1b[HDo you want to proceed?\r\n› 1. Yes\r\n  2. No".encode(), 1.2)
     rig.post(since=1.5, now=2.0)
-    rig.run_until(4.0)
+    rig.run_until(2.0 + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
 
@@ -185,7 +196,7 @@ def test_when_the_markers_never_showed_a_dialog_still_cancels():
     rig.output("\x1b[2J\x1b[HAllow command?\r\n\u203a 1. Yes\r\n  2. No, tell Codex what to do".encode(),
                start - 0.8)
     rig.post(since=start - 0.5, now=start)
-    rig.run_until(start + 4.0)
+    rig.run_until(start + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
 
@@ -205,7 +216,7 @@ def test_codex_after_a_turn_a_permission_dialog_still_cancels():
                "\u203a 1. Yes, proceed (y)\r\n  2. No, and tell Codex what to do differently (esc)\r\n\r\n"
                "  Press enter to confirm or esc to cancel".encode(), 1.2)
     rig.post(since=1.5, now=2.0)
-    rig.run_until(4.0)
+    rig.run_until(2.0 + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
 
@@ -220,3 +231,66 @@ def test_no_receipt_no_enter_and_the_user_is_told():
     assert [w for _, w in rig.writes if w == b"\r"] == []
     assert rig.done == [("not delivered", receipt.REASONS[receipt.DIALOG])]
     assert b"wrapagent's message did not reach demo's composer" in rig.inj.screen_notice
+
+
+@pytest.mark.parametrize("screen", ["codex/0.169.0/empty-after-lookalike-reply.txt",
+                                    "claude/2.1.330/empty-after-lookalike-reply.txt",
+                                    "codex/0.169.0/empty-resumed-lookalike.txt"])
+def test_a_reply_full_of_numbered_yes_no_choices_is_no_dialog(screen):
+    """The transcript above the composer shows `1. Yes`, `› 1. Yes, allow once`, `❯ No, exit`,
+    "Do you want to proceed?": the continuation still goes (before: cancelled, "a dialog?")."""
+    tool = screen.split("/")[0]
+    rig = Rig(tool, screen=BP_ON + recorded(screen))
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(6.0)
+    assert rig.done == [("delivered", "")]
+
+
+@pytest.mark.parametrize("screen", ["codex/0.169.0/dialog-new-where.txt", "claude/2.1.330/dialog-resume-picker.txt"])
+def test_a_dialog_of_the_tool_cancels(screen):
+    tool = screen.split("/")[0]
+    rig = Rig(tool, screen=BP_ON + recorded(screen.replace("dialog-new-where", "empty-start")
+                                           .replace("dialog-resume-picker", "empty-start")))
+    rig.output(b"\x1b[H\x1b[2J" + recorded(screen), 1.0)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(2.0 + SCREEN_RETRY_SECS + 1.0, step=0.01)
+    assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
+
+
+def test_a_composer_that_shows_late_still_gets_the_message():
+    """The screen catches up after the stop (a lagging emulator, the end of the turn still being
+    drawn): the message is tried again, not cancelled (before: cancelled as "a dialog?" and,
+    with the agent idle, never retried)."""
+    rig = Rig("claude")
+    rig.output(b"\x1b[H\x1b[2J" + recorded("claude/2.1.330/working-thinking.txt"), 1.0)
+    rig.post(since=1.5, now=2.0)
+    rig.run_until(3.0, step=0.01, echo=False)
+    assert rig.done == [] and rig.writes == []            # still working on the screen: waits
+    rig.output(b"\x1b[H\x1b[2J" + recorded("claude/2.1.330/empty-after-lookalike-reply.txt"), 3.0)
+    rig.run_until(8.0, step=0.01)
+    assert rig.done == [("delivered", "")]
+
+
+def test_followed_screen_catches_up_when_asked_and_after_a_pause() -> None:
+    """The emulator waits for a pause in the output (a burst never hands it the interpreter lock),
+    but `text` gets the screen as of the last chunk at once, and a pause lets it catch up alone."""
+    import time
+
+    from wrapagent.inject.outgoing import FollowedScreen
+
+    followed = FollowedScreen(5, 40)
+    try:
+        for i in range(200):
+            followed.feed(b"\r\nline %d" % i)
+        assert "line 199" in (followed.text(timeout=30.0) or "")
+        followed.feed(b"\r\nafter a pause")
+        end = time.monotonic() + 30.0
+        while True:  # nobody asks: the pause alone brings the emulator up to date
+            with followed._cond:
+                if not followed._pending and not followed._busy:
+                    break
+            assert time.monotonic() < end, "the emulator never caught up after the output paused"
+            time.sleep(0.02)
+        assert "after a pause" in followed._screen.text()
+    finally:
+        followed.close()

@@ -31,9 +31,11 @@ class Turns:
 
     def __init__(self) -> None:
         self.events: list[str] = []
+        self.texts: list[str] = []
 
-    def submitted(self, now: float) -> None:
+    def submitted(self, now: float, text: str = "") -> None:
         self.events.append("submitted")
+        self.texts.append(text)  # the message's text: a recording's turn marker
 
     def resumed(self, now: float) -> None:
         self.events.append("resumed")
@@ -64,7 +66,9 @@ class World:
         self.inj.on_output(READY_SCREEN, self.clock.t)
         self.clock.t += 0.2
         assert self.inj.poll(self.clock.t) == b""
-        assert self.inj.watch_output is False  # steady state: the proxy only stores last_output
+        # steady state: the screen is followed (a tool with a screen shape: the composer's content
+        # when the keys cannot tell), else the proxy only stores last_output
+        assert self.inj.watch_output is (self.inj.view is not None)
 
     def redraw(self) -> None:
         """The tool draws its composer again after a reset."""
@@ -72,7 +76,7 @@ class World:
         self.inj.on_output(b"\r\n(new conversation)\r\ndemo> ", self.clock.t)
         self.clock.t += 0.2
         assert self.inj.poll(self.clock.t) == b""
-        assert self.inj.state == "armed" and not self.inj.watch_output
+        assert self.inj.state == "armed" and self.inj.watch_output is (self.inj.view is not None)
 
     def send(self, data: bytes) -> bytes:
         """Type `data`; return everything that reached the child, blocks included."""
@@ -189,6 +193,7 @@ def test_turns_reported_but_not_resets_or_startup_keys() -> None:
     w.message(b"two")
     w.send(b"\x1b[200~pasted\rlines\x1b[201~\r")
     assert w.turns.events == ["submitted", "resumed", "submitted", "submitted"]
+    assert w.turns.texts[0] == "one" and w.turns.texts[1] == "two"  # what a turn marker is labelled with
 
 
 def test_passive_mode_never_holds_a_key() -> None:
@@ -297,7 +302,7 @@ def test_reset_without_markers_arms_once_output_is_quiet() -> None:
     w.message(b"hi")
     w.send(b"/clear\r")
     assert w.inj.state == "wait-ready"
-    assert not w.inj.watch_output                        # no emulator: the proxy stores last_output
+    assert w.inj.watch_output is (w.inj.view is not None)  # only the followed screen needs output
     reset_at = w.clock.t
     w.clock.t += 0.1
     w.inj.last_output = w.clock.t                        # the tool erases the old transcript
@@ -364,3 +369,34 @@ def test_compact_typed_after_other_text_is_no_compaction() -> None:
     w.message(b"hello")
     assert w.send(b"x/compact\r") == b"x/compact\r"
     assert w.inj.state == "chatting" and not w.inj.compactions
+
+
+def test_the_interrupt_watch_sees_keys_that_reach_the_tool_and_the_notice_after_them() -> None:
+    """Esc while the agent works, then codex's notice: the stop is marked interrupted, and the
+    output is watched only between the key and the stop."""
+    from wrapagent.inject.interrupts import InterruptWatch, rule_for
+    from wrapagent.session.turns import TurnTracker
+
+    clock = Clock()
+    fired: list[int] = []
+    tracker = TurnTracker(3.0, fired.append, to_wall=str)
+    watch = InterruptWatch(rule_for("codex"), tracker.working)
+    tracker.interrupted = watch.take
+    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
+                               clock=clock, inject=False, turns=tracker, interrupts=watch)
+    inj.on_output(READY_SCREEN, clock.t)
+    clock.t += 0.2
+    inj.poll(clock.t)
+    steady = inj.view is not None  # a tool with a screen shape: its screen is followed all along
+    assert inj.state == "chatting" and inj.watch_output is steady
+    assert inj.on_input(b"\x1b", clock.t) == b"\x1b"   # the agent waits: no interrupt
+    assert not watch.wants_output
+    assert inj.on_input(b"fix it", clock.t) + inj.on_input(b"\r", clock.t) == b"fix it\r"
+    clock.t += 1.0
+    assert inj.on_input(b"\x1b", clock.t) == b"\x1b"   # while it works: the key passes, and counts
+    assert watch.wants_output and inj.watch_output      # the notice is looked for in the output
+    inj.on_output(b"\x1b[31m\xe2\x96\xa0\x1b[0m Conversation interrupted", clock.t)
+    clock.t += 3.5
+    inj.poll(clock.t)
+    assert fired == [1] and tracker.interrupted_turn == 1 and tracker.turns[0]["interrupted"] is True
+    assert not watch.wants_output and inj.watch_output is steady  # back to the steady state

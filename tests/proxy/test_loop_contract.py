@@ -378,44 +378,30 @@ def _read_until_gone(master: int) -> bytes:
 
 
 @pytest.mark.parametrize("cwd", [None, "/"])
-def test_spawned_child_leads_its_session_on_a_sized_terminal(cwd, monkeypatch):
-    """Both starts: posix_spawn (Linux mode, no cwd) and fork + exec (a cwd, or macOS mode).
-
-    The PTY is the child's controlling terminal, its process group the
-    foreground one (so Ctrl-C reaches it), its size set before it runs.
-    """
-    calls: list[str] = []
-    monkeypatch.setattr(spawn, "_posix_spawn", lambda *a, f=spawn._posix_spawn: calls.append("spawn") or f(*a))
+def test_spawned_tool_is_a_job_of_its_leader_on_a_sized_terminal(cwd):
+    """The PTY is the tool's controlling terminal and its group the foreground one (Ctrl-C reaches
+    it), its size set before it runs; its parent leads the session from another group, so the
+    tool's group is not orphaned (a Ctrl-Z of the tool stops it)."""
     code = ("import os, sys, fcntl, termios, struct;"
             "r, c = struct.unpack('HHHH', fcntl.ioctl(0, termios.TIOCGWINSZ, b'0' * 8))[:2];"
-            "print(r, c, os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(),"
+            "print(r, c, os.getsid(0) == os.getppid(), os.getpgrp() == os.getpid(),"
+            " os.getpgid(os.getppid()) != os.getpgrp(), os.tcgetpgrp(0) == os.getpgrp(),"
             " os.ttyname(0) == os.ttyname(1) == os.ttyname(2), os.getcwd())")
-    pid, master = spawn.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd=cwd, size=(31, 97))
+    pid, tool, master = spawn.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd=cwd, size=(31, 97))
     out = _read_until_gone(master)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert out == f"31 97 True True True {cwd or os.getcwd()}\r\n".encode()
-    assert calls == (["spawn"] if cwd is None and spawn.SPAWN_OPENS_CTTY else [])
+    assert out == f"31 97 True True True True True {cwd or os.getcwd()}\r\n".encode()
+    assert tool != pid
 
 
-def _no_setsid(*args, **kwargs):
-    raise NotImplementedError("posix_spawn: argument 'setsid' not available")
-
-
-def _no_tty_name(fd):
-    raise OSError(19, "No such device")
-
-
-@pytest.mark.parametrize("broken", [("posix_spawn", _no_setsid), ("ttyname", _no_tty_name)])
-def test_posix_spawn_falls_back_to_fork(monkeypatch, broken):
-    """A Python without POSIX_SPAWN_SETSID, or a PTY with no name to open: the tool still starts."""
-    monkeypatch.setattr(spawn, "SPAWN_OPENS_CTTY", True)
-    monkeypatch.setattr(os, *broken)
-    pid, master = spawn.spawn([sys.executable, "-c", "import os; print(os.getsid(0) == os.getpid())"],
-                              env=dict(os.environ), cwd=None, size=(24, 80))
-    out = _read_until_gone(master)
-    os.waitpid(pid, 0)
-    assert out == b"True\r\n"
+@pytest.mark.parametrize("code, expected", [("raise SystemExit(7)", 7), ("import os; os.kill(os.getpid(), 15)", -15)])
+def test_the_leader_ends_as_the_tool_did(code, expected):
+    """wrapagent waits for the leader: its status is the tool's exit code or the signal that ended it."""
+    pid, _, master = spawn.spawn([sys.executable, "-c", code], env=dict(os.environ), cwd=None, size=(24, 80))
+    _read_until_gone(master)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == expected
 
 
 @pytest.mark.parametrize("case, error, message", [
@@ -661,3 +647,20 @@ def test_mode_tracker_reads_sequences_cut_between_chunks():
         tracker.feed(first, len(first))
         tracker.feed(second, len(second))
         assert tracker.reset_sequence() == b"\x1b[>4;0m\x1b[?1002l\x1b[?1049l", i
+
+
+def test_mode_tracker_reapplies_what_it_resets():
+    """Job control turns the tool's modes off while the shell has the terminal and on again after `fg`:
+    the alternate screen first, kitty flags pushed again with their values, modifyOtherKeys' level."""
+    from wrapagent.proxy.terminal_modes import ModeTracker
+
+    tracker = ModeTracker()
+    data = b"\x1b[?1049h\x1b[?1000;1006h\x1b[?2004h\x1b[?25l\x1b[>1u\x1b[>5u\x1b[<1u\x1b[>4;2m"
+    tracker.feed(data, len(data))
+    assert tracker.reset_sequence() == (b"\x1b[<1u\x1b[>4;0m\x1b[?25h\x1b[?1000l\x1b[?1006l\x1b[?2004l"
+                                        b"\x1b[?1049l")
+    assert tracker.reapply_sequence() == (b"\x1b[?1049h\x1b[?25l\x1b[?1000h\x1b[?1006h\x1b[?2004h"
+                                          b"\x1b[>1u\x1b[>4;2m")
+    off = b"\x1b[?1049l\x1b[?1000;1006l\x1b[?2004l\x1b[?25h\x1b[<1u\x1b[>4;0m"
+    tracker.feed(off, len(off))
+    assert tracker.reset_sequence() == b"" and tracker.reapply_sequence() == b""

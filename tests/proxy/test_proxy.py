@@ -275,10 +275,13 @@ def _wait_until_settled(pid: int, what: str, timeout: float = 60.0) -> None:
     their blocking wait later, and their start-up switches must not be
     counted as idle wake-ups.
     """
+    from wrapagent.proxy.supervisor import AFTER_START_WAIT_SECS
+
     end = time.monotonic() + timeout
     last = _context_switches(pid)
     while time.monotonic() < end:
-        time.sleep(0.1)
+        # Longer than the wait for a first output: a quiet tool's session setup comes after it.
+        time.sleep(AFTER_START_WAIT_SECS + 0.3)
         now = _context_switches(pid)
         if now == last:
             return
@@ -295,7 +298,7 @@ def test_no_wakeups_while_idle(run_wrapagent, tmp_path):
             "full mode": run_wrapagent("sleep", "60", cwd=tmp_path)}
     procs = {name: psutil.Process(child.pid) for name, child in runs.items()}
     for name, proc in procs.items():
-        _wait_for(lambda: any(c.name() == "sleep" for c in proc.children()), what=f"{name} child")
+        _wait_for(lambda: any(c.name() == "sleep" for c in proc.children(recursive=True)), what=f"{name} child")
         # the copy threads exist once the terminal is raw and the loop runs
         _wait_for(lambda: is_raw(runs[name].child_fd) and proc.num_threads() >= 3,
                   timeout=30, what=f"{name} loop")
@@ -305,11 +308,11 @@ def test_no_wakeups_while_idle(run_wrapagent, tmp_path):
     time.sleep(2.0)
     after = {name: _context_switches(proc.pid) for name, proc in procs.items()}
     for name, proc in procs.items():
-        assert any(c.name() == "sleep" for c in proc.children()), f"{name}: window not idle"
+        assert any(c.name() == "sleep" for c in proc.children(recursive=True)), f"{name}: window not idle"
     wakeups = {name: after[name] - before[name] for name in procs}
     assert all(n <= 2 for n in wakeups.values()), wakeups
     for proc in procs.values():
-        for c in proc.children():
+        for c in proc.children(recursive=True):
             c.terminate()  # the idle child; a long sleep so no load can end it inside the window
     for child in runs.values():
         assert child.finish() == 128 + signal.SIGTERM

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_world import git, isolated_env, make_repo, run_session, sessions, user_state, write
+from checkpoint_world import git, in_store, isolated_env, make_repo, run_session, sessions, user_state, write
 
 
 def blob_id(repo: Path, env: dict[str, str], text: str) -> str:
@@ -26,12 +26,15 @@ def blob_id(repo: Path, env: dict[str, str], text: str) -> str:
     return proc.stdout.decode().strip()
 
 
-def has_object(repo: Path, env: dict[str, str], oid: str) -> bool:
-    return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", oid], env=env).returncode == 0
+def has_object(info: dict, env: dict[str, str], oid: str) -> bool:
+    """Whether the object is in the user's repository or in the session's checkpoint store."""
+    user = subprocess.run(["git", "-C", info["repo"], "cat-file", "-e", oid], env=env).returncode == 0
+    store = subprocess.run(["git", f"--git-dir={info['store']}", "cat-file", "-e", oid], env=env).returncode == 0
+    return user or store
 
 
-def tree_paths(repo: Path, env: dict[str, str], commit: str) -> list[str]:
-    return [p for p in git(repo, env, "ls-tree", "-r", "-z", "--name-only", commit).split("\0") if p]
+def tree_paths(info: dict, env: dict[str, str], commit: str) -> list[str]:
+    return [p for p in in_store(info, env, "ls-tree", "-r", "-z", "--name-only", commit).split("\0") if p]
 
 
 def test_a_file_ignored_since_the_last_snapshot_is_not_in_the_next(tmp_path: Path) -> None:
@@ -40,7 +43,7 @@ def test_a_file_ignored_since_the_last_snapshot_is_not_in_the_next(tmp_path: Pat
     write(repo / "secret.key", "old secret\n")  # untracked, not ignored yet
     write(repo / "dumps" / "db.sql", "old dump\n")
     first = run_session(repo, env)["checkpoints"]
-    assert {"secret.key", "dumps/db.sql"} <= set(tree_paths(repo, env, first["before"]))
+    assert {"secret.key", "dumps/db.sql"} <= set(tree_paths(first, env, first["before"]))
 
     write(repo / ".gitignore", "*.log\nsecret.key\ndumps/\n")  # the user notices, ignores them, rotates
     write(repo / "dumps" / "db.sql", "NEW DUMP\n")
@@ -49,11 +52,11 @@ def test_a_file_ignored_since_the_last_snapshot_is_not_in_the_next(tmp_path: Pat
     git(repo, env, "add", "-f", "tracked.log")  # tracked + ignored: still the user's tracked file
     second = run_session(repo, env)["checkpoints"]
     for which in ("before", "after"):
-        paths = tree_paths(repo, env, second[which])
+        paths = tree_paths(second, env, second[which])
         assert "secret.key" not in paths and "dumps/db.sql" not in paths
         assert "tracked.log" in paths and ".gitignore" in paths
-    assert not has_object(repo, env, blob_id(repo, env, "NEW ROTATED SECRET\n"))
-    assert not has_object(repo, env, blob_id(repo, env, "NEW DUMP\n"))
+    assert not has_object(second, env, blob_id(repo, env, "NEW ROTATED SECRET\n"))
+    assert not has_object(second, env, blob_id(repo, env, "NEW DUMP\n"))
 
 
 def wrapagent(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -98,8 +101,9 @@ def test_a_dotfiles_repository_at_home_gets_no_checkpoints_from_a_folder_under_i
     assert "home folder" in record["checkpoints"]["note"]
     assert git(home, env, "for-each-ref", "refs/wrapagent/") == ""
     assert object_count(home / ".git") == objects
-    assert not has_object(home, env, blob_id(home, env, "PRIVATE KEY\n"))
-    code, out, err = sessions(env, home / "notes", "show", "last")
+    assert not has_object({"repo": str(home), "store": str(home / ".git")}, env, blob_id(home, env, "PRIVATE KEY\n"))
+    assert not (Path(env["XDG_STATE_HOME"]) / "wrapagent" / "stores").exists()
+    code, out, err = sessions(env, home / "notes", "show", record["id"])
     assert code == 0 and "checkpoints skipped: not a git repository (the one at the home folder" in out
 
 
@@ -109,10 +113,11 @@ def test_a_session_at_home_itself_gets_none_either(dotfiles_home) -> None:
     proc = wrapagent(env, home, "sh", "-c", "true")
     assert proc.returncode == 0, proc.stderr
     (session_dir,) = (Path(env["XDG_STATE_HOME"]) / "wrapagent" / "projects").glob("*/*/session.json")
-    info = json.loads(session_dir.read_text())["checkpoints"]
+    record = json.loads(session_dir.read_text())
+    info = record["checkpoints"]
     assert info["status"] == "skipped" and "top is the home folder" in info["note"]
     assert git(home, env, "for-each-ref", "refs/wrapagent/") == ""
-    code, out, err = sessions(env, home, "show", "last")
+    code, out, err = sessions(env, home, "show", record["id"])
     assert "top is the home folder" in out
 
 
@@ -128,7 +133,8 @@ def test_hidden_untracked_files_or_an_untracked_session_folder_mean_no_checkpoin
     git(repo, env, "config", "status.showUntrackedFiles", "no")
     hidden = run_session(repo, env)["checkpoints"]
     assert hidden["status"] == "skipped" and "showUntrackedFiles" in hidden["note"]
-    refs = git(repo, env, "for-each-ref", "--format=%(refname)", "refs/wrapagent/").split()
+    assert git(repo, env, "for-each-ref", "refs/wrapagent/") == ""
+    refs = in_store(tracked, env, "for-each-ref", "--format=%(refname)").split()
     assert all(tracked["ref"] in r for r in refs) and len(refs) == 2
 
 
@@ -149,8 +155,8 @@ def test_file_names_that_read_as_pathspec_magic_break_neither_snapshots_nor_undo
         write(repo / name, "the user's own\n")
     kept = run_session(repo, env)["checkpoints"]
     assert kept["status"] == "taken", kept.get("note")
-    assert set(names) <= set(tree_paths(repo, env, kept["after"]))
+    assert set(names) <= set(tree_paths(kept, env, kept["after"]))
     (repo / ".gitignore").write_text(".env\n*.log\n:*\n")  # now the user ignores them
     dropped = run_session(repo, env)["checkpoints"]
     assert dropped["status"] == "taken", dropped.get("note")
-    assert not set(names) & set(tree_paths(repo, env, dropped["after"]))
+    assert not set(names) & set(tree_paths(dropped, env, dropped["after"]))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import default_signals, wrapagent_argv
+from conftest import agent_stand_in, default_signals, wrapagent_argv
 
 
 def run_into_closed_pipe(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
@@ -31,8 +31,9 @@ def run_into_closed_pipe(args: list[str], cwd: Path, **kw) -> subprocess.Complet
 def project(tmp_path: Path) -> Path:
     """A git project with a few finished sessions to list and show."""
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    agent = agent_stand_in(tmp_path / ".bin")  # an agent's sessions: `show last` has one to show
     for _ in range(2):
-        subprocess.run([*wrapagent_argv(), "sh", "-c", "true"], cwd=tmp_path, check=True,
+        subprocess.run([*wrapagent_argv(), str(agent)], cwd=tmp_path, check=True,
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     return tmp_path
 

@@ -216,7 +216,7 @@ def test_hooks_still_running_when_the_tool_exits_are_killed(tmp_path: Path, kind
 
 def test_kill_running_needs_no_hook_runner_before_the_tool(tmp_path: Path) -> None:
     """A session without hooks never loads the hook runner just to find nothing to kill."""
-    code = ("import sys; from wrapagent.session import lifecycle; lifecycle._end_running_hooks(None); "
+    code = ("import sys; from wrapagent.session import finishing; finishing.end_running_hooks(None); "
             "print('wrapagent.hooks.hook_runner' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr

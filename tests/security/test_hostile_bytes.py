@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import default_signals, wrapagent_argv
+from conftest import agent_stand_in, default_signals, wrapagent_argv
 from wrapagent.history import records
 
 LATIN1_DIR = b"caf\xe9"  # "café" in Latin-1: not UTF-8
@@ -143,7 +143,7 @@ def test_garbage_parent_session_id_is_one_warning_and_the_tool_runs(tmp_path: Pa
 def test_json_outputs_of_a_non_utf8_folder_are_utf8_and_give_the_bytes_back(tmp_path: Path, args: list[str]) -> None:
     work = os.path.join(os.fsencode(tmp_path), LATIN1_DIR)
     os.mkdir(work)
-    assert run_piped(["true"], cwd=work).returncode == 0
+    assert run_piped([str(agent_stand_in(tmp_path / "bin"))], cwd=work).returncode == 0  # `last`: an agent's
     proc = run_piped(args, cwd=work)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr.decode(errors="replace")
     proc.stdout.decode("utf-8")  # strict: no raw Latin-1 byte, no lone surrogate

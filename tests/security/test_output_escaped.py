@@ -162,6 +162,12 @@ def hostile_session(hostile_project: Path) -> Path:
     return hostile_project
 
 
+def only_session_id(cwd: Path) -> str:
+    """The one recorded session's id (its tool is no agent, so it is not `last`)."""
+    [entry] = json.loads(run(["sessions", "list", "--json"], cwd).stdout)
+    return entry["id"]
+
+
 def test_sessions_list_inert(hostile_session: Path) -> None:
     proc = run(["sessions", "list"], hostile_session)
     assert b"evil" in proc.stdout and b"tool" in proc.stdout
@@ -177,7 +183,7 @@ def test_sessions_list_json_inert(hostile_session: Path) -> None:
 
 
 def test_sessions_show_inert_log_lines_included(hostile_session: Path) -> None:
-    proc = run(["sessions", "show", "last"], hostile_session)
+    proc = run(["sessions", "show", only_session_id(hostile_session)], hostile_session)
     text = proc.stdout.decode()
     # The hook's output in the log lines: its bidi override escaped (the hook runner already drops ESC).
     assert "Log (" in text and "\\u202ex" in text
@@ -187,7 +193,7 @@ def test_sessions_show_inert_log_lines_included(hostile_session: Path) -> None:
 def test_sessions_show_json_inert_and_the_same_record(hostile_session: Path) -> None:
     from wrapagent.history import records
 
-    proc = run(["sessions", "show", "--json", "last"], hostile_session)
+    proc = run(["sessions", "show", "--json", only_session_id(hostile_session)], hostile_session)
     assert_inert(proc.stdout)
     shown = records.loads(proc.stdout)
     assert shown["project_root"] == str(hostile_session) and shown["argv"][-1] == "arg\x1b[2J"
@@ -203,7 +209,7 @@ def test_sessions_of_a_non_utf8_folder_list_and_show(tmp_path: Path) -> None:
     listed = run(["sessions", "list"], Path(os.fsdecode(work)))
     assert listed.returncode == 0 and b"caf\\xe9" in listed.stdout, listed.stderr
     listed.stdout.decode("utf-8")  # strict: the raw byte never reaches the terminal
-    shown = run(["sessions", "show", "--json", "last"], Path(os.fsdecode(work)))
+    shown = run(["sessions", "show", "--json", only_session_id(Path(os.fsdecode(work)))], Path(os.fsdecode(work)))
     assert shown.returncode == 0, shown.stderr
     assert os.fsencode(records.loads(shown.stdout)["cwd"]) == work
 
@@ -229,8 +235,8 @@ def test_session_lines_naming_a_hostile_tool_inert(tmp_path: Path) -> None:
 
 
 def test_sessions_resume_refusal_naming_a_hostile_tool_inert(hostile_session: Path) -> None:
-    """`sessions resume last` of a tool it cannot resume names the tool: inert."""
-    proc = run(["sessions", "resume", "last"], hostile_session)
+    """`sessions resume ID` of a tool it cannot resume names the tool: inert."""
+    proc = run(["sessions", "resume", only_session_id(hostile_session)], hostile_session)
     assert proc.returncode != 0 and b"tool" in proc.stderr, proc.stderr
     assert_inert(proc.stderr)
 

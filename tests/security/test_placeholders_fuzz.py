@@ -48,7 +48,8 @@ VALUES = st.lists(
 def _heredoc_left_alone(value: str, strip_tabs: bool = False, template_tab: bool = False) -> bool:
     """Whether a quoted-delimiter body cannot hold `value` (a line would end it, or `<<-` eat its tabs)."""
     lines = value.split("\n")
-    if any((line.lstrip("\t") if strip_tabs else line) == "EOF" for line in lines):
+    # a line that starts with the delimiter: bash ends a document inside $(…) there (`EOF$(…)`)
+    if any((line.lstrip("\t") if strip_tabs else line).startswith("EOF") for line in lines):
         return True
     # dash drops a non-ASCII byte that follows the delimiter's first characters at a line's start.
     for line in lines:
@@ -92,6 +93,8 @@ CASES = {
     "heredoc-inside": ("cat <<EOF\npre {v} post $U\nEOF", lambda v: f"pre {v} post \n"),
     "heredoc-tabs": ("cat <<-EOF\n\t{v}\n\tEOF", lambda v: v + "\n"),
     "heredoc-in-cmdsubst": ('x=$(cat <<EOF\n{v}\nEOF\nprintf x\n); printf \'%s\' "$x"', lambda v: v + "\nx"),
+    "heredoc-quoted-in-cmdsubst": ('x=$(cat <<\'EOF\'\n{v}\nEOF\nprintf x\n); printf \'%s\' "$x"',
+                                   lambda v: ("{v}" if _heredoc_left_alone(v) else v) + "\nx"),
     "heredoc-quoted": ("cat <<'EOF'\n{v}\nEOF",
                        lambda v: "{v}\n" if _heredoc_left_alone(v) else v + "\n"),
     "heredoc-double-quoted": ('cat <<"EOF"\n{v}\nEOF',
@@ -100,6 +103,34 @@ CASES = {
                             lambda v: "{v}\n" if _heredoc_left_alone(v, strip_tabs=True) else v + "\n"),
     "after-comment": ("# it's a comment\nprintf '%s' \"{v}\"", lambda v: v),
 }
+
+
+@pytest.mark.parametrize("case", ["heredoc-in-cmdsubst", "heredoc-quoted-in-cmdsubst"])
+@pytest.mark.parametrize("value", ["EOF$(touch pwned)", "EOF\\$(touch pwned)", "EOF`touch pwned`", "EOFx"])
+def test_a_value_line_starting_with_the_delimiter_inside_cmdsubst(case, value):
+    """bash (5.2) ends a here-document inside `$(…)` at a line starting `EOF$(`: nothing may run."""
+    template, expected = CASES[case]
+    command = substitute(template, {"v": value})
+    for shell in ("bash", "dash"):
+        if shutil.which(shell) is None:
+            continue
+        with tempfile.TemporaryDirectory() as cwd:
+            proc = _run(shell, "C.UTF-8", command, cwd)
+            assert os.listdir(cwd) == [], (shell, command, "something ran")
+        assert proc.stdout == os.fsencode(expected(value)), (shell, command, proc.stderr)
+
+
+@pytest.mark.parametrize("value", ["%", "#", "%%", "/", ":", "-x", ""])
+def test_a_value_that_would_extend_the_operator_of_an_unquoted_pattern(value):
+    """`${x%{v}B}` with `%` made `${x%%B}`: a bare value next to an operator changed the operator."""
+    template, expected = CASES["pattern-unquoted"]
+    command = substitute(template, {"v": value})
+    for shell in ("bash", "dash"):
+        if shutil.which(shell) is None:
+            continue
+        with tempfile.TemporaryDirectory() as cwd:
+            proc = _run(shell, "C.UTF-8", command, cwd)
+        assert proc.stdout == os.fsencode(expected(value)), (shell, command, proc.stderr)
 
 
 def _run(shell: str, locale: str, command: str, cwd: str) -> subprocess.CompletedProcess:

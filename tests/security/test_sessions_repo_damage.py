@@ -254,10 +254,12 @@ def test_a_real_snapshot_over_budget_leaves_no_temporary_pack(tmp_path: Path) ->
 
     from wrapagent.history import checkpoints
 
+    from wrapagent.history.store import store_path
+
     repo = make_repo(tmp_path / "repo")
     with open(repo / "dump.bin", "wb") as f:
         f.truncate(8 << 30)
-    pack_dir = repo / ".git" / "objects" / "pack"
+    pack_dir = Path(store_path(str(repo))) / "objects" / "pack"  # the snapshot writes into wrapagent's store
     seen: list[str] = []
     done = threading.Event()
 
@@ -271,10 +273,23 @@ def test_a_real_snapshot_over_budget_leaves_no_temporary_pack(tmp_path: Path) ->
     watcher.start()
     info: dict = {"status": None}
     try:
-        checkpoints.take(repo, "01TESTBUDGET", "before", info, budget=3.0)  # git needs ~a minute
+        checkpoints.take(repo, "01TESTBUDGET", "before", info, budget=3.0)  # no size cap: git needs ~a minute
     finally:
         done.set()
         watcher.join()
     assert info["status"] == "skipped" and "budget" in info["note"], info
     assert seen, "git never started its temporary pack within the budget"
     assert not [p.name for p in pack_dir.iterdir() if p.name.startswith("tmp_")]
+
+
+def test_a_huge_file_is_left_out_under_the_size_cap_and_the_rest_is_snapshotted(tmp_path: Path) -> None:
+    """With the default cap the same 8 GB file costs nothing: left out, listed, the snapshot taken."""
+    from wrapagent.history import checkpoints
+
+    repo = make_repo(tmp_path / "repo")
+    with open(repo / "dump.bin", "wb") as f:
+        f.truncate(8 << 30)
+    info: dict = {"status": None}
+    checkpoints.take(repo, "01TESTCAP", "before", info, budget=30.0, max_file_bytes=10_000_000)
+    assert info["status"] == "taken", info
+    assert info["left_out_before"] == {"dump.bin": 8 << 30}

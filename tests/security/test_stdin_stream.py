@@ -15,12 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import wrapagent_argv
+from waiting import wait_for
 
 PROMPT_CAP = 64 * 1024
 
@@ -52,13 +52,6 @@ class World:
         state = Path(os.environ["XDG_STATE_HOME"])
         (path,) = sorted(state.glob("wrapagent/projects/*/*/session.json"))
         return json.loads(path.read_text())
-
-
-def wait_for(predicate, what: str, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, f"never happened: {what}"
-        time.sleep(0.05)
 
 
 def read(path: Path) -> bytes:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_world import (finish_session, git, isolated_env, load_record, make_repo, run_session,
+from checkpoint_world import (finish_session, git, in_store, isolated_env, load_record, make_repo, run_session,
                               save_record, sessions, start_session, user_state, write)
 
 
@@ -142,7 +142,12 @@ def test_a_second_undo_says_already_undone(tmp_path: Path, env) -> None:
     code, out, err = sessions(env, repo, "undo", "last")
     assert code == 0, err
     after = record["checkpoints"]["after"]
-    assert f"git restore --source={after[:12]} -- PATH" in out  # the way back is named
+    way_back = f"cat-file blob {after[:12]}:PATH > PATH"  # the way back is named, byte for byte
+    assert way_back in out
+    command = out.split("`")[-2].replace("PATH", "README.md")
+    subprocess.run(command, shell=True, cwd=repo, env=env, check=True)
+    assert (repo / "README.md").read_text() == "agent\n"
+    subprocess.run(["git", "checkout", "-q", "README.md"], cwd=repo, env=env, check=True)
     assert load_record(record)["checkpoints"]["undone_at"]
     state = user_state(repo, env)
     code, out, err = sessions(env, repo, "undo", "last")
@@ -196,14 +201,15 @@ def test_pruned_and_gcd_checkpoints_are_explained_not_a_git_fatal(tmp_path: Path
 def test_checkpoints_gone_without_a_note_are_explained_too(tmp_path: Path, env) -> None:
     repo = make_repo(tmp_path / "proj", env)
     record = run_session(repo, env, lambda r: write(r / "README.md", "agent\n"))
+    info = record["checkpoints"]
     for which in ("before", "after"):
-        git(repo, env, "update-ref", "-d", f"{record['checkpoints']['ref']}/{which}")
-    git(repo, env, "reflog", "expire", "--expire=now", "--all")
-    git(repo, env, "gc", "-q", "--prune=now")
+        in_store(info, env, "update-ref", "-d", f"{info['ref']}/{which}")
+    (Path(info["store"]) / "index").unlink()  # what the store's index names is kept too
+    in_store(info, env, "prune", "--expire=now")
     for verb in ("undo", "diff"):
         code, out, err = sessions(env, repo, verb, "last")
         assert code == 1 and one_line(err) and "fatal" not in err
-        assert "no longer in the repository" in err
+        assert "no longer in the checkpoint store" in err
 
 
 def test_refs_past_keep_days_are_pruned_at_a_later_sessions_end_at_most_daily(tmp_path: Path, env) -> None:
@@ -218,7 +224,7 @@ def test_refs_past_keep_days_are_pruned_at_a_later_sessions_end_at_most_daily(tm
     keep_all = CheckpointSettings(keep_days=0, budget_secs=60)
     month_ago = time.time() - 40 * 86400
     old = run_session(repo, env, lambda r: write(r / "old.txt", "o\n"), settings=keep_all, id=session_id(month_ago))
-    refs = lambda: git(repo, env, "for-each-ref", "--format=%(refname)", "refs/wrapagent/").split()  # noqa: E731
+    refs = lambda: in_store(old["checkpoints"], env, "for-each-ref", "--format=%(refname)").split()  # noqa: E731
     assert len(refs()) == 2
     new = run_session(repo, env)  # default keep_days = 30: the old session's refs go at its end
     assert sorted(refs()) == sorted(f"{new['checkpoints']['ref']}/{w}" for w in ("before", "after"))
@@ -230,7 +236,7 @@ def test_refs_past_keep_days_are_pruned_at_a_later_sessions_end_at_most_daily(tm
     older = run_session(repo, env, settings=keep_all, id=session_id(month_ago + 1))
     run_session(repo, env)
     assert f"{older['checkpoints']['ref']}/before" in refs()
-    mark = Path(new["checkpoints"]["git_dir"]) / "wrapagent" / checkpoints.PRUNE_MARK
+    mark = Path(new["checkpoints"]["store"]) / checkpoints.PRUNE_MARK
     stale = mark.stat().st_mtime - checkpoints.PRUNE_EVERY_SECS - 1
     os.utime(mark, (stale, stale))
     run_session(repo, env)

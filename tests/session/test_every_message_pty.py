@@ -114,3 +114,26 @@ def test_without_every_message_later_messages_stay_untouched(world: World) -> No
     assert quit_demo(child) == 0
     assert world.messages() == [f"{STATIC}\n\nfirst", "second"]
     assert len(world.record()["injections"]) == 1
+
+
+def test_after_a_prompt_on_the_command_line_later_messages_get_the_blocks(world: World) -> None:
+    counter = world.tmp / "counter"
+    world.hooks(HOOKS.format(counter=counter))
+    child = world.spawn("start here")            # the first message, submitted by the tool itself
+    child.expect("MOCK-REPLY-1")
+    ready(child)
+    say(child, "second", 2)
+    say(child, "third", 3)
+    assert quit_demo(child) == 0
+    rec = world.record()
+    cwd, sid = str(world.project), rec["id"]
+    first, second, third = world.messages()
+    assert first.startswith(STATIC) and first.endswith("</prompt-guard>\n\nstart here")
+    assert "run 1 turn" in first
+    # the command line's prompt is turn 1 and message 1: each typed message gets a fresh run
+    assert second == f"{clock(2, 2, 2, 1, cwd, sid)}\n\nsecond"
+    assert third == f"{clock(3, 3, 3, 1, cwd, sid)}\n\nthird"
+    deliveries = [(i["conversation"], i["message"], i["status"]) for i in rec["injections"]]
+    assert deliveries == [(1, 1, "delivered"), (1, 2, "submitted"), (1, 3, "submitted")]  # argv: delivered
+    assert rec["injection"]["path"] == "argv"
+    assert [t["n"] for t in rec["turns"]] == [1, 2, 3, 4]   # the prompt, two messages, /quit

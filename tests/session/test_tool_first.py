@@ -109,3 +109,37 @@ def test_a_tool_that_cannot_start_still_gets_its_record(tmp_path: Path, run_wrap
 
 # An unwritable state folder, in either order: tests/security/test_full_disk.py (the tool runs
 # without a record and wrapagent says so once; issue 20 §4).
+
+
+HEAVY_BEFORE_THE_TOOL = ("signal", "enum", "re", "json", "pathlib", "typing", "dataclasses", "subprocess",
+                         "threading", "datetime", "functools", "collections", "struct", "select", "fcntl",
+                         "wrapagent.inject.adapters", "wrapagent.history.records", "wrapagent.session.tool_version",
+                         "wrapagent.hooks.hook_runner", "wrapagent.proxy.pty_loop")
+"""Milliseconds each (enum ~8, re ~10, json ~12, pathlib ~20 on the development machine): none of it
+may come between a full-mode launch and the tool's start."""
+
+
+def test_full_mode_starts_the_tool_before_loading_the_session_machinery(tmp_path: Path, run_wrapagent) -> None:
+    """The default session outside a git project: only what decides the order runs before the tool."""
+    probe = tmp_path / "probe.py"
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    later = [p for p in sys.path if p and p != root]  # site-packages: -S keeps site's own imports out
+    probe.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {root!r})\n"
+        "from wrapagent.proxy import session_leader\n"
+        "start = session_leader.start\n"
+        "def spy(*args, **kwargs):\n"
+        f"    heavy = [m for m in {HEAVY_BEFORE_THE_TOOL!r} if m in sys.modules]\n"
+        "    sys.stderr.write('HEAVY=' + ','.join(heavy) + ';\\n')\n"
+        f"    sys.path.extend({later!r})\n"
+        "    return start(*args, **kwargs)\n"
+        "session_leader.start = spy\n"
+        "sys.argv = ['wrapagent', 'true']\n"
+        "from wrapagent.__main__ import main\n"
+        "raise SystemExit(main())\n")
+    child = run_wrapagent(argv=[sys.executable, "-S", str(probe)], cwd=tmp_path)
+    assert child.finish() == 0
+    assert b"HEAVY=;" in child.output, child.output

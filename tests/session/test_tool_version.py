@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from wrapagent.session import tool_version as tv
+
+from waiting import wait_for
 
 
 def write_exe(path: Path, text: str) -> Path:
@@ -51,13 +52,6 @@ def no_process(monkeypatch: pytest.MonkeyPatch):
     for name in ("posix_spawn", "posix_spawnp", "fork", "system", "execv", "execve"):
         if hasattr(os, name):
             monkeypatch.setattr(os, name, forbidden)
-
-
-def wait_for(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition never came true"
-        time.sleep(0.02)
 
 
 def gone(pid: int) -> bool:

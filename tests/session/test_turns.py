@@ -169,7 +169,8 @@ def test_firer_without_runs_has_no_entry() -> None:
 
 
 def test_injector_and_tracker_sleep_once_the_wait_fired() -> None:
-    """The steady state of a whole session: no emulator, no timer, no wake fd."""
+    """The steady state of a whole session: no timer, no wake fd; output only for the followed
+    screen (a tool with a screen shape: its emulator runs in a thread of its own)."""
     from wrapagent.inject.adapters import adapter_for
     from wrapagent.inject.injector import FirstMessageInjector
 
@@ -186,7 +187,7 @@ def test_injector_and_tracker_sleep_once_the_wait_fired() -> None:
     inj.poll(now)
     inj.on_input(b"\r", now)
     inj.poll(now)
-    assert inj.watch_output is False
+    assert inj.watch_output is (inj.view is not None)
     inj.last_output = now + 1.0                                # the reply (a plain store)
     assert inj.deadline() == now + 1.0 + QUIET
     now += 1.0 + QUIET
@@ -222,3 +223,19 @@ def test_firer_close_drops_a_run_not_started_and_waits_for_the_running_one() -> 
     assert done == [1]                             # 2 never ran: the tool had exited
     entry = firer.record_entry()
     assert entry is not None and entry["runs"] == 1 and entry["skipped"] == 1
+
+
+def test_an_interrupted_turn_is_marked_at_its_stop() -> None:
+    t, fired = tracker()
+    asked: list[int] = []
+    t.interrupted = lambda turn: asked.append(turn) or turn == 1
+    assert t.working() is None
+    t.submitted(0.0)
+    assert t.working() == 1                      # a turn under way: interrupt keys count
+    t.poll(10.0, 1.0)
+    assert t.working() is None                   # the agent waits
+    assert fired == [1] and asked == [1] and t.interrupted_turn == 1
+    t.submitted(20.0)
+    t.poll(30.0, 21.0)
+    assert fired == [1, 2] and t.interrupted_turn == 1
+    assert [e.get("interrupted") for e in t.turns] == [True, None]

@@ -228,3 +228,43 @@ def test_permission_prompt_is_a_wait_and_the_answer_resumes(world: World) -> Non
     world.wait_event("fired 1 1", count=2)   # same turn, a new wait
     assert quit_demo(child) == 0
     assert world.event_lines() == ["fired 1 1", "message 1", "reply 1", "fired 1 1"]
+
+
+def _group_alive(pgid: int) -> bool:
+    from wrapagent import portable
+
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return portable.group_alive(pgid)
+
+
+def test_a_waiting_hook_still_running_when_the_tool_quits_is_ended(world: World) -> None:
+    """A waiting_for_input hook of 300 s does not hold the exit: its group is ended, the record finished."""
+    pidfile = world.tmp / "hook.pid"
+    world.hooks('[waiting_for_input]\ncommand = "echo $$ > %s; exec sleep 300"\nquiet_secs = 1\n'
+                'timeout_secs = 600\n' % pidfile)
+    child = world.spawn()
+    ready(child)
+    say(child, "a quick one", 1)
+    end = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < end, "the waiting_for_input hook never started"
+        time.sleep(0.05)
+    pgid = int(pidfile.read_text())
+    assert _group_alive(pgid)
+    try:
+        assert quit_demo(child) == 0     # pexpect's 30 s timeout: far below the hook's 300 s
+        assert not _group_alive(pgid)
+        rec = world.record()
+        assert rec["state"] == "finished" and rec["exit_code"] == 0
+        (entry,) = [h for h in rec["hooks"] if h["name"] == "waiting_for_input"]
+        assert entry["error"] == "ended: the tool exited" and entry["failed"] == 0
+        log = "".join(p.read_text() for p in world.state.glob("wrapagent/projects/*/*/session.log"))
+        assert "still running when the tool exited, killed" in log and "waiting_for_input" in log
+    finally:
+        try:
+            os.killpg(pgid, 9)
+        except ProcessLookupError:
+            pass

@@ -64,10 +64,18 @@ SPEC: dict[str, Command] = {
                                                    "--limit": "value", "--json": None}),
         "show": Command("one session", {**_HELP, "--json": None}, _ID),
         "path": Command("the project's sessions repository", {**_HELP, "--project": "dirs"}),
-        "diff": Command("what the session changed", {**_HELP, "--stat": None}, _ID),
-        "undo": Command("put the files it changed back", {**_HELP, "--dry-run": None, "--force": None}, _ID),
-        "prune": Command("drop old checkpoint refs", {**_HELP, "--older-than": "value", "--project": "dirs"}),
+        "diff": Command("what the session changed", {**_HELP, "--stat": None, "--turn": "value"}, _ID),
+        "undo": Command("put the files it changed back", {**_HELP, "--dry-run": None, "--force": None,
+                                                                  "--turn": "value"}, _ID),
+        "prune": Command("drop old checkpoint refs", {**_HELP, "--older-than": "value", "--project": "dirs",
+                                                     "--dry-run": None, "--yes": None}),
         "resume": Command("continue the session's conversation", dict(_HELP), _ID),
+        "replay": Command("play the session's recording", {**_HELP, "--speed": "value", "--idle-limit": "value"},
+                          _ID),
+        "export": Command("the recording or the conversation",
+                          {**_HELP, "--format": "formats", "-o": "files", "--output": "files"}, _ID),
+        "search": Command("sessions whose messages or replies hold TEXT",
+                          {**_HELP, "--tool": "tools", "--project": "dirs", "--all": None}, ("text",)),
     }),
     "trust": Command("review and trust a project's hooks file",
                      {**_HELP, "--revoke": None, "--list": None, "--json": None}, ("files",)),
@@ -76,6 +84,10 @@ SPEC: dict[str, Command] = {
                           "--dir": "dirs"}),
     "send": Command("the next message of a running session",
                     {**_HELP, "--session": "ids", "--guard": "value", "--wait": None, "--timeout": "value"}),
+    "undo": Command("undo the newest turn of the newest session here",
+                    {**_HELP, "--dry-run": None, "--force": None, "--quiet": None}),
+    "redo": Command("put back what the last undo took",
+                    {**_HELP, "--dry-run": None, "--force": None, "--quiet": None}),
     "help": Command("the usage"),
 }
 TOP = Command("", {"--no-hooks": None, "--strict": None, "--shim-dir": "dirs", "-h": None, "--help": None,
@@ -111,6 +123,8 @@ def _kind(kind: str | None, env: Mapping[str, str] | None) -> list[tuple[str, st
         return [(s, "shell") for s in SHELLS]
     if kind == "ids":
         return [("last", "the newest session"), *((i, _ulid_date(i)) for i in session_ids(env))]
+    if kind == "formats":
+        return [("cast", "asciicast v3"), ("md", "the conversation as Markdown"), ("json", "the same as data")]
     if kind == "files":
         return [(FILES, "")]
     if kind == "dirs":

@@ -13,7 +13,10 @@ to the same file, and a test then reads who came first without timing anything.
 Like the real CLIs while the model works, a message containing `(think)`
 animates a spinner for `--think-secs` (default 3, or WRAPAGENT_DEMO_THINK_SECS)
 before the reply; one containing `(ask)` first shows a permission prompt
-that waits for Enter.
+that waits for Enter; one containing `(choose)` a question answered by one
+key (`1` or `2`, no Enter). Like them too, ↑ on the prompt recalls the last
+message into it, and shift+tab switches a mode (redrawing the prompt, its
+text unchanged).
 
 WRAPAGENT_DEMO_PASTE_ENTER=joins makes it read input as gemini 0.61 does: an
 Enter that comes in the same read right after a paste's end is part of the
@@ -23,6 +26,11 @@ as one burst.
 WRAPAGENT_DEMO_DROP_PASTES=N makes its composer drop its first N pastes
 without a trace (nothing drawn, nothing kept), like a composer that is not
 listening yet; tests use it to see the delivery receipt fail.
+
+It edits files on request, so diff, undo and redo can be tried with no
+coding CLI: a message `write PATH TEXT` writes TEXT and a newline to PATH,
+`rm PATH` removes it (PATH relative to the folder it runs in, never outside
+it, never through a link); it replies as usual.
 
 Usage: python -m wrapagent.commands.demo_agent [--log FILE] [--think-secs S] [-p] [PROMPT] | --version
 """
@@ -42,6 +50,53 @@ BANNER = ("wrapagent demo agent: type a message and press Enter; "
           "/quit or Ctrl-D to leave.")
 
 
+class Transcript:
+    """The demo agent's own transcript, as a real CLI keeps one: a JSONL file per conversation.
+
+    In wrapagent's state folder (`session/transcripts.py`, `find_demo`), 0600,
+    created new (never through a link); a reset starts the next file. A
+    transcript that cannot be written is no reason to fail the demo.
+    """
+
+    def __init__(self) -> None:
+        import time
+
+        self.stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.fd = -1
+        self.conversation = 0
+
+    def start(self, conversation: int) -> None:
+        import uuid
+
+        from wrapagent.history.private_files import create_private, private_dir
+        from wrapagent.history.transcripts import demo_transcripts_dir
+
+        self.close()
+        self.conversation = conversation
+        try:
+            folder = private_dir(str(demo_transcripts_dir(os.environ)))
+            name = f"{self.stamp}-{os.getpid()}-{conversation}.jsonl"
+            self.fd = create_private(os.path.join(folder, name))
+        except OSError:
+            self.fd = -1
+            return
+        self.write("session", id=str(uuid.uuid4()), cwd=os.getcwd(),
+                   wrapagent_session=os.environ.get("WRAPAGENT_SESSION_ID"))
+
+    def write(self, kind: str, **fields: object) -> None:
+        if self.fd < 0:
+            return
+        try:
+            os.write(self.fd, (json.dumps({"type": kind, **fields}) + "\n").encode())
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 SPINNER = "|/-\\"
 SPIN_SECS = 0.1
 
@@ -57,6 +112,12 @@ class Agent:
         self.think_secs = think_secs
         self.asking: str | None = None
         """A message waiting for the user's Enter at the permission prompt."""
+        self.choosing: str | None = None
+        """A message waiting for a one-key answer (`1` or `2`)."""
+        self.last: str = ""
+        """The last message submitted: ↑ recalls it."""
+        self.mode = "default"
+        self.transcript = Transcript()
 
     def event(self, what: str, **fields: object) -> None:
         """Append an event (message, reply, reset) to the events file, if any."""
@@ -79,9 +140,14 @@ class Agent:
 
     def submit(self, text: str) -> None:
         """A typed message: ask first if it says `(ask)`, else think if it says `(think)`, then reply."""
+        self.last = text
         if "(ask)" in text:
             self.asking = text
             self.out.write("\r\nallow the demo tool to run? press Enter to allow\r\n")
+            return
+        if "(choose)" in text:
+            self.choosing = text
+            self.out.write("\r\nrun the tests first?\r\n> 1. Yes\r\n  2. No\r\npress 1 or 2\r\n")
             return
         if "(think)" in text:
             self.out.write("\r\n")
@@ -95,15 +161,25 @@ class Agent:
         self.think()
         self.receive(text, "tty")
 
+    def chose(self, key: str) -> None:
+        text, self.choosing = self.choosing, None
+        assert text is not None
+        self.out.write(f"chose {key}\r\n")
+        self.receive(text, "tty")
+
     def reset(self, command: str) -> None:
         self.conversation += 1
         self.event("reset", command=command, conversation=self.conversation)
+        self.transcript.close()  # the next message starts the next conversation's file
         self.out.write(f"\r\n(new conversation {self.conversation})\r\n")
 
     def receive(self, text: str, how: str) -> None:
         """Show (and log) a message exactly as it arrived."""
         self.count += 1
         self.event("message", n=self.count)
+        if self.transcript.conversation != self.conversation or self.transcript.fd < 0:
+            self.transcript.start(self.conversation)
+        self.transcript.write("user", text=text)
         if self.log_path:
             with open(self.log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"n": self.count, "how": how, "text": text,
@@ -112,9 +188,47 @@ class Agent:
         nl = "\r\n" if how == "tty" else "\n"
         self.out.write(f"{nl}--- message {self.count} received ({len(text)} chars) ---{nl}"
                        f"{body}{nl}--- end of message {self.count} ---{nl}")
-        self.out.write(f"reply: MOCK-REPLY-{self.count}{nl}")
+        done = edit_files(text)
+        if done:
+            self.out.write(f"{done}{nl}")
+        reply = f"MOCK-REPLY-{self.count}"
+        self.out.write(f"reply: {reply}{nl}")
         self.out.flush()
+        self.transcript.write("assistant", text=reply)
         self.event("reply", n=self.count)
+
+
+def edit_files(text: str) -> str | None:
+    """`write PATH TEXT` / `rm PATH` (a line of the message each): what was done, or None.
+
+    Only below the current folder: a path that leaves it (`..`, absolute)
+    or goes through a link is refused, as an agent's sandbox would.
+    """
+    said = []
+    for line in text.splitlines():
+        words = line.strip().split(" ", 2)
+        if not words or words[0] not in ("write", "rm") or len(words) < 2:
+            continue
+        path = words[1]
+        here = os.path.realpath(".")
+        full = os.path.realpath(os.path.join(here, os.path.dirname(path)))
+        if os.path.isabs(path) or not (full == here or full.startswith(here + os.sep)):
+            said.append(f"refused: {path} is outside this folder")
+            continue
+        target = os.path.join(full, os.path.basename(path))
+        try:
+            if words[0] == "write":
+                os.makedirs(full, exist_ok=True)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                with os.fdopen(os.open(target, flags, 0o644), "w", encoding="utf-8") as f:
+                    f.write((words[2] if len(words) > 2 else "") + "\n")
+                said.append(f"wrote {path}")
+            else:
+                os.unlink(target)
+                said.append(f"removed {path}")
+        except OSError as exc:
+            said.append(f"{words[0]} {path}: {exc.strerror or exc}")
+    return "; ".join(said) or None
 
 
 def _one_shot(agent: Agent, prompt: str | None) -> int:
@@ -145,7 +259,7 @@ def _interactive(agent: Agent, initial: str | None) -> int:
 
 
 def _loop(agent: Agent, fd: int, out: TextIO) -> int:
-    from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, NEWLINE, PASTE_END, PASTE_START,
+    from wrapagent.inject.keys import (BACKSPACE, ENTER, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
                                        TEXT, tokenize)
 
     buf: list[str] = []
@@ -186,7 +300,18 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
                 out.write("\r\n")
                 continue
             text = tok.data.decode("utf-8", "replace")
-            if kind == TEXT or (in_paste and kind not in (PASTE_START, PASTE_END)):
+            if agent.choosing is not None and not in_paste:
+                if kind == TEXT and text[:1] in ("1", "2"):
+                    agent.chose(text[:1])
+                    out.write(PROMPT)
+                continue  # a one-key question: nothing reaches the prompt
+            if kind == KEY and tok.data in (b"\x1b[A", b"\x1bOA") and not buf and agent.last:
+                buf[:] = list(agent.last)  # history recall: the last message back on the prompt
+                out.write("\r\x1b[K" + PROMPT + agent.last)
+            elif kind == KEY and tok.data == b"\x1b[Z":
+                agent.mode = "plan" if agent.mode == "default" else "default"
+                out.write(f"\r\x1b[K(mode: {agent.mode})\r\n" + PROMPT + "".join(buf))
+            elif kind == TEXT or (in_paste and kind not in (PASTE_START, PASTE_END)):
                 buf.append(text)
                 out.write(text)
                 interrupts = 0
@@ -213,7 +338,7 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
                     agent.submit(message)
                 else:
                     out.write("\r\n")
-                if agent.asking is not None:
+                if agent.asking is not None or agent.choosing is not None:
                     continue
                 out.write(PROMPT)
             elif kind == INTERRUPT and tok.data == b"\x03":

@@ -75,12 +75,42 @@ def _layer_facts(layer: Any, env: Mapping[str, str]) -> dict[str, Any]:
         "trusted": layer.trusted,
         "trust": trust_state,
         "status": status,
+        "stop_check": _stop_check_facts(layer.stop_check),
+        "send": layer.send,
         "problems": [
             {"severity": p.severity, "path": p.path, "line": p.line, "key": p.key,
              "message": p.message, "text": str(p)}
             for p in layer.problems
         ],
     }
+
+
+def _stop_check_facts(spec: Any) -> dict[str, Any] | None:
+    """A layer's own `[stop_check]` (None: not in the file); whether it applies is the layer's status."""
+    if spec is None:
+        return None
+    if spec is False:
+        return {"enabled": False}
+    return {"enabled": True, "command": spec.command, "max_continues": spec.max_continues,
+            "quiet_secs": spec.quiet_secs, "timeout_secs": spec.timeout_secs}
+
+
+def _whole_session_facts(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The newest session's stop check continuations and `wrapagent send` messages, and what did not go in."""
+    check = record.get("stop_check")
+    stop = None
+    if check:
+        stop = {"runs": len(check.get("runs") or []), "continuations": len(check.get("continuations") or []),
+                "not_sent": len(check.get("not_sent") or []), "interrupted": len(check.get("interrupted") or []),
+                "still_failing": bool(check.get("still_failing"))}
+    sent = record.get("sent")
+    sends = None
+    if sent is not None:
+        delivered = sum(1 for s in sent if s.get("status") == "delivered")
+        failed = [s for s in sent if s.get("status") not in ("delivered", "queued")]
+        sends = {"total": len(sent), "delivered": delivered, "not_delivered": len(failed),
+                 "reasons": sorted({str(s.get("reason") or "-") for s in failed})}
+    return {"stop_check": stop, "sends": sends}
 
 
 def _guard_facts(guard: Any) -> dict[str, Any]:
@@ -368,6 +398,7 @@ def _last_session_facts(record: Mapping[str, Any] | None) -> dict[str, Any] | No
         "hooks": list(record.get("hooks") or []),
         "warnings": list(record.get("warnings") or []),
         "dir": record.get("_dir"),
+        **_whole_session_facts(record),
     }
 
 

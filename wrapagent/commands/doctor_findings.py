@@ -90,6 +90,11 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
                     hook.get("error") or f"exit {hook.get('exit_code')}")
                 add(ERROR, f"the last session's {hook.get('kind')} {hook.get('name')!r} failed ({what}); "
                            f"see `wrapagent sessions show {last['id']}`")
+        sends = last.get("sends") or {}
+        if sends.get("not_delivered"):
+            add(WARNING, f"the last session ({last['id']}) did not deliver {sends['not_delivered']} message(s) "
+                         f"from `wrapagent send` ({'; '.join(sends.get('reasons') or [])}); "
+                         f"see `wrapagent sessions show {last['id']}`")
     git = report["sessions"]["git"]
     if report["sessions"]["exists"] and not git["repo"]:
         add(INFO, f"the sessions folder {report['sessions']['root']} is not a git repository yet")

@@ -14,6 +14,8 @@ pseudo-terminal; the result is plain data, rendered by `doctor_report`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import os
 import re
 import signal
@@ -85,7 +87,8 @@ class _Probe:
         self.injector = FirstMessageInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
                                              wake_fd=None)
         self.t0 = time.monotonic()
-        self.pid, self.fd = spawn(argv, env=env, cwd=None, size=(rows, cols))
+        # pid: the session leader on the PTY (its exit status is the tool's); tool_pid: the tool's group
+        self.pid, self.tool_pid, self.fd = spawn(argv, env=env, cwd=None, size=(rows, cols))
         os.set_blocking(self.fd, False)
         self.eof = False
         self.status: int | None = None
@@ -222,9 +225,10 @@ class _Probe:
                 self.injector.poll(now)
 
     def signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
+        from wrapagent import child_process
+
+        child_process.signal_group(self.tool_pid, sig)
+        if not child_process.signal_group(self.pid, sig):
             try:
                 os.kill(self.pid, sig)
             except (ProcessLookupError, PermissionError):
@@ -256,6 +260,19 @@ def _probe_command(tool: str, extra: Sequence[str], env: Mapping[str, str]) -> t
     return [path, *extra], path, os.path.basename(tool)
 
 
+def _agent_kind(name: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """Whether wrapagent types into this program (`inject/agents.py`), with the config's names."""
+    from wrapagent import paths
+    from wrapagent.hooks.config_loader import load_config
+    from wrapagent.inject.agents import is_agent, kind_of
+
+    try:
+        configured = load_config(paths.find_project_root(Path.cwd()), env=env).agents
+    except Exception:  # a broken config must not hide the probe's answer; `doctor` reports it
+        configured = ()
+    return {"kind": kind_of(name, configured), "types_input": is_agent(name, configured)}
+
+
 def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOUT_SECS,
           env: Mapping[str, str] | None = None, rows: int = PROBE_ROWS, cols: int = PROBE_COLS) -> dict[str, Any]:
     """Start the real `tool`, wait for wrapagent's readiness detection, quit it; the facts as a dict."""
@@ -281,6 +298,7 @@ def probe(tool: str, extra: Sequence[str] = (), *, timeout: float = PROBE_TIMEOU
     adapter = adapter_for(name)
     result.update(argv=argv, executable=executable, adapter=adapter.name,
                   bracketed_paste_required=adapter.requires_bracketed_paste)
+    result.update(_agent_kind(adapter.name, env))
     child_env = {**env, **resolve.child_env_additions(env=env)}
     if child_env.get("TERM", "dumb") in ("", "dumb"):
         child_env["TERM"] = "xterm-256color"

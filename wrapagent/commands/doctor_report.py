@@ -36,6 +36,7 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
         if layer["kind"] == "project-hooks" and layer["exists"]:
             status += f" (trust: {layer.get('trust') or 'unknown'})"
         out.append(f"  {'':<14} {status}")
+        out.extend(f"  {'':<14} {line}" for line in _session_settings_lines(layer))
         for p in layer["problems"]:
             out.append(f"  {'':<14} {p['severity']}: {p['text']}")
 
@@ -142,6 +143,7 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
             out.append(f"    note: {visible_text(str(note))}")
         out.append("  hooks:")
         out.extend(hook_rows(last["hooks"], indent="    "))
+        out.extend(_last_whole_session_lines(last))
         for w in last.get("warnings") or []:
             out.append(f"  warning: {visible_text(str(w))}")
 
@@ -151,6 +153,48 @@ def render(report: Mapping[str, Any], *, colour: bool = False) -> str:
     for f in report["findings"]:
         out.append(f"  {paint(f['level'], _LEVEL_COLOURS.get(f['level'], ''), colour)}: {f['message']}")
     return "\n".join(out) + "\n"
+
+
+def _session_settings_lines(layer: Mapping[str, Any]) -> list[str]:
+    """A hooks layer's own `[stop_check]` and `[send]`; a project file's say whether they apply (trust)."""
+    lines: list[str] = []
+    check, send = layer.get("stop_check"), layer.get("send")
+    if check is None and send is None:
+        return lines
+    applies = ""
+    if layer["kind"] == "project-hooks" and not layer["used"]:
+        applies = " (not applied: " + ("the file is not trusted" if layer.get("trusted") is False
+                                       else "the file is not used") + ")"
+    if check is not None:
+        if not check["enabled"]:
+            lines.append(f"[stop_check] disabled (enabled = false){applies}")
+        else:
+            quiet = "the tool's default" if check["quiet_secs"] is None else f"{check['quiet_secs']:g}s"
+            lines.append(f"[stop_check] {check['command']}{applies}")
+            lines.append(f"  max_continues {check['max_continues']}, quiet_secs {quiet}, "
+                         f"timeout {check['timeout_secs']:g}s")
+    if send is not None:
+        lines.append(f"[send] {'enabled' if send else 'disabled'}{applies}")
+    return lines
+
+
+def _last_whole_session_lines(last: Mapping[str, Any]) -> list[str]:
+    """How many continuations and sends the newest session had, and any that did not go in."""
+    lines: list[str] = []
+    check = last.get("stop_check")
+    if check:
+        line = (f"  stop check: {check['runs']} run(s), {check['continuations']} continuation(s)"
+                + (f", {check['not_sent']} not sent" if check["not_sent"] else "")
+                + (f", {check['interrupted']} stop(s) after the user interrupted" if check["interrupted"] else "")
+                + (", still failing when let stop" if check["still_failing"] else ""))
+        lines.append(line)
+    sends = last.get("sends")
+    if sends:
+        line = f"  sends: {sends['total']} message(s), {sends['delivered']} delivered"
+        if sends["not_delivered"]:
+            line += f", {sends['not_delivered']} NOT delivered ({'; '.join(sends['reasons'])})"
+        lines.append(line)
+    return lines
 
 
 def _last_ready_text(ready: Mapping[str, Any] | None) -> str:
@@ -217,13 +261,20 @@ def render_probe(result: Mapping[str, Any], *, colour: bool = False) -> str:
         out.append(f"  version       {result.get('tool_version') or 'unknown'}")
     out.append(f"  terminal      private {result['cols']}x{result['rows']}; "
                f"{result['queries_answered']} terminal queries answered")
+    types_input = result.get("types_input", True)
+    if "kind" in result:
+        what = ("wrapagent types its blocks and messages into it" if types_input else
+                "proxied and recorded with its hooks, nothing typed into it "
+                "(name it in [agents] programs of the global hooks.toml if it is an agent)")
+        out.append(f"  kind          {result['kind']}: {what}")
     if result["ready"]:
         from wrapagent.commands.doctor_readiness import fallback_message
 
         by = result.get("ready_by")
         rule = {"marker": " by its own screen markers", "generic": " by the generic rule"}.get(str(by), "")
         out.append(f"  readiness     {paint('FIRED', GREEN, colour)} after {result['ready_after_s']:.2f}s{rule} "
-                   f"(wrapagent would inject into the first message)")
+                   + ("(wrapagent would inject into the first message)" if types_input else
+                      "(no agent: nothing would be typed)"))
         from wrapagent.inject.adapters import KNOWN_TOOLS
 
         if by == "generic" and result.get("adapter") in KNOWN_TOOLS:

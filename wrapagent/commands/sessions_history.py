@@ -37,8 +37,12 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     from wrapagent import gitcmd
     from wrapagent.history import checkpoint_access, checkpoints
 
-    _, info = _checkpoints_of(ns, env, err, read_only=True)
+    record, info = _checkpoints_of(ns, env, err, read_only=True)
     try:
+        if getattr(ns, "turn", None) is not None:
+            from wrapagent.history.turn_checkpoints import turn_info
+
+            info = turn_info(record, info, ns.turn, env)
         repo, args = checkpoint_access.diff_args(info, ns.stat, env)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
@@ -46,30 +50,84 @@ def cmd_diff(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
 
     at = args.index("diff") + 1
     args[at:at] = git_color_args(out, env)  # NO_COLOR and --color reach git too
+    left_out = {**(info.get("left_out_before") or {}), **(info.get("left_out_after") or {})}
+    if left_out:
+        out.write(checkpoint_access.left_out_line(left_out) + "\n")
     out.flush()
     try:
-        return gitcmd.run(repo.top, args, git_dir=repo.git_dir, work_tree=repo.top, interactive=True,
-                          base_env=env).code
+        if repo.store is not None:
+            from wrapagent.history.store import CONFIG
+
+            return gitcmd.run(repo.top, args, git_dir=repo.store.path, work_tree=repo.top, config=CONFIG,
+                              interactive=True, base_env=env).code
+        return gitcmd.run(repo.top, ["--no-optional-locks", *args], git_dir=repo.git_dir, work_tree=repo.top,
+                          interactive=True, base_env=env).code
     except gitcmd.GitError as exc:
         raise _SessionsError(str(exc)) from None
 
 
-def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], stdin: IO[str] | None = None) -> int:
+    """Drop old sessions' checkpoints; list first with --dry-run, ask before dropping more than one.
+
+    A session's checkpoints are its diff and its undo, and git cannot bring a
+    deleted ref back: more than one session's go only after a yes at the
+    terminal or `--yes` (a script without it drops nothing, as `uninstall`).
+    """
+    import time
+
     from wrapagent.history import checkpoints
 
     if ns.older_than < 0:
         raise _SessionsError("--older-than must be 0 or more days")
-    root = _resolve_project(ns.project)
+    root = _resolve_project(ns.project or getattr(ns, "cwd", None))  # where the command was typed
+    now = time.time()  # one cutoff for the look and the drop: the same sessions
     try:
-        dropped = checkpoints.prune(root, ns.older_than, env)
+        doomed = checkpoints.prune(root, ns.older_than, env, now, dry_run=True)
+    except checkpoints.CheckpointError as exc:
+        raise _SessionsError(str(exc)) from None
+    what = f"the checkpoints of {len(doomed)} session(s) older than {ns.older_than:g} day(s) in {root}"
+    if ns.dry_run or not doomed:
+        out.write(f"{'would drop' if doomed else 'nothing to drop:'} {what}"
+                  f"{' (dry run: nothing dropped)' if doomed else ''}\n")
+        _list_ids(doomed, out)
+        return 0
+    if len(doomed) > 1 and not ns.yes:
+        out.write(f"this drops {what}; their diff and undo go with them:\n")
+        _list_ids(doomed, out)
+        if not _confirm(sys.stdin if stdin is None else stdin, out):
+            out.write("nothing dropped (--yes drops them without asking, --dry-run only lists)\n")
+            return 1
+    try:
+        dropped = checkpoints.prune(root, ns.older_than, env, now)
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
     checkpoints.note_pruned(dropped, paths.all_sessions_roots(env))
+    from wrapagent.history import recording
+
+    recordings = recording.drop(dropped, env)
+    also = f" (and {recordings} recording(s))" if recordings else ""
     out.write(f"dropped the checkpoints of {len(dropped)} session(s) older than {ns.older_than:g} day(s)"
-              f" in {root}\n")
-    for session_id in dropped:
-        out.write(f"  {session_id}\n")
+              f" in {root}{also}\n")
+    _list_ids(dropped, out)
     return 0
+
+
+def _list_ids(session_ids: Sequence[str], out: IO[str]) -> None:
+    for session_id in session_ids:
+        out.write(f"  {session_id}\n")
+
+
+def _confirm(stdin: IO[str], out: IO[str]) -> bool:
+    """A yes typed at the terminal; no terminal is no yes."""
+    try:
+        interactive = stdin.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        return False
+    out.write("Drop them? [y/N] ")
+    out.flush()
+    return stdin.readline().strip().lower() in ("y", "yes")
 
 
 def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, list[str], str]:
@@ -90,7 +148,11 @@ def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, l
 
 def cmd_resume(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     """Start the same tool, wrapped, in the session's directory, continuing its conversation."""
-    record, _ = pick(ns.id, env, ns.cwd, read_only=False)
+    record, skipped = pick(ns.id, env, ns.cwd, read_only=False)
+    if skipped:
+        from wrapagent.visible import visible
+
+        err.write(visible(f"wrapagent sessions: {skipped}") + "\n")
     tool, args, cwd = resume_argv(record, ns.tool_args)
     try:
         os.chdir(cwd)

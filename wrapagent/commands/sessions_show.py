@@ -342,9 +342,14 @@ def _turn_rows(record: Mapping[str, Any]) -> list[str]:
         waits = f", {turn['waits']} waits" if turn.get("waits") else ""
         # quiet_at is when the output went quiet; waiting_for_input fires quiet_secs after that
         by = f" by {_cell(turn['by'])}" if turn.get("by") else ""
+        stopped = ", interrupted by the user" if turn.get("interrupted") else ""
         out.append(f"  #{_cell(turn.get('n'))}  submitted{by} {_cell(format_time(turn.get('at')))}"
                    + (f", output quiet from +{_seconds_between(turn.get('at'), quiet)} (seen waiting "
-                      f"quiet_secs later){waits}" if quiet else ", not seen waiting"))
+                      f"quiet_secs later){waits}" if quiet else ", not seen waiting") + stopped)
+        files = turn.get("files")
+        if isinstance(files, list):
+            shown = ", ".join(_cell(f) for f in files[:8]) + (f" … and {len(files) - 8} more" if len(files) > 8 else "")
+            out.append(f"      changed: {shown}" if files else "      changed no file")
     if total > TURNS_SHOWN:
         out.append(f"  ... {total - TURNS_SHOWN} more")
     return out
@@ -381,6 +386,8 @@ def _stop_check_rows(record: Mapping[str, Any]) -> list[str]:
         out.extend(f"    {visible_text(line)}" for line in str(cont.get("text") or "").split("\n"))
     for item in entry.get("not_sent") or []:
         out.append(f"  after turn {item.get('after_turn')}: not sent ({visible_text(str(item.get('reason')))})")
+    for turn in entry.get("interrupted") or []:
+        out.append(f"  after turn {_cell(turn)}: not run (the user interrupted the agent)")
     failing = entry.get("still_failing")
     if failing:
         out.append(f"  still failing at turn {failing.get('turn')} after "
@@ -475,6 +482,19 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     return "\n".join(out) + "\n"
 
 
+def recording_cell(record: Mapping[str, Any]) -> str:
+    """Where the session's recording is and what it holds (`sessions replay` plays it)."""
+    rec = record.get("recording")
+    if not isinstance(rec, dict):
+        return "-"
+    size = f"{rec.get('bytes', 0)} bytes" + (f", {rec['gz_bytes']} compressed" if rec.get("gz_bytes") else "")
+    extra = "".join(f"; {text}" for key, text in (("capped", "stopped at its size cap"),
+                                                  ("dropped_bytes", "output dropped"), ("note", rec.get("note")),
+                                                  ("error", rec.get("error"))) if rec.get(key))
+    gone = "" if rec.get("file") and Path(str(rec["file"])).exists() else " (gone: keep_days)"
+    return visible_text(f"{rec.get('file')}{gone} ({rec.get('markers', 0)} markers, {size}{extra})")
+
+
 def history_lines(record: Mapping[str, Any]) -> list[str]:
     """The native session, transcripts and checkpoints of a record, for `show`."""
     out = ["", "History:"]
@@ -487,6 +507,7 @@ def history_lines(record: Mapping[str, Any]) -> list[str]:
         shown = str(Path(folder) / where) if folder and where else "(not copied)"
         note = f" ({entry['note']})" if entry.get("note") else ""
         out.append(f"  transcript  {visible_text(str(entry.get('id')))}: {visible_text(shown)}{visible_text(note)}")
+    out.append(f"  recording   {recording_cell(record)}")
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         out.append("  checkpoints -")

@@ -92,16 +92,80 @@ def _note_undone(record: Mapping[str, Any]) -> None:
         checkpoints.note_record(folder, undone_at=dt.datetime.now(dt.timezone.utc).isoformat())
 
 
+SHOWN_STAGED = 3  # staged paths named in the note; the rest are counted
+
+
+def what_undo_leaves(repo, info: Mapping[str, Any], acted_on: list[str], *, dry_run: bool) -> list[str]:
+    """One line each for what `git status` and `git log` still show after the undo.
+
+    Undo restores files only: changes staged in the index to the files it
+    touches (a `git rm` shows as `D README.md` next to `?? README.md`) and
+    commits made during the session stay. Saying so keeps the user from
+    taking either for a failed undo. Best effort: a git error drops a line.
+    """
+    from wrapagent.history import checkpoints
+
+    lines = []
+    try:
+        staged = _staged(repo, set(acted_on))
+        if staged:
+            shown = ", ".join(f"{status} {field(path)}" for status, path in staged[:SHOWN_STAGED])
+            more = f" and {len(staged) - SHOWN_STAGED} more" if len(staged) > SHOWN_STAGED else ""
+            lines.append(f"the index stages changes to {len(staged)} of these files ({shown}{more}): undo "
+                         f"{'would leave' if dry_run else 'leaves'} the index alone, so `git status` still "
+                         "shows them (`git restore --staged -- PATH` unstages one)")
+        commits = _commits_made(repo, info)
+        if commits:
+            start, end, count = commits
+            lines.append(f"the {count} commit(s) made during the session {'would stay' if dry_run else 'stay'} "
+                         f"(HEAD went from {start[:12] if start else 'no commit'} to {end[:12]}): undo changes "
+                         f"files only (`git log {start[:12] + '..' if start else ''}{end[:12]}` lists them)")
+    except (checkpoints.CheckpointError, OSError, ValueError):
+        pass
+    return lines
+
+
+def _staged(repo, paths: set[str]) -> list[tuple[str, str]]:
+    """(status, path) of the index's changes against HEAD, among `paths` (matched here: no pathspecs)."""
+    if not paths or repo.rev("HEAD") is None:
+        return []
+    proc = repo.read_user(["diff-index", "--cached", "-z", "--no-renames", "--name-status", "HEAD"])
+    out = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    found = [(out[i][:1], out[i + 1]) for i in range(0, len(out) - 1, 2) if out[i]]
+    return [(status, path) for status, path in found if path in paths]
+
+
+def _commits_made(repo, info: Mapping[str, Any]) -> tuple[str | None, str, int] | None:
+    """(HEAD before, HEAD after, commits between) when HEAD moved forward during the session."""
+    start, end = info.get("head"), info.get("head_after")
+    if not end or end == start:
+        return None
+    span = f"{start}..{end}" if start else str(end)
+    proc = repo.read_user(["rev-list", "--count", span])
+    count = int(proc.stdout.decode().strip() or 0) if proc.returncode == 0 else 0
+    return (str(start) if start else None, str(end), count) if count else None
+
+
 def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: IO[str]) -> int:
     from wrapagent.history import checkpoint_access, checkpoints
     from wrapagent.history import undo as undo_mod
     from wrapagent.history.checkpoint_access import shown_paths
 
-    record, _ = pick(ns.id, env, ns.cwd, read_only=False)
+    record, skipped = pick(ns.id, env, ns.cwd, read_only=False)
+    if skipped:
+        err.write(f"wrapagent sessions: {field(skipped)}\n")  # which session `last` is, when it passed one over
     sid = record.get("id")
     info = record.get("checkpoints")
     if not isinstance(info, dict):
         raise SessionsError(f"session {sid} has no checkpoints (recorded before they existed)")
+    turn = getattr(ns, "turn", None)
+    if turn is not None:
+        from wrapagent.history.turn_checkpoints import turn_info
+
+        try:
+            info = turn_info(record, info, turn, env)
+        except checkpoints.CheckpointError as exc:
+            raise SessionsError(str(exc)) from None
     if info.get("undone_at"):
         out.write(f"session {sid} was already undone on {format_time(info['undone_at'])}: nothing to do\n")
         return 0
@@ -109,7 +173,8 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         checkpoint_access.session_commits(info)
         repo = checkpoint_access.open_repo(info, env)
         before, after = checkpoint_access.session_commits(info, repo)
-        plan = undo_mod.plan(repo, before, after)
+        plan = undo_mod.plan(repo, before, after, left_out=undo_mod.left_out(info), force=ns.force,
+                             keep_folders=undo_mod.folders_before(info))
     except checkpoints.CheckpointError as exc:
         raise SessionsError(str(exc)) from None
     notes = []
@@ -139,16 +204,31 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         except checkpoint_access.UndoRefused as exc:  # the work tree changed since the checks
             raise SessionsError(str(exc)) from None
         except (OSError, checkpoints.CheckpointError) as exc:
-            raise SessionsError(f"undo stopped part-way: {exc}; the session's files are all in "
-                                f"{after} (git restore --source={after[:12]} -- PATH)") from None
-        if plan.acted_on:
+            raise SessionsError(f"undo stopped part-way: {exc}; the files as they were before the session "
+                                f"are in commit {before} and the session's in {after} ({_where(repo)}); "
+                                f"run `wrapagent sessions undo {sid}` again to finish") from None
+        if plan.acted_on and turn is None:
             _note_undone(record)
         out.write(f"undid session {sid} in {field(repo.top)}:\n")
     for path, what in lines:
         out.write(f"  {field(path)}: {what}\n")  # one line per path: a newline in a name is escaped
     for note in notes:
         out.write(f"note: {field(note)}\n")
-    ref = f"{info.get('ref')}/after" if info.get("ref") else "its after checkpoint"
-    out.write(f"the session's version of every file stays in {ref} ({after[:12]}): "
-              f"`git restore --source={after[:12]} -- PATH` brings one back\n")
+    for line in what_undo_leaves(repo, info, plan.acted_on, dry_run=ns.dry_run):
+        out.write(f"note: {line}\n")
+    out.write(f"the session's version of every file stays in {after[:12]}: "
+              f"`{_show_command(repo, after)}` brings one back\n")
     return 0
+
+
+def _where(repo) -> str:
+    return f"wrapagent's store {repo.store.path}" if repo.store is not None else "the repository"
+
+
+def _show_command(repo, commit: str) -> str:
+    """The git command that writes one file of a checkpoint back, byte for byte."""
+    import shlex
+
+    if repo.store is None:
+        return f"git restore --source={commit[:12]} -- PATH"
+    return f"git --git-dir={shlex.quote(repo.store.path)} cat-file blob {commit[:12]}:PATH > PATH"

@@ -104,7 +104,11 @@ _CHECKPOINT_EFFECTS = {
 def _describe_settings(hooks: Any) -> list[str]:
     """Every non-command setting the file makes take effect (over the user's global ones)."""
     lines = []
-    if hooks.guards == ():
+    extend = getattr(hooks, "extend_guards", False)
+    if extend:
+        lines.append("  extend.prompt_guard = true: the guards above come after your global prompt guards "
+                     "(one named as a global guard takes its place)")
+    elif hooks.guards == ():
         lines.append("  prompt_guard = []: no prompt guards in this project (your global ones are turned off)")
     elif hooks.guards:
         lines.append("  [[prompt_guard]]: the guards above replace your global prompt guards here")
@@ -150,26 +154,82 @@ def describe_content(file: Path, content: bytes) -> str:
         ]
         return "\n".join([*header, "", *body]) + "\n"
 
-    body: list[str] = []
-    if errors:
-        body.append("It has errors, so wrapagent will not use any of it while they remain:")
-        body.extend(f"  {_problem(p)}" for p in errors)
-    commands = [line for hook in hooks.lifecycle.values() for line in _describe_hook(hook)]
-    commands += [line for guard in hooks.guards or () for line in _describe_guard(guard)]
-    if getattr(hooks, "stop_check", None) is not None:
-        commands += _describe_stop_check(hooks.stop_check)
+    body = _errors(errors)
     body.append("Commands it would run (sh -c, in the project, around every wrapped agent session;"
                 " each replaces your global one for that event):")
-    body.extend(commands or ["  nothing"])
+    body.extend([line for _, lines in _command_items(hooks) for line in lines] or ["  nothing"])
     settings = _describe_settings(hooks)
     if settings:
         body.append("Settings it changes for sessions in this project:")
         body.extend(settings)
-    ignored = [p for p in problems if p.severity != "error"]
-    if ignored:
-        body.append("Ignored (wrapagent does not use these):")
-        body.extend(f"  {_problem(p)}" for p in ignored)
+    body += _ignored(problems)
     return "\n".join([*header, "", *body, "", *_NOTES]) + "\n"
+
+
+def _errors(errors: list[Any]) -> list[str]:
+    if not errors:
+        return []
+    return ["It has errors, so wrapagent will not use any of it while they remain:",
+            *(f"  {_problem(p)}" for p in errors)]
+
+
+def _ignored(problems: list[Any]) -> list[str]:
+    ignored = [p for p in problems if p.severity != "error"]
+    if not ignored:
+        return []
+    return ["Ignored (wrapagent does not use these):", *(f"  {_problem(p)}" for p in ignored)]
+
+
+def _command_items(hooks: Any) -> list[tuple[str, list[str]]]:
+    """(what, its review lines) for every command the file runs, in review order."""
+    items = [(hook.event, _describe_hook(hook)) for hook in hooks.lifecycle.values()]
+    items += [(f"prompt guard {visible(guard.name)!r}", _describe_guard(guard)) for guard in hooks.guards or ()]
+    if getattr(hooks, "stop_check", None) is not None:
+        items.append(("stop_check", _describe_stop_check(hooks.stop_check)))
+    return items
+
+
+def _review_items(hooks: Any) -> list[tuple[str, list[str]]]:
+    """Every command and setting as (name, review lines): what a re-review compares."""
+    settings = [(line.strip().split(":")[0].split(" = ")[0], [line]) for line in _describe_settings(hooks)]
+    return _command_items(hooks) + settings
+
+
+def describe_changes(file: Path, content: bytes, before: bytes, trusted_at: str) -> str | None:
+    """What changed in the file since it was trusted (added, removed, changed), the rest folded.
+
+    None when either version does not parse: then the whole file is reviewed
+    (`describe_content`), as on the first trust.
+    """
+    from wrapagent.hooks.config_loader import parse_hooks_bytes
+
+    hooks, problems = parse_hooks_bytes(file, content, is_project=True)
+    old_hooks, _ = parse_hooks_bytes(file, before, is_project=True)
+    if hooks is None or old_hooks is None:
+        return None
+    new_items, old_items = dict(_review_items(hooks)), dict(_review_items(old_hooks))
+    added = [name for name in new_items if name not in old_items]
+    removed = [name for name in old_items if name not in new_items]
+    changed = [name for name in new_items if name in old_items and new_items[name] != old_items[name]]
+    same = [name for name in new_items if name in old_items and name not in changed]
+    header = [f"{visible(str(file))}", f"  sha256 {content_sha256(content)}"]
+    body = _errors([p for p in problems if p.severity == "error"])
+    body.append(f"Changed since you trusted it ({visible(trusted_at) or 'earlier'}):")
+    if not (added or removed or changed):
+        body.append("  no command or setting: only comments, order or formatting")
+    body += _section("added", [line for name in added for line in new_items[name]])
+    body += _section("changed", [line for name in changed for line in
+                                 [*new_items[name], *(f"    was {line.strip()}" for line in old_items[name])]])
+    body += _section("removed (your global ones apply again)",
+                     [line for name in removed for line in old_items[name]])
+    if same:
+        body.append(f"Unchanged ({len(same)}, as you trusted them): {', '.join(same)}")
+    body += _ignored(problems)
+    return "\n".join([*header, "", *body, "", *_NOTES]) + "\n"
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    return [f"  {title}:", *(f"  {line}" for line in lines)] if lines else []
 
 
 def _problem(problem: Any) -> str:
@@ -284,7 +344,9 @@ def cmd_trust(
     if reason is not None:
         print(f"wrapagent: {reason}: wrapagent trust {field(shell_word(str(file)))}", file=stderr)
         return 1
-    stdout.write(describe_content(file, content) + "\n")
+    before = store.trusted_before(file)
+    review = describe_changes(file, content, *before) if before is not None else None
+    stdout.write((review or describe_content(file, content)) + "\n")
     stdout.write("Trust this file? [y/N] ")
     stdout.flush()
     answer = stdin.readline().strip().lower()

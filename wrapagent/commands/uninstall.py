@@ -33,15 +33,15 @@ RECORD_NAME = "session.json"
 
 @dataclass
 class Project:
-    """One repository where wrapagent left refs or its private index folder."""
+    """One repository where an earlier release left checkpoint refs a record names.
+
+    `refs` maps each ref to the commit the record says it holds: only a ref
+    still holding exactly that commit is deleted (git checks it atomically).
+    """
 
     top: str
     git_dir: str
-    refs: list[str] = field(default_factory=list)
-
-    @property
-    def private_dir(self) -> str:
-        return os.path.join(self.git_dir, "wrapagent")
+    refs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -52,15 +52,15 @@ class Plan:
     config_dir: Path
     projects: list[Project]
     running: list[str]  # markers of sessions that may still be running
+    stores: list[str] = field(default_factory=list)  # checkpoint stores outside the state folder
 
     @property
     def has_history(self) -> bool:
-        return self.state_dir.exists() or bool(self.projects)
+        return self.state_dir.exists() or bool(self.projects) or bool(self.stores)
 
 
-def known_project_roots(env: Mapping[str, str]) -> list[str]:
-    """Every project and checkpoint repository named by a session record, in first-seen order."""
-    seen: dict[str, None] = {}
+def _records(env: Mapping[str, str]):
+    """Every session record of every sessions root."""
     for root in paths.all_sessions_roots(env):
         try:
             entries = sorted(os.scandir(root), key=lambda e: e.name)
@@ -68,12 +68,8 @@ def known_project_roots(env: Mapping[str, str]) -> list[str]:
             continue
         for entry in entries:
             record = _read_record(os.path.join(entry.path, RECORD_NAME)) if entry.is_dir() else None
-            if not record:
-                continue
-            for value in (record.get("project_root"), (record.get("checkpoints") or {}).get("repo")):
-                if isinstance(value, str) and os.path.isabs(value):
-                    seen.setdefault(os.path.normpath(value), None)
-    return list(seen)
+            if record:
+                yield record
 
 
 def _read_record(path: str) -> dict | None:
@@ -85,29 +81,62 @@ def _read_record(path: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def find_projects(roots: list[str], env: Mapping[str, str]) -> list[Project]:
-    """The repositories among `roots` that still hold something of wrapagent's."""
-    from wrapagent.history.checkpoints import CheckpointError, Repo, git
+def recorded_stores(env: Mapping[str, str]) -> list[str]:
+    """The checkpoint stores the records name outside the state folder (removed with it otherwise)."""
+    from wrapagent.history.store import is_store
+
+    state = os.path.realpath(paths.state_dir_str(env))
+    found: dict[str, None] = {}
+    for record in _records(env):
+        store = (record.get("checkpoints") or {}).get("store")
+        if isinstance(store, str) and os.path.isabs(store) and is_store(store):
+            if not os.path.realpath(store).startswith(state + os.sep):
+                found.setdefault(store, None)
+    return list(found)
+
+
+def find_projects(env: Mapping[str, str]) -> list[Project]:
+    """Repositories holding checkpoint refs of an earlier release, as the records name them.
+
+    Only `refs/wrapagent/checkpoints/<recorded id>/{before,after}` whose
+    commit is the recorded one, in the repository the record's `git_dir`
+    names, and only where that path leads to that repository still (not
+    through a link: a project folder that became a link to another
+    repository is left alone).
+    """
+    from wrapagent.history.checkpoints import LEGACY_REF_PREFIX
 
     found: dict[str, Project] = {}
-    for root in roots:
-        if not os.path.isdir(root):
+    for record in _records(env):
+        info = record.get("checkpoints") or {}
+        git_dir, top, sid = info.get("git_dir"), info.get("repo"), record.get("id")
+        if info.get("store") or not all(isinstance(v, str) and v for v in (git_dir, top, sid)):
             continue
-        try:
-            repo = Repo.find(root, env=env)
-        except CheckpointError:
-            repo = None
-        if repo is None or repo.git_dir in found:
+        if not os.path.isabs(git_dir) or os.path.realpath(git_dir) != os.path.normpath(git_dir):
+            continue  # the recorded path now goes through a link: not the recorded repository
+        if not os.path.isdir(git_dir):
             continue
-        try:
-            proc = git(repo.top, ["for-each-ref", "--format=%(refname)", WRAPAGENT_REFS], env=env)
-            refs = proc.stdout.decode("utf-8", "surrogateescape").split()
-        except CheckpointError:
-            refs = []
-        project = Project(repo.top, repo.git_dir, refs)
-        if refs or os.path.isdir(project.private_dir):
-            found[repo.git_dir] = project
-    return list(found.values())
+        project = found.setdefault(git_dir, Project(top, git_dir))
+        for which in ("before", "after"):
+            commit = info.get(which)
+            if isinstance(commit, str) and commit:
+                project.refs[f"{LEGACY_REF_PREFIX}{sid}/{which}"] = commit
+    return [p for p in found.values() if _existing(p, env)]
+
+
+def _existing(project: Project, env: Mapping[str, str]) -> bool:
+    """Keep in `project.refs` only those that still hold the recorded commit; whether any is left."""
+    from wrapagent import gitcmd
+
+    try:
+        listed = gitcmd.run(project.git_dir, ["--no-optional-locks", "for-each-ref",
+                                              "--format=%(refname) %(objectname)", "refs/wrapagent/checkpoints/"],
+                            git_dir=project.git_dir, base_env=env, timeout=30)
+    except gitcmd.GitError:
+        return False
+    now = dict(line.split(" ", 1) for line in listed.text().splitlines() if " " in line)
+    project.refs = {ref: commit for ref, commit in project.refs.items() if now.get(ref) == commit}
+    return bool(project.refs)
 
 
 def make_plan(env: Mapping[str, str], shim_dir: str | None = None) -> Plan:
@@ -119,7 +148,7 @@ def make_plan(env: Mapping[str, str], shim_dir: str | None = None) -> Plan:
         if marker_dir.is_dir():
             running.extend(sorted(p.stem for p in marker_dir.glob("*.lock")))
     return Plan(folder, shims_mod.installed_shims(folder), state, paths.config_dir(env),
-                find_projects(known_project_roots(env), env), running)
+                find_projects(env), running, recorded_stores(env))
 
 
 def describe(plan: Plan, *, with_config: bool) -> list[str]:
@@ -128,35 +157,45 @@ def describe(plan: Plan, *, with_config: bool) -> list[str]:
     if plan.shims:
         lines.append(f"shims in {plan.shim_dir}: {', '.join(plan.shims)}")
     if plan.state_dir.exists():
-        lines.append(f"state folder {plan.state_dir} (session records, trust.json)")
+        lines.append(f"state folder {plan.state_dir} (session records, checkpoint stores, trust.json)")
+    for store in plan.stores:
+        lines.append(f"checkpoint store {store}")
     for project in plan.projects:
-        what = [f"{len(project.refs)} ref(s) under {WRAPAGENT_REFS}"] if project.refs else []
-        if os.path.isdir(project.private_dir):
-            what.append(project.private_dir)
-        lines.append(f"in {project.top}: {' and '.join(what)}")
+        lines.append(f"in {project.top}: {len(project.refs)} checkpoint ref(s) of an earlier release "
+                     f"under {WRAPAGENT_REFS}")
     if plan.config_dir.exists():
         lines.append(f"config {plan.config_dir}" + ("" if with_config else "  (kept; --config removes it)"))
     return lines
 
 
 def remove_history(plan: Plan, env: Mapping[str, str], out: IO[str]) -> int:
-    """Delete the per-project refs and private folders, then the state folder; 0 or 1."""
-    from wrapagent.history.checkpoints import CheckpointError, git
+    """Delete the recorded refs of earlier releases and the stores, then the state folder; 0 or 1.
+
+    Each line says what was done: a failure is named, never reported as removed.
+    """
+    from wrapagent import gitcmd
 
     failed = 0
     for project in plan.projects:
-        if project.refs:
-            commands = "".join(f"delete {ref}\n" for ref in project.refs).encode("utf-8", "surrogateescape")
-            try:
-                git(project.top, ["update-ref", "--stdin"], env=env, input=commands)
-            except CheckpointError as exc:
-                print(f"  {project.top}: {exc}", file=out)
-                failed = 1
-        _rmtree(Path(project.private_dir), out)
-        print(f"removed wrapagent's refs and {project.private_dir} in {project.top}", file=out)
+        commands = "".join(f"delete {ref} {commit}\n" for ref, commit in sorted(project.refs.items()))
+        try:
+            gitcmd.run(project.git_dir, ["update-ref", "--stdin"], git_dir=project.git_dir, base_env=env,
+                       input=commands.encode("utf-8", "surrogateescape"), check=True, timeout=30)
+        except gitcmd.GitError as exc:
+            print(f"  could not remove the refs in {project.top}: {exc}", file=out)
+            failed = 1
+            continue
+        print(f"removed {len(project.refs)} checkpoint ref(s) in {project.top}", file=out)
+    for store in plan.stores:
+        if _rmtree(Path(store), out) == 0:
+            print(f"removed {store}", file=out)
+        else:
+            failed = 1
     if plan.state_dir.exists():
-        failed |= _rmtree(plan.state_dir, out)
-        print(f"removed {plan.state_dir}", file=out)
+        if _rmtree(plan.state_dir, out) == 0:
+            print(f"removed {plan.state_dir}", file=out)
+        else:
+            failed = 1
     return failed
 
 
@@ -227,6 +266,17 @@ def cmd_uninstall(*, yes: bool, dry_run: bool, with_config: bool, shim_dir: str 
             print("kept the session history and the state folder (`wrapagent uninstall --yes` removes them)",
                   file=out)
             status = 1
-    print("Last: remove the package (python3 -m pip uninstall wrapagent, or pipx / uv tool uninstall), "
+    print(f"Last: remove the package ({package_removal(env)}), "
           "and the shims' PATH line or the `wrapagent init` aliases from your shell rc.", file=out)
     return status
+
+
+def package_removal(env: Mapping[str, str], prefix: str | None = None) -> str:
+    """How to remove this wrapagent's package: install.sh's private virtualenv has its own way."""
+    import sys
+
+    venv = paths.data_dir(env) / "venv"
+    if os.path.realpath(prefix or sys.prefix) == os.path.realpath(venv):
+        return (f"it is in {venv}, made by install.sh: `./install.sh --uninstall` in the wrapagent "
+                "checkout removes it and its ~/.local/bin/wrapagent link")
+    return "python3 -m pip uninstall wrapagent, or pipx / uv tool uninstall wrapagent"

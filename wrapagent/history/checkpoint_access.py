@@ -36,6 +36,9 @@ def session_commits(info: Mapping[str, object], repo: Repo | None = None) -> tup
     before, after = info.get("before"), info.get("after")
     if info.get("pruned_at"):
         raise CheckpointError(f"the checkpoints of this session were pruned on {_when(info['pruned_at'])}")
+    if info.get("status") == "taken" and before and not after and info.get("after_note"):
+        raise CheckpointError(f"no `after` checkpoint: {info['after_note']}; the `before` one is commit "
+                              f"{before} in {info.get('store') or info.get('git_dir')}")
     if info.get("status") != "taken" or not before or not after:
         note = info.get("note") or "the session has no complete checkpoints"
         raise CheckpointError(f"no checkpoints for this session: {note}")
@@ -43,13 +46,31 @@ def session_commits(info: Mapping[str, object], repo: Repo | None = None) -> tup
         data = f"{before}^{{commit}}\n{after}^{{commit}}\n".encode()
         proc = repo.run(["cat-file", "--batch-check"], input=data, check=False)
         if proc.returncode != 0 or b"missing" in proc.stdout:
-            raise CheckpointError("the checkpoints of this session are no longer in the repository "
-                                  f"(pruned, and their commits removed by git gc: {str(before)[:12]})")
+            where = "checkpoint store" if repo.store is not None else "repository"
+            raise CheckpointError(f"the checkpoints of this session are no longer in the {where} "
+                                  f"(pruned, and their commits removed: {str(before)[:12]})")
     return str(before), str(after)
 
 
 def open_repo(info: Mapping[str, object], env: Mapping[str, str] | None = None) -> Repo:
-    top = info.get("repo")
+    """The session's project and the store its checkpoints are in.
+
+    A record of an earlier release names no store: its checkpoints are
+    refs in the user's repository, read there and nothing written.
+    """
+    from wrapagent.history.store import Store, is_store
+
+    top, store = info.get("repo"), info.get("store")
+    if store:
+        if not is_store(str(store)):
+            raise CheckpointError(f"the checkpoint store {store} is gone")
+        if not top or not os.path.isdir(str(top)):
+            raise CheckpointError(f"the session's project {top!r} is gone")
+        found = Repo.find(str(top), env)
+        if found is None or os.path.realpath(found.top) != os.path.realpath(str(top)):
+            raise CheckpointError(f"the session's project {top!r} is no longer that git repository")
+        found.store = Store(str(store), found.top, found.git_dir, env)
+        return found
     repo = Repo.find(str(top), env) if top and os.path.isdir(str(top)) else None
     if repo is None:
         raise CheckpointError(f"the session's repository {top!r} is gone")
@@ -98,3 +119,13 @@ class UndoConflict(UndoRefused):
         self.paths = list(paths)
         super().__init__(f"refusing to undo: {len(self.paths)} file(s) changed after the session ended: "
                          f"{shown_paths(self.paths)} (nothing was changed)")
+
+
+def left_out_line(left_out: Mapping[str, int], limit: int = 6) -> str:
+    """`not in the snapshot: model.bin, 60 MB; …` for the files a size cap left out."""
+    from wrapagent.history.checkpoints import size_text
+
+    items = sorted(left_out.items())
+    shown = "; ".join(f"{shown_paths([p])}, {size_text(n)}" for p, n in items[:limit])
+    more = f" … and {len(items) - limit} more" if len(items) > limit else ""
+    return f"not in the snapshot: {shown}{more}"

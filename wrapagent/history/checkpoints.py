@@ -1,24 +1,27 @@
-"""Snapshots of the project's work tree as git commits the user never sees.
+"""Snapshots of the project's work tree as git commits, in wrapagent's own store (history/store.py).
 
 Before the tool starts and after it exits, the work tree (tracked and
 untracked files, minus what git ignores at that moment) is written as a
-commit with git plumbing only:
+commit of the project's store, with git plumbing only:
 
-    GIT_INDEX_FILE=<private index> git add -A      # never the user's index
-    GIT_INDEX_FILE=<private index> git write-tree
-    git commit-tree <tree> [-p HEAD | -p <before>]  # no hooks, no branch moved
-    git update-ref refs/wrapagent/checkpoints/<session>/<before|after> <commit>
+    git ls-files -m -o --exclude-standard     # what changed since the store's index
+    git update-index --add --remove --stdin   # those files, as bytes; too-big ones left out
+    git write-tree
+    git commit-tree <tree> [-p <before>]      # no hooks, nothing of the user's
+    git update-ref refs/sessions/<session>/<before|after> <commit>
 
-The private index lives in the git dir (`wrapagent/index`), seeded from the
-user's index the first time so git's stat cache makes `git add -A` cheap;
-each snapshot works on its own copy and puts it back with a rename, so two
-sessions in one repository never corrupt it. Refs under `refs/wrapagent/`
-keep the commits from gc without showing up in branches, the stash or
-`git status`. The user's pre-existing edits are in the "before" snapshot,
-so `diff` and `undo` only ever see what changed during the session.
+The store's index starts as a copy of the user's index (minus the paths
+whose blob there is converted), so git's stat cache makes the first
+snapshot cheap; each snapshot works on its own copy and puts it back with
+a rename, so two sessions in one project never corrupt it. The user's
+repository is only read (`--no-optional-locks`). The user's pre-existing
+edits are in the "before" snapshot, so `diff` and `undo` only ever see
+what changed during the session.
 
 Each snapshot runs under a time budget: on a repository too big for it, the
-snapshot is abandoned (its git process killed) and the record says so.
+snapshot is abandoned (its git process killed) and the record says so. A
+file larger than `[checkpoints] max_file_mb` is left out (the record lists
+it), so one build product neither exhausts the budget nor grows the store.
 """
 
 from __future__ import annotations
@@ -33,25 +36,18 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Mapping, Sequence
 
-REF_PREFIX = "refs/wrapagent/checkpoints/"
+REF_PREFIX = "refs/sessions/"  # in the store
+LEGACY_REF_PREFIX = "refs/wrapagent/checkpoints/"  # in the user's repository, before the store
 OVER_BUDGET_MARK = "over-budget"  # in $GIT_DIR/wrapagent/: the last snapshot here ran out of time
 OVER_BUDGET_RETRY_SECS = 24 * 3600
 IDENTITY = gitcmd.IDENTITY
+FOLDERS_KEPT = 1000  # at most this many empty (or ignored-only) folders of `before` listed in a record
+DEFAULT_MAX_FILE_MB = 10.0  # [checkpoints] max_file_mb: a larger file is left out of a snapshot
 
 
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
-class CheckpointError(Exception):
-    """A snapshot or an operation on snapshots failed; the message is for the user."""
-
-
-class BudgetExceeded(CheckpointError):
-    """A git step did not finish within the snapshot's time budget."""
+from wrapagent.history.snapshot_index import (  # noqa: F401  (re-exported: one place to import from)
+    IGNORE_STAMP, BudgetExceeded, CheckpointError, IndexBuilder, _read_file, _unlink, check_ignore, ignore_query,
+)
 
 
 def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
@@ -79,192 +75,174 @@ def git(root: str | Path, args: Sequence[str], *, env: Mapping[str, str] | None 
         raise CheckpointError(str(exc)) from None  # gitcmd's own words ("cannot run git: …" when it could not start)
 
 
-class Repo:
-    """A git work tree: its top level and its (per-worktree) git dir."""
+class Repo(IndexBuilder):
+    """A git work tree (its top level and the user's git dir, only ever read) and wrapagent's store
+    of its checkpoints (history/store.py), where every snapshot is written.
 
-    def __init__(self, top: str, git_dir: str, env: Mapping[str, str] | None = None) -> None:
+    `store` is None for a record of an earlier release, whose checkpoints
+    are refs in the user's repository: those are only read (diff, undo).
+    """
+
+    def __init__(self, top: str, git_dir: str, env: Mapping[str, str] | None = None,
+                 store: "Store | None" = None, objects: str | None = None) -> None:
         self.top = top
         self.git_dir = git_dir
         self.env = env
+        self.store = store
+        self.objects = objects
+        self.head: str | None = None  # the user's HEAD commit when `find` looked (None: no commit yet)
+        self._config: dict[str, str] | None = None
 
     @classmethod
     def find(cls, path: str | Path, env: Mapping[str, str] | None = None,
              deadline: float | None = None) -> "Repo | None":
-        """The repository whose work tree holds `path`; None outside one (or in a bare one)."""
+        """The repository whose work tree holds `path`; None outside one (or in a bare one). Reads only."""
+        from wrapagent.history.store import user_read
+
+        args = ["rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
         try:
-            proc = git(path, ["rev-parse", "--show-toplevel", "--absolute-git-dir"], env=env,
-                       deadline=deadline, check=False)
-        except BudgetExceeded:
-            raise
-        except CheckpointError:
+            proc = user_read(path, [*args, "HEAD"], env=env, deadline=deadline)  # HEAD in the same call
+            if proc.returncode != 0:  # no commit yet (or no repository)
+                proc = user_read(path, args, env=env, deadline=deadline)
+        except gitcmd.GitTimeout:
+            raise BudgetExceeded("no time left in the snapshot budget") from None
+        except gitcmd.GitError:
             return None
         lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-        if proc.returncode != 0 or len(lines) != 2 or not lines[0]:
+        if proc.returncode != 0 or len(lines) not in (3, 4) or not lines[0]:
             return None
-        return cls(lines[0], lines[1], env)
+        repo = cls(lines[0], lines[1], env, objects=os.path.join(lines[2], "objects"))
+        repo.head = lines[3] if len(lines) == 4 else None
+        return repo
 
-    def run(self, args: Sequence[str], **kw) -> gitcmd.Result:
-        return git(self.top, args, env=self.env, git_dir=self.git_dir, **kw)
+    def open_store(self, *, create: bool = True) -> "Repo":
+        """This repository with its store opened (created when missing): where snapshots go."""
+        from wrapagent.history.store import Store, StoreError
+
+        try:
+            self.store = Store.open(self.top, self.git_dir, self.objects, self.env, create=create)
+        except (StoreError, OSError) as exc:
+            raise CheckpointError(f"checkpoint store: {exc}") from None
+        return self
+
+    def run(self, args: Sequence[str], *, index: str | None = None, deadline: float | None = None,
+            input: bytes | None = None, check: bool = True) -> gitcmd.Result:
+        """git on the store (or, for an earlier release's record, read-only on the user's repository)."""
+        try:
+            if self.store is not None:
+                return self.store.run(args, index=index, deadline=deadline, input=input, check=check)
+            from wrapagent.history.store import user_read
+
+            return user_read(self.top, args, git_dir=self.git_dir, env=self.env, index=index,
+                             deadline=deadline, input=input, check=check)
+        except gitcmd.GitTimeout as exc:
+            if not exc.started:
+                raise BudgetExceeded("no time left in the snapshot budget") from None
+            removed = f" (removed the {len(exc.removed)} temporary file(s) it left)" if exc.removed else ""
+            raise BudgetExceeded(f"`git {args[0]}` took longer than the snapshot budget{removed}") from None
+        except gitcmd.GitError as exc:
+            raise CheckpointError(str(exc)) from None
+
+    def run_in(self, folder: str, args: Sequence[str], *, input: bytes | None = None) -> gitcmd.Result:
+        """git with this repository's git dir (the store's) on another work tree `folder` (undo's
+        scratch copy of the `before` ignore files); never checks the exit code."""
+        git_dir = self.store.path if self.store is not None else self.git_dir
+        return git(folder, args, env=self.env, git_dir=git_dir, input=input, check=False)
+
+    def read_user(self, args: Sequence[str], *, index: str | None = None, deadline: float | None = None,
+                  input: bytes | None = None) -> gitcmd.Result:
+        """A read-only git call on the user's repository (`--no-optional-locks`)."""
+        from wrapagent.history.store import user_read
+
+        try:
+            return user_read(self.top, args, git_dir=self.git_dir, env=self.env, index=index,
+                             deadline=deadline, input=input)
+        except gitcmd.GitTimeout:
+            raise BudgetExceeded("no time left in the snapshot budget") from None
+        except gitcmd.GitError as exc:
+            raise CheckpointError(str(exc)) from None
+
+    def user_config(self, deadline: float | None = None) -> dict[str, str]:
+        """The user's settings a snapshot reads (store.USER_CONFIG_KEYS), asked once per Repo."""
+        if self._config is None:
+            from wrapagent.history.store import user_config
+
+            try:
+                self._config = user_config(self.top, self.git_dir, self.env, deadline)
+            except gitcmd.GitTimeout:
+                raise BudgetExceeded("no time left in the snapshot budget") from None
+            except gitcmd.GitError as exc:
+                raise CheckpointError(str(exc)) from None
+        return self._config
 
     def rev(self, name: str, deadline: float | None = None) -> str | None:
-        proc = self.run(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], check=False,
-                        deadline=deadline)
+        """A commit of the user's repository (HEAD), read only."""
+        proc = self.read_user(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], deadline=deadline)
         out = proc.stdout.decode().strip()
         return out if proc.returncode == 0 and out else None
 
     # -- snapshots ----------------------------------------------------------------
 
+    def _scratch(self) -> str:
+        """The store's folder: its index and marks."""
+        if self.store is None:
+            raise CheckpointError("this session's checkpoints are in the repository (an earlier release): "
+                                  "read only")
+        return self.store.path
+
     def _index_paths(self) -> tuple[str, str]:
-        folder = os.path.join(self.git_dir, "wrapagent")
-        os.makedirs(folder, exist_ok=True)
+        folder = self._scratch()
         unique = f"{os.getpid()}-{os.urandom(4).hex()}"  # sessions (and threads) never share one
         return os.path.join(folder, "index"), os.path.join(folder, f"index.{unique}.tmp")
-
-    def _seed_index(self, private: str, work: str) -> None:
-        """Start from the private index (warm stat cache), else the user's, else nothing.
-
-        A plain read and write: the user's index is only ever read.
-        """
-        for source in (private, os.path.join(self.git_dir, "index")):
-            try:
-                with open(source, "rb") as src:
-                    data = src.read()
-            except FileNotFoundError:
-                continue
-            with open(work, "wb") as dst:
-                dst.write(data)
-            return
-        _unlink(work)
-
-    def write_tree(self, deadline: float | None = None) -> str:
-        """The work tree as it is now (tracked + untracked, minus ignored), as a tree id."""
-        private, work = self._index_paths()
-        self._seed_index(private, work)
-        try:
-            # First: `add` would write the new content of a file ignored since into the object store.
-            self._forget_ignored(work, deadline)
-            # --ignore-errors: a file that vanishes or cannot be read mid-scan
-            # (an editor's swap file) must not cost the whole snapshot.
-            added = self.run(["add", "-A", "--ignore-errors", "--", "."], index=work, deadline=deadline,
-                             check=False)
-            if added.returncode != 0 and b"fatal:" in added.stderr:
-                fatal = added.stderr.decode("utf-8", "replace").strip().splitlines()[-1]
-                raise CheckpointError(f"`git add` failed: {fatal}")
-            tree = self.run(["write-tree"], index=work, deadline=deadline).stdout.decode().strip()
-            os.replace(work, private)
-            return tree
-        finally:
-            _unlink(work)
-            _unlink(work + ".lock")  # left by a git process killed at the end of the budget
-
-    def _forget_ignored(self, work: str, deadline: float | None) -> None:
-        """Make the private index hold exactly the user's tracked files plus untracked, non-ignored ones.
-
-        `git add -A` never removes an entry and never adds an ignored file:
-        a `.env` snapshotted once while untracked would stay in every later
-        snapshot, rotated secret included, after the user ignores it, and a
-        file the user force-adds (`git add -f dist/app.js`) after the first
-        snapshot would never be in one. Runs before `add`, which would write
-        the ignored file's new content into the object store. Costs two
-        `ls-files` (~2.5 ms each on 10,000 files) and, when the private index
-        holds untracked files, one `check-ignore` of those alone (matching
-        every entry against the ignore rules costs ~10 ms).
-        """
-        listing = ["ls-files", "-z", "--cached"]
-        ours = set(self.run(listing, index=work, deadline=deadline).stdout.split(b"\0"))
-        user_index = os.path.join(self.git_dir, "index")
-        theirs: set[bytes] = set()
-        if os.path.exists(user_index):
-            theirs = set(self.run(listing, index=user_index, deadline=deadline).stdout.split(b"\0"))
-        drop = self._ignored(sorted(p for p in ours - theirs if p), deadline)
-        if drop:
-            self.run(["update-index", "-z", "--force-remove", "--stdin"], index=work,
-                     deadline=deadline, input=b"\0".join(drop) + b"\0")
-        # Tracked by the user since, and ignored (`add -A` takes in the others): as files.
-        add = [p for p in self._ignored(sorted(p for p in theirs - ours if p), deadline)
-               if self._is_file(p)]
-        if add:
-            self.run(["update-index", "-z", "--add", "--stdin"], index=work,
-                     deadline=deadline, input=b"\0".join(add) + b"\0")
-
-    def _ignored(self, paths: Sequence[bytes], deadline: float | None) -> list[bytes]:
-        """Those of `paths` git's ignore rules match now (tracked or not).
-
-        A path below something that is no longer a folder (a tracked
-        `vendor/lib.py` after `vendor` became a symlink) is not in the work
-        tree, so not ignored: asked about it, `check-ignore` dies ("beyond a
-        symbolic link") and every snapshot of the repository failed with it.
-        """
-        paths = [p for p in paths if self._under_folders(p)]
-        if not paths:
-            return []
-        return check_ignore(self.run(["check-ignore", "--no-index", "-z", "--stdin"], deadline=deadline,
-                                     check=False, input=ignore_query(paths)))
-
-    def _under_folders(self, path: bytes) -> bool:
-        """Whether every leading part of `path` is a real folder (not a link, a file), or absent."""
-        import stat
-
-        folder = os.fsencode(self.top)
-        for part in path.split(b"/")[:-1]:
-            folder = os.path.join(folder, part)
-            try:
-                if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                    return False
-            except FileNotFoundError:
-                return True  # a folder that is gone: check-ignore takes the path as it is
-            except OSError:
-                return False
-        return True
-
-    def _is_file(self, path: bytes) -> bool:
-        import stat
-
-        try:
-            mode = os.lstat(os.path.join(os.fsencode(self.top), path)).st_mode
-        except OSError:
-            return False
-        return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
     def untracked_reason(self, cwd: str | None, deadline: float | None = None) -> str | None:
         """Why this work tree is not snapshotted although it is a repository; None when it is.
 
         A dotfiles repository (`git init ~`, `status.showUntrackedFiles no`)
         would otherwise put the whole home folder, `~/.ssh` included, into
-        `~/.git` from any folder under it.
+        a snapshot from any folder under it.
         """
         home = os.path.realpath(os.path.expanduser("~") if self.env is None
                                 else self.env.get("HOME") or os.path.expanduser("~"))
         if os.path.realpath(self.top) == home:
             return HOME_NOTE
-        value = self.run(["config", "--get", "status.showUntrackedFiles"], check=False,
-                         deadline=deadline).stdout.decode("utf-8", "replace").strip().lower()
+        value = self.user_config(deadline).get("status.showuntrackedfiles", "").lower()
         if value in ("no", "false", "off", "0"):
             return ("status.showUntrackedFiles is `no` in this repository: untracked files are not "
                     "its business, so no checkpoints by default")
         if cwd:
             rel = os.path.relpath(os.path.realpath(cwd), os.path.realpath(self.top))
             if rel != "." and not rel.startswith(".."):
-                inside = self.run(["ls-files", "-z", "--cached", "--", f":(literal){rel}"],
-                                  deadline=deadline).stdout
+                inside = self.read_user(["ls-files", "-z", "--cached", "--", f":(literal){rel}"],
+                                        deadline=deadline).stdout
                 if not inside:
                     return (f"the session's folder ({rel}) holds no file the repository tracks: "
                             "no checkpoints by default")
         return None
 
     def snapshot(self, ref: str, message: str, parent: str | None,
-                 deadline: float | None = None) -> str:
-        """Commit the work tree's current state under `ref`; the commit id."""
-        tree = self.write_tree(deadline)
+                 deadline: float | None = None, max_file_bytes: int | None = None,
+                 left_out: dict | None = None, folders: list | None = None) -> str:
+        """Commit the work tree's current state under `ref` in the store; the commit id.
+
+        `parent` is a commit of the store (the session's `before`), never the
+        user's HEAD: the store must not depend on the user's history.
+        """
+        tree = self.write_tree(deadline, max_file_bytes, left_out, folders)
         args = ["commit-tree", tree, "-m", message]
         if parent:
             args += ["-p", parent]
         commit = self.run(args, deadline=deadline).stdout.decode().strip()
-        self.run(["update-ref", "-m", "wrapagent checkpoint", ref, commit], deadline=deadline)
+        from wrapagent.history.store import StoreError
+
+        try:
+            self.store.write_ref(ref, commit)
+        except (StoreError, OSError) as exc:
+            raise CheckpointError(f"cannot write {ref}: {exc}") from None
         return commit
 
     def _mark_path(self) -> str:
-        return os.path.join(self.git_dir, "wrapagent", OVER_BUDGET_MARK)
+        return os.path.join(self._scratch(), OVER_BUDGET_MARK)
 
     def recently_over_budget(self, now: float | None = None) -> bool:
         """True when a snapshot here ran out of time recently: the next sessions don't wait for it again."""
@@ -275,10 +253,10 @@ class Repo:
         return (time.time() if now is None else now) - stamp < OVER_BUDGET_RETRY_SECS
 
     def mark_over_budget(self) -> None:
+        from wrapagent.history.store import write_private
+
         try:
-            os.makedirs(os.path.dirname(self._mark_path()), exist_ok=True)
-            with open(self._mark_path(), "w", encoding="utf-8") as f:
-                f.write("a wrapagent snapshot of this work tree ran out of its time budget\n")
+            write_private(self._mark_path(), b"a wrapagent snapshot of this work tree ran out of its time budget\n")
         except OSError:
             pass
 
@@ -306,45 +284,25 @@ class Repo:
     def checkout_paths(self, tree: str, paths: Sequence[str]) -> None:
         """Write `paths` as they are in `tree` into the work tree, leaving the user's index alone.
 
-        A throw-away index holds `tree`; `checkout-index` applies the same
-        filters (autocrlf, smudge) as a checkout would.
+        A throw-away index holds `tree`; `checkout-index` on the store writes
+        each file's bytes as they were (the store's attributes: no smudge
+        filter, no eol conversion), so no filter can fail half-way.
         """
+        import shutil
         import tempfile
 
         if not paths:
             return
-        folder = os.path.dirname(self._index_paths()[0])
-        fd, tmp = tempfile.mkstemp(prefix="index.", suffix=".undo", dir=folder)
-        os.close(fd)
-        os.unlink(tmp)
+        folder = tempfile.mkdtemp(prefix="wrapagent-undo-") if self.store is None else self.store.path
+        tmp = os.path.join(folder, f"index.{os.getpid()}-{os.urandom(4).hex()}.undo")
         try:
             self.run(["read-tree", tree], index=tmp)
             data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0"
             self.run(["checkout-index", "-f", "-z", "--stdin"], index=tmp, input=data)
         finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-
-
-def ignore_query(paths: Sequence[bytes]) -> bytes:
-    """`check-ignore --stdin` input naming exactly these paths: each as `./path`.
-
-    check-ignore reads its paths as pathspecs and supports no `literal`
-    magic: a file named `:!README.md` or `:(x)y` (an agent's, anybody's)
-    made it die, and with it undo and every snapshot of the repository.
-    Magic is only read at a pathspec's start; `./` keeps it from being one.
-    """
-    return b"".join(b"./" + p + b"\0" for p in paths)
-
-
-def check_ignore(proc: gitcmd.Result) -> list[bytes]:
-    """The ignored paths of a `check-ignore -z --stdin` run on `ignore_query` input."""
-    if proc.returncode not in (0, 1):
-        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise CheckpointError(f"`git check-ignore` failed: {msg[-1] if msg else proc.returncode}")
-    return [p[2:] if p.startswith(b"./") else p for p in proc.stdout.split(b"\0") if p]
+            _unlink(tmp)
+            if self.store is None:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _at_or_below(path: str, wanted: set[str]) -> bool:
@@ -375,8 +333,35 @@ def skip_reason(*, enabled: bool, depth: int, parent: str | None) -> str | None:
     return None
 
 
+def size_text(n: int) -> str:
+    """`60 MB`, `12 KB`: a size for one line."""
+    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
+
+
+def _open_for(project_root: str | Path, which: str, info: dict, env: Mapping[str, str] | None,
+              deadline: float) -> Repo | None:
+    """The repository and its store for this snapshot; None (with the reason in `info`) when there is none.
+
+    The `after` snapshot goes into the store the `before` one went into, and
+    only when the project is still the same work tree: a project deleted or
+    renamed during the session keeps its `before` snapshot, and the record
+    says why there is no `after` one.
+    """
+    repo = Repo.find(project_root, env, deadline)
+    if which == "before":
+        if repo is None:
+            info.update(status="skipped", note="not a git repository")
+        return repo
+    if repo is None or os.path.realpath(repo.top) != os.path.realpath(str(info.get("repo"))):
+        info["after_note"] = ("the project folder was deleted, moved or is no longer a git repository: "
+                              "no `after` snapshot (the `before` one is kept)")
+        return None
+    return repo
+
+
 def take(project_root: str | Path, session_id: str, which: str, info: dict,
-         *, budget: float, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+         *, budget: float, env: Mapping[str, str] | None = None, cwd: str | None = None,
+         max_file_bytes: int | None = None) -> None:
     """Take the `before` or `after` snapshot of one session, recording the outcome in `info`.
 
     `info` is the record's `checkpoints` object. Never raises: a failed
@@ -388,36 +373,42 @@ def take(project_root: str | Path, session_id: str, which: str, info: dict,
     deadline = started + budget
     repo = None
     try:
-        repo = Repo.find(project_root, env, deadline)
+        repo = _open_for(project_root, which, info, env, deadline)
         if repo is None:
-            info.update(status="skipped", note="not a git repository")
             return
+        repo.open_store()
         if which == "before" and repo.recently_over_budget():
             info.update(status="skipped",
                         note=f"a snapshot of this repository ran out of its budget within the last "
                              f"{OVER_BUDGET_RETRY_SECS // 3600} h: not tried again yet "
-                             f"(remove {os.path.join(repo.git_dir, 'wrapagent', OVER_BUDGET_MARK)} to retry now)")
+                             f"(remove {repo._mark_path()} to retry now)")
             return
         if which == "before":
             reason = repo.untracked_reason(cwd, deadline)
             if reason is not None:
                 info.update(status="skipped", note=reason)
                 return
-            parent = repo.rev("HEAD", deadline)
-            info.update(repo=repo.top, git_dir=repo.git_dir, ref=REF_PREFIX + session_id, head=parent)
+            info.update(repo=repo.top, store=repo.store.path, ref=REF_PREFIX + session_id, head=repo.head)
+            parent = None
         else:
             parent = info.get("before")
             # the agent may have committed: diff and undo still compare work trees
-            info["head_after"] = repo.rev("HEAD", deadline)
-        commit = repo.snapshot(session_ref(session_id, which),
-                               f"wrapagent session {session_id}: {which}", parent, deadline)
+            info["head_after"] = repo.head
+        left_out: dict[str, int] = {}
+        folders: list[str] = []
+        commit = repo.snapshot(session_ref(session_id, which), f"wrapagent session {session_id}: {which}",
+                               parent, deadline, max_file_bytes, left_out, folders)
+        if left_out:
+            info[f"left_out_{which}"] = left_out
+        if folders and which == "before":
+            info["folders_before"] = sorted(folders)[:FOLDERS_KEPT]
         info[which] = commit
         info["status"] = "taken"
     except BudgetExceeded:
         info.update(status="skipped",
                     note=f"the {which} snapshot took longer than its budget ({budget:g} s): "
                          "no checkpoints for this session")
-        if repo is not None:
+        if repo is not None and repo.store is not None:
             repo.mark_over_budget()
     except CheckpointError as exc:
         info.update(status="failed", note=f"{which} snapshot: {exc}")
@@ -476,16 +467,26 @@ def ulid_time(session_id: str) -> float | None:
 
 
 def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | None = None,
-          now: float | None = None) -> list[str]:
-    """Delete the checkpoint refs of sessions older than the given age; the session ids dropped."""
+          now: float | None = None, *, dry_run: bool = False) -> list[str]:
+    """Delete the checkpoints of sessions older than the given age from the project's store; their ids
+    (with `dry_run`: the ids that would be, nothing deleted)."""
     repo = Repo.find(root, env)
     if repo is None:
         raise CheckpointError(f"{root} is not in a git repository")
-    return _prune_repo(repo, older_than_days, now)
+    try:
+        repo.open_store(create=False)
+    except CheckpointError:
+        return []  # no store: nothing was ever kept for this project
+    return _prune_repo(repo, older_than_days, now, dry_run=dry_run)
 
 
 def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
-                deadline: float | None = None) -> list[str]:
+                deadline: float | None = None, *, dry_run: bool = False) -> list[str]:
+    """Drop the store's refs of old sessions, then the store's own objects nothing reaches any more.
+
+    Only the store is touched; its `prune` keeps objects younger than an
+    hour (a snapshot running now) and whatever the store's index names.
+    """
     cutoff = (time.time() if now is None else now) - older_than_days * 86400
     doomed: dict[str, list[str]] = {}
     listed = repo.run(["for-each-ref", "--format=%(refname)", REF_PREFIX], deadline=deadline)
@@ -494,40 +495,44 @@ def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
         stamp = ulid_time(session_id)
         if stamp is not None and stamp < cutoff:
             doomed.setdefault(session_id, []).append(ref)
-    if doomed:
+    if doomed and not dry_run:
         lines = "".join(f"delete {ref}\n" for refs in doomed.values() for ref in refs)
         repo.run(["update-ref", "--stdin"], input=lines.encode("utf-8", "surrogateescape"), deadline=deadline)
+        repo.run(["prune", "--expire=1.hour.ago"], deadline=deadline, check=False)
     return sorted(doomed)
 
 
-PRUNE_MARK = "pruned"  # in $GIT_DIR/wrapagent/: when old sessions' refs were last looked for
+PRUNE_MARK = "pruned"  # in the store: when old sessions' checkpoints were last looked for
 PRUNE_EVERY_SECS = 24 * 3600
 
 
 def expire_old(info: Mapping[str, object], keep_days: float, sessions_root: str | Path | None,
                env: Mapping[str, str] | None = None, *, budget: float = 2.0,
                now: float | None = None) -> list[str]:
-    """At a session's end: drop the refs of this repository's sessions older than `keep_days`.
+    """At a session's end: drop the store's checkpoints of sessions older than `keep_days`.
 
-    Cheap: one `stat` of a mark file, and git only when it is a day old
-    (then one `for-each-ref`, plus `update-ref` when there are such refs).
-    The pruned sessions' records under `sessions_root` say so. Never raises;
-    `keep_days` <= 0 keeps everything.
+    Cheap: one `stat` of a mark file in the store, and git only when it is
+    a day old (then one `for-each-ref`, plus `update-ref` and `prune` when
+    there are such sessions). The pruned sessions' records under
+    `sessions_root` say so. Never raises; `keep_days` <= 0 keeps everything.
     """
-    top, git_dir = info.get("repo"), info.get("git_dir")
-    if keep_days <= 0 or not top or not git_dir:
+    from wrapagent.history.store import Store, is_store, write_private
+
+    top, store = info.get("repo"), info.get("store")
+    if keep_days <= 0 or not top or not store or not is_store(str(store)):
         return []
     now = time.time() if now is None else now
-    mark = os.path.join(str(git_dir), "wrapagent", PRUNE_MARK)
+    mark = os.path.join(str(store), PRUNE_MARK)
     try:
         if now - os.stat(mark).st_mtime < PRUNE_EVERY_SECS:
             return []
     except OSError:
         pass
     try:
-        dropped = _prune_repo(Repo(str(top), str(git_dir), env), keep_days, now, time.monotonic() + budget)
-        with open(mark, "w", encoding="utf-8") as f:
-            f.write(f"wrapagent drops checkpoints older than {keep_days:g} days ([checkpoints] keep_days)\n")
+        repo = Repo(str(top), "", env, store=Store(str(store), str(top), "", env))
+        dropped = _prune_repo(repo, keep_days, now, time.monotonic() + budget)
+        write_private(mark, f"wrapagent drops checkpoints older than {keep_days:g} days "
+                            "([checkpoints] keep_days)\n".encode())
     except (OSError, CheckpointError):
         return []
     if dropped and sessions_root is not None:
@@ -562,6 +567,12 @@ def before_skip_reason(settings, *, depth: int, parent: str | None,
     return None
 
 
+def max_file_bytes(settings) -> int | None:
+    """`[checkpoints] max_file_mb` in bytes; None (no cap) when it is 0."""
+    mb = float(getattr(settings, "max_file_mb", DEFAULT_MAX_FILE_MB))
+    return int(mb * 1_000_000) if mb > 0 else None
+
+
 def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
     """Before the tool starts: the `before` snapshot, or the reason there is none, in `record["checkpoints"]`."""
     info: dict = {"status": None}
@@ -572,7 +583,7 @@ def begin(record: dict, settings, project_root: str | Path, env: Mapping[str, st
         info.update(status="skipped", note=reason)
         return
     take(project_root, str(record["id"]), "before", info, budget=settings.budget_secs, env=env,
-         cwd=record.get("cwd"))
+         cwd=record.get("cwd"), max_file_bytes=max_file_bytes(settings))
 
 
 def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str] | None = None) -> None:
@@ -581,7 +592,8 @@ def end(record: dict, settings, project_root: str | Path, env: Mapping[str, str]
     info = record.get("checkpoints")
     if not isinstance(info, dict) or info.get("status") != "taken":
         return
-    take(project_root, str(record["id"]), "after", info, budget=settings.budget_secs, env=env)
+    take(project_root, str(record["id"]), "after", info, budget=settings.budget_secs, env=env,
+         max_file_bytes=max_file_bytes(settings))
     from wrapagent.paths import sessions_root_str
 
     expire_old(info, getattr(settings, "keep_days", 30.0), sessions_root_str(project_root, env), env,

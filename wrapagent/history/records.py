@@ -51,7 +51,10 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a killed writer's: never written through
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with open(fd, "wb") as f:
             f.write(data)
             if durable:
                 f.flush()
@@ -143,7 +146,7 @@ class Session:
         session_id = session_id or new_session_id()
         unavailable = None
         try:
-            paths.make_session_dir(root, session_id)
+            paths.make_session_dir(root, session_id, env)
         except WrapagentError as exc:
             if not without_folder:
                 raise
@@ -204,8 +207,8 @@ class Session:
     def _mark_running(self) -> None:
         """Written after the first record, so whoever sees the marker can read the pid."""
         try:
-            self.running_marker.parent.mkdir(exist_ok=True)
-            self.running_marker.touch()
+            self.running_marker.parent.mkdir(mode=0o700, exist_ok=True)
+            os.close(os.open(self.running_marker, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
         except OSError:
             pass  # a read-only root loses crash detection, not the session
 
@@ -255,7 +258,9 @@ class Session:
         stamp = _dt.datetime.now().strftime("%H:%M:%S.%f")[:-3]
         try:
             if self._log is None:
-                self._log = open(self.log_path, "a", encoding="utf-8", errors="backslashreplace")
+                fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o600)
+                self._log = open(fd, "a", encoding="utf-8", errors="backslashreplace")
             self._log.write("".join(f"{stamp} {line}\n" for line in lines))
             self._log.flush()
         except (OSError, ValueError) as exc:

@@ -33,7 +33,7 @@ DAMAGED_PREFIX = ".git.damaged-"
 GITIGNORE_LINES = ("*.lock", ".*.tmp", f"/{DAMAGED_PREFIX}*")
 GIT_TIMEOUT = 30.0  # seconds, per git call; the default session_complete passes its own
 REPO_CONFIG = (("user.name", "wrapagent"), ("user.email", "wrapagent@localhost"),
-               ("commit.gpgsign", "false"), ("core.hooksPath", "/dev/null"))
+               ("commit.gpgsign", "false"), ("core.hooksPath", "/dev/null"), ("core.sharedRepository", "0600"))
 """Written into the sessions repository's own config, for a configured session_complete hook
 that runs plain `git commit` there; wrapagent's own calls pass the same on each command."""
 CALL_CONFIG = ("commit.gpgsign=false",)
@@ -101,6 +101,28 @@ def _has_refs(root: Path) -> bool:
     return not res.ok or bool(res.stdout.strip())
 
 
+def _is_ours(root: Path) -> bool:
+    """A `.git` wrapagent made: its mark is there, or it lies in wrapagent's state folder."""
+    from wrapagent import paths
+
+    return (root / ".git" / paths.SESSIONS_MARK).is_file() or paths._under_state(str(root), None)
+
+
+def _mark_ours(root: Path) -> None:
+    """Mark the sessions repository as wrapagent's (see `paths.SESSIONS_MARK`), 0600."""
+    from wrapagent import paths
+
+    mark = root / ".git" / paths.SESSIONS_MARK
+    if mark.is_file():
+        return
+    try:
+        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with open(fd, "wb") as f:
+            f.write(b"a sessions repository of wrapagent's\n")
+    except OSError:
+        pass
+
+
 def looks_valid(root: Path) -> bool:
     """What git itself checks before it accepts a git dir, read from disk (no fork).
 
@@ -143,19 +165,28 @@ def ensure_repo(root: Path, *, trust_disk: bool = False) -> str | None:
     `trust_disk`: a repository that `looks_valid` is taken as valid
     without asking git (the caller asks `state` if a commit fails).
     """
-    root.mkdir(parents=True, exist_ok=True)
+    from wrapagent import paths
+
+    refusal = paths.sessions_root_refusal(str(root))
+    if refusal is not None:
+        raise OSError(refusal)
+    paths.make_private_dirs(str(root))
     found = "ok" if trust_disk and looks_valid(root) else state(root)
     note = None
     if found == "ok":
+        _mark_ours(root)
         note = clear_stale_index_lock(root)
         return note
+    if found == "damaged" and not _is_ours(root):
+        raise OSError(f"{root / '.git'} is not a repository wrapagent made: not set aside, nothing committed")
     if found == "damaged":
         aside = root / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         os.rename(root / ".git", aside)
         note = (f"the sessions repository's .git was damaged (git does not accept it): "
                 f"kept as {aside.name}, a new one made with every record present")
     if found in ("missing", "damaged"):
-        gitcmd.run(root, ["init", "-q", str(root)], check=True, timeout=GIT_TIMEOUT)
+        gitcmd.run(root, ["init", "-q", "--shared=0600", str(root)], check=True, timeout=GIT_TIMEOUT)
+    _mark_ours(root)
     for key, value in REPO_CONFIG:
         git(root, ["config", key, value], check=True)
     _write_gitignore(root)

@@ -24,6 +24,7 @@ prompt: reads are bounded (first lines only) and the one subprocess
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -193,7 +194,29 @@ def find_opencode(cwd: Path, started: float, ended: float, env: Mapping[str, str
             for sid, directory, updated in rows if _same_dir(directory, cwd)]
 
 
+DEMO_TRANSCRIPTS = "demo-agent"
+"""The demo agent keeps its conversations in `<wrapagent state>/demo-agent/<time>-<pid>-<n>.jsonl`:
+first line `{"type": "session", "id", "cwd"}`, then `{"type": "user" | "assistant", "text"}`."""
+
+
+def demo_transcripts_dir(env: Mapping[str, str]) -> Path:
+    from wrapagent.paths import state_dir
+
+    return state_dir(env) / DEMO_TRANSCRIPTS
+
+
+def find_demo(cwd: Path, started: float, ended: float, env: Mapping[str, str]) -> list[NativeSession]:
+    """The demo agent's conversations of this run: its folder, this cwd, the run's time window."""
+    out = []
+    for mtime, path in _recent_files(demo_transcripts_dir(env), "*.jsonl", started, ended):
+        head = _head_lines(path)[:1]
+        if head and head[0].get("type") == "session" and _same_dir(head[0].get("cwd"), cwd):
+            out.append(NativeSession(str(head[0].get("id")), mtime, path=path))
+    return out
+
+
 FINDERS: dict[str, Callable[..., list[NativeSession]]] = {
+    "demo": find_demo,
     "codex": find_codex,
     "claude": find_claude,
     "gemini": find_gemini,
@@ -224,7 +247,10 @@ def _copy_capped(source: Path, dest: Path, budget: int) -> tuple[int, bool]:
     """Copy whole lines of `source` while they fit in `budget` bytes; (bytes written, truncated)."""
     written = 0
     truncated = False
-    with open(source, "rb") as src, open(dest, "wb") as out:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dest)  # written anew, never through a link left there
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with open(source, "rb") as src, open(fd, "wb") as out:
         for line in src:
             if written + len(line) > budget:
                 truncated = True
@@ -238,12 +264,13 @@ def run_bounded(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout:
     """(exit code, stdout, stderr) of argv, killed with everything it started after `timeout` s.
 
     `opencode` is a node launcher whose native child would otherwise keep
-    the pipes open past the timeout (history/bounded_run.py).
+    the pipes open past the timeout: it runs in its own group (child_process.py).
     """
-    from wrapagent.history import bounded_run
+    from wrapagent import child_process
 
     try:
-        return bounded_run.run_bounded(argv, timeout=timeout, env=env, cwd=cwd)
+        done = child_process.run(argv, timeout=timeout, env=env, cwd=cwd)
+        return done.code, done.stdout, done.stderr
     except TimeoutError:
         raise OSError(f"`{' '.join(argv[1:])}` timed out after {timeout:.1f} s") from None
 
@@ -255,7 +282,11 @@ def _export(session: NativeSession, dest: Path, budget: int, cwd: Path,
         tail = err.decode("utf-8", "replace").strip().splitlines()
         raise OSError(f"`{' '.join(session.export[1:])}` failed: {tail[-1] if tail else code}")
     truncated = len(data) > budget
-    dest.write_bytes(data[:budget] if truncated else data)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dest)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with open(fd, "wb") as out:
+        out.write(data[:budget] if truncated else data)
     return min(len(data), budget), truncated
 
 
@@ -322,7 +353,7 @@ def collect(tool: str, record: dict, session_dir: Path, *, cwd: Path, started: f
             continue
         name = _safe_name(tool, session, index)
         try:
-            folder.mkdir(exist_ok=True)
+            folder.mkdir(mode=0o700, exist_ok=True)
             if session.path is not None:
                 size, truncated = _copy_capped(session.path, folder / name, budget)
             else:

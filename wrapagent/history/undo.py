@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from wrapagent.history.checkpoints import Repo
 
 from wrapagent.history.checkpoint_access import UndoConflict, UndoRefused, shown_paths
-from wrapagent.history.checkpoints import check_ignore, git, ignore_query
+from wrapagent.history.checkpoints import check_ignore, ignore_query
 
 GITLINK = "160000"
 
@@ -45,6 +45,7 @@ class UndoPlan:
         self.kept: list[tuple[str, str]] = []  # (path, why): left as they are
         self.not_restored: list[tuple[str, str]] = []  # (path, why): nested repositories
         self.seen: dict[str, tuple[int, ...] | None] = {}  # path: what `lstat` said just before the check
+        self.keep_folders: set[str] = set()  # folders that existed before the session: never removed
 
     @property
     def acted_on(self) -> list[str]:
@@ -61,14 +62,78 @@ class UndoPlan:
 
 def raw_changes(repo: Repo, before: str, after: str) -> list[tuple[str, str, str, str]]:
     """(status, old mode, new mode, path) of every path that differs between two commits."""
+    return [(status, old_mode, new_mode, path) for status, old_mode, new_mode, _, path
+            in raw_changes_ids(repo, before, after)]
+
+
+def raw_changes_ids(repo: Repo, before: str, after: str) -> list[tuple[str, str, str, str, str]]:
+    """(status, old mode, new mode, old blob id, path) of every path that differs between two commits."""
     out = repo.run(["diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-ext-diff", before, after]
                    ).stdout.decode("utf-8", "surrogateescape").split("\0")
     changes = []
     for i in range(0, len(out) - 1, 2):
         meta = out[i].lstrip(":").split()
         if len(meta) >= 5:
-            changes.append((meta[4][:1], meta[0], meta[1], out[i + 1]))
+            changes.append((meta[4][:1], meta[0], meta[1], meta[2], out[i + 1]))
     return changes
+
+
+def _real_folders(top: str, path: str) -> bool:
+    """Whether every leading folder of `path` is a real folder (no link, no file) now."""
+    folder = top
+    for part in path.split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        st = _lstat(folder)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            return False
+    return True
+
+
+def _missing_objects(repo: Repo, ids: Sequence[str]) -> set[str]:
+    """Those blob ids the store cannot read any more (borrowed from the user's repository, whose
+    `git gc` removed them since)."""
+    if not ids:
+        return set()
+    proc = repo.run(["cat-file", "--batch-check=%(objectname)"], input="".join(f"{i}\n" for i in ids).encode(),
+                    check=False)
+    missing = set()
+    for line in proc.stdout.decode().splitlines():
+        if line.endswith(" missing"):
+            missing.add(line.split()[0])
+    return missing
+
+
+def _newer_than_after(repo: Repo, restore: Sequence[tuple[str, str, str]]) -> list[str]:
+    """Paths the session deleted (or made ignored) that hold something else than `before` now.
+
+    A file the session dropped from the snapshots by ignoring it (`notes.txt`
+    added to `.gitignore`) and the user wrote afterwards is in no fresh
+    snapshot either: only its bytes on disk tell that writing the old copy
+    back would lose the user's work.
+    """
+    present = []
+    for status, old_id, path in restore:
+        if status != "D" or not _real_folders(repo.top, path):
+            continue  # below a link or a file now: what is there is not at this path (the in-the-way check)
+        full = os.path.join(repo.top, path)
+        if os.path.lexists(full) and not (os.path.isdir(full) and not os.path.islink(full)):
+            present.append((old_id, path))  # a folder here is the session's (its files are `created`)
+    if not present:
+        return []
+    regular = [(old_id, path) for old_id, path in present if os.path.isfile(os.path.join(repo.top, path))
+               and not os.path.islink(os.path.join(repo.top, path))]
+    changed = [path for old_id, path in present if (old_id, path) not in regular]
+    if regular:
+        data = "".join(f"{path}\n" for _, path in regular).encode("utf-8", "surrogateescape")
+        if all("\n" not in path for _, path in regular):
+            ids = repo.run(["hash-object", "--no-filters", "--stdin-paths"], input=data,
+                           check=False).stdout.decode().split()
+        else:
+            ids = []
+        if len(ids) != len(regular):
+            return sorted(changed + [path for _, path in regular])
+        changed += [path for (old_id, path), now in zip(regular, ids) if now != old_id]
+    return sorted(changed)
 
 
 def ignored_before(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
@@ -95,8 +160,8 @@ def ignored_before(repo: Repo, before: str, paths: Sequence[str]) -> set[str]:
             data = b"\0".join(p.encode("utf-8", "surrogateescape") for p in ignores) + b"\0"
             repo.run(["checkout-index", "-z", "--stdin", f"--prefix={tree}/"], index=index, input=data)
         data = ignore_query([p.encode("utf-8", "surrogateescape") for p in paths])
-        proc = git(tree, ["check-ignore", "--no-index", "-z", "--stdin"], env=repo.env,
-                   git_dir=repo.git_dir, input=data, check=False)  # the work tree: `before`'s ignore files
+        # the work tree: `before`'s ignore files; the store's info/exclude is the user's
+        proc = repo.run_in(tree, ["check-ignore", "--no-index", "-z", "--stdin"], input=data)
         return {p.decode("utf-8", "surrogateescape") for p in check_ignore(proc)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -225,11 +290,26 @@ def _check_in_the_way(plan: UndoPlan) -> None:
         raise UndoRefused(f"refusing to undo: no permission to write in {shown_paths(locked)} (nothing was changed)")
 
 
-def plan(repo: Repo, before: str, after: str) -> UndoPlan:
-    """Every check, nothing changed: the plan, or `UndoRefused` saying why in one line."""
+def plan(repo: Repo, before: str, after: str, *, left_out: Mapping[str, int] | None = None,
+         force: bool = False, keep_folders: Sequence[str] = ()) -> UndoPlan:
+    """Every check, nothing changed: the plan, or `UndoRefused` saying why in one line.
+
+    `left_out` (path: size) are the files a size cap kept out of the
+    snapshots: never touched, listed. With `force`, files changed after the
+    session are undone too (their newer content is lost). A file already as
+    it was before the session (an undo that stopped part-way) is left as it
+    is, so running undo again finishes what it started.
+    """
+    from wrapagent.history.checkpoints import size_text
+
     result = UndoPlan(repo, before, after)
+    result.keep_folders = set(keep_folders)
     created: list[str] = []
-    for status, old_mode, new_mode, path in raw_changes(repo, before, after):
+    restore_ids: list[tuple[str, str, str]] = []
+    skipped = dict(left_out or {})
+    for status, old_mode, new_mode, old_id, path in raw_changes_ids(repo, before, after):
+        if path in skipped:
+            continue
         if GITLINK in (old_mode, new_mode):
             what = "a nested repository or submodule: wrapagent leaves it as it is"
             result.not_restored.append((path, what))
@@ -237,6 +317,9 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
             created.append(path)
         else:
             result.restore.append((status, path))
+            restore_ids.append((status, old_id, path))
+    for path, size in sorted(skipped.items()):
+        result.not_restored.append((path, f"not in the snapshot: {size_text(size)}, larger than the size cap"))
     hidden = ignored_before(repo, before, created)
     older = _unchanged_since(repo, before, [p for p in created if p not in hidden])
     for path in created:
@@ -250,19 +333,41 @@ def plan(repo: Repo, before: str, after: str) -> UndoPlan:
         if any(p == path for _, p in result.restore):
             raise UndoRefused(f"refusing to undo: a nested git repository now stands at {shown_paths([path])} "
                               "(nothing was changed)")
+    gone = _missing_objects(repo, sorted({i for s, i, _ in restore_ids if i.strip("0")}))
+    if gone:
+        lost = sorted(p for _, i, p in restore_ids if i in gone)
+        raise UndoRefused(f"refusing to undo: {len(lost)} file(s) cannot be restored, their content is no "
+                          f"longer in the repository (removed by git gc): {shown_paths(lost)} (nothing was changed)")
     acted = result.acted_on
     if not acted:
         return result
     result.seen = {p: _fingerprint(repo.top, p) for p in acted}  # before git reads them: see `apply`
     now = repo.write_tree()
     moved = [p for _, p in repo.changes(after, now, acted)]
+    newer = [p for p in _newer_than_after(repo, restore_ids) if p not in moved]
     if moved:
-        if not repo.changes(before, now, acted):
+        as_before = {p for _, p in repo.changes(before, now, acted)}
+        done = [p for p in moved if p not in as_before and p not in newer]
+        if len(done) == len(acted):
             raise UndoRefused("these files are already as they were before the session: undone already? "
                               "(nothing was changed)")
-        raise UndoConflict(moved)
+        _drop(result, done, "already as before the session (an undo that stopped part-way?)")
+        moved = [p for p in moved if p not in done]
+    conflicts = sorted(set(moved) | set(newer))
+    if conflicts and not force:
+        raise UndoConflict(conflicts)
     _check_in_the_way(result)
     return result
+
+
+def _drop(result: UndoPlan, paths: Sequence[str], why: str) -> None:
+    """Take `paths` out of what undo does; listed as kept, with `why`."""
+    gone = set(paths)
+    result.remove = [p for p in result.remove if p not in gone]
+    result.restore = [(s, p) for s, p in result.restore if p not in gone]
+    result.kept += [(p, why) for p in sorted(gone)]
+    for p in gone:
+        result.seen.pop(p, None)
 
 
 def apply(plan: UndoPlan) -> None:
@@ -279,7 +384,7 @@ def apply(plan: UndoPlan) -> None:
     if edited:
         raise UndoConflict(edited)
     for path in plan.remove:
-        _remove_created(plan.repo.top, path)
+        _remove_created(plan.repo.top, path, plan.keep_folders)
     restored = [p for _, p in plan.restore]
     modes = _read_write_bits(plan.repo.top, restored)
     plan.repo.checkout_paths(plan.before, restored)
@@ -326,7 +431,7 @@ def _put_back_read_write_bits(top: str, modes: Mapping[str, int]) -> None:
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
-def _remove_created(top: str, path: str) -> None:
+def _remove_created(top: str, path: str, keep: set[str] | frozenset[str] = frozenset()) -> None:
     """Remove a file the session created, then the folders it left empty; never through a link.
 
     Each leading folder is opened from the one above it with `O_NOFOLLOW`:
@@ -351,6 +456,8 @@ def _remove_created(top: str, path: str) -> None:
         except FileNotFoundError:
             pass
         for i in range(len(parts) - 1, 0, -1):  # the folders it leaves empty, deepest first
+            if "/".join(parts[:i]) in keep:
+                return  # there before the session (empty, or holding ignored files only)
             try:
                 os.rmdir(parts[i - 1], dir_fd=fds[i - 1])
             except OSError:
@@ -360,15 +467,32 @@ def _remove_created(top: str, path: str) -> None:
             os.close(fd)
 
 
+def left_out(info: Mapping[str, object]) -> dict[str, int]:
+    """The files a size cap kept out of the session's snapshots (path: size)."""
+    out: dict[str, int] = {}
+    for key in ("left_out_before", "left_out_after"):
+        value = info.get(key)
+        if isinstance(value, dict):
+            out.update({str(k): int(v) for k, v in value.items() if isinstance(v, int)})
+    return out
+
+
+def folders_before(info: Mapping[str, object]) -> list[str]:
+    """The folders of the work tree that held nothing snapshotted before the session (kept by undo)."""
+    value = info.get("folders_before")
+    return [str(f) for f in value] if isinstance(value, list) else []
+
+
 def undo(info: Mapping[str, object], env: Mapping[str, str] | None = None, *,
-         dry_run: bool = False) -> UndoPlan:
+         dry_run: bool = False, force: bool = False) -> UndoPlan:
     """Check everything, then (unless `dry_run`) put the session's files back; the plan."""
     from wrapagent.history.checkpoint_access import open_repo, session_commits
 
     session_commits(info)  # says why there are none before looking for the repository
     repo = open_repo(info, env)
     before, after = session_commits(info, repo)
-    result = plan(repo, before, after)
+    result = plan(repo, before, after, left_out=left_out(info), force=force,
+                  keep_folders=folders_before(info))
     if not dry_run:
         apply(result)
     return result

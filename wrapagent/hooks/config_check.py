@@ -105,7 +105,11 @@ def describe(config: Config) -> str:
     out.append(f"  {'send':<17} {'enabled: wrapagent send is taken' if config.send else '(not enabled)'}")
 
     out.append("")
-    out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
+    sources = list(dict.fromkeys(guard.source for guard in config.guards))
+    if len(sources) > 1:  # only `[extend] prompt_guard = true` in a project file mixes layers
+        out.append("Prompt guards (the global ones extended by the project's, [extend] prompt_guard = true):")
+    else:
+        out.append("Prompt guards:" if config.guards else "Prompt guards: (none)")
     for number, guard in enumerate(config.guards, 1):
         if guard.builtin is not None:
             what = f"builtin {guard.builtin}"
@@ -132,6 +136,9 @@ def describe(config: Config) -> str:
     out.append(f"Checkpoints: {'on (git projects)' if cp.enabled else 'off'}, budget {_fmt_seconds(cp.budget_secs)}; "
                f"transcripts {'on' if cp.transcripts else 'off'}, cap {cp.max_transcript_bytes} bytes; "
                f"from {cp.source}")
+    rec = config.record
+    cap = f"cap {rec.max_bytes} bytes" if rec.max_bytes else "no cap"
+    out.append(f"Recording: {'on (terminal sessions)' if rec.enabled else 'off'}, {cap}; from {rec.source}")
     return "\n".join(out) + "\n"
 
 
@@ -181,4 +188,6 @@ def as_json(config: Config) -> dict:
             "timeout_seconds": pre.timeout_seconds, "source": pre.source},
         "checkpoints": {"enabled": cp.enabled, "budget_secs": cp.budget_secs, "transcripts": cp.transcripts,
                         "max_transcript_bytes": cp.max_transcript_bytes, "source": cp.source},
+        "record": {"enabled": config.record.enabled, "max_bytes": config.record.max_bytes,
+                   "source": config.record.source},
     }

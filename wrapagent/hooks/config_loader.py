@@ -57,6 +57,7 @@ from wrapagent.hooks.config_model import (  # noqa: F401  (re-exported: one impo
     Layer,
     Config,
     CheckpointSettings,
+    RecordSettings,
     default_session_complete,
     _frozen_map,
 )
@@ -184,8 +185,16 @@ def _load_layer(kind: str, path: str, read: Callable[[], tuple], parse: Callable
     used = not check.has_errors and trusted is not False
     in_line_order = sorted(check.problems, key=lambda p: p.line or 0)  # stable: unlined ones keep their place
     in_line_order += check.reported()[len(check.problems):]  # "N more, not listed" closes the list
-    layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state)
+    layer = Layer(kind, str(path), True, used, trusted, tuple(in_line_order), state,
+                  getattr(value, "stop_check", None), getattr(value, "send", None))
     return layer, (value if used else None)
+
+
+def extend_guards(base: tuple[GuardSpec, ...], more: tuple[GuardSpec, ...]) -> tuple[GuardSpec, ...]:
+    """`base` then `more`; a guard of `more` named as one of `base` takes that one's place."""
+    by_name = {guard.name: guard for guard in more}
+    kept = tuple(by_name.pop(guard.name, guard) for guard in base)
+    return kept + tuple(guard for guard in more if guard.name in by_name)
 
 
 def load_config(
@@ -222,13 +231,16 @@ def load_config(
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
     send = False
+    agents = global_hooks.agents if global_hooks is not None else ()
+    record: dict[str, Any] = {}
     for hooks_file in (global_hooks, project_hooks):
         if hooks_file is None:
             continue
         lifecycle.update(hooks_file.lifecycle)
         if hooks_file.guards is not None:
-            guards = hooks_file.guards
+            guards = extend_guards(guards, hooks_file.guards) if hooks_file.extend_guards else hooks_file.guards
         checkpoints.update(hooks_file.checkpoints)
+        record.update(hooks_file.record)
         if hooks_file.stop_check is not None:
             stop_check = hooks_file.stop_check  # a project's [stop_check] replaces the global one
         if hooks_file.send is not None:
@@ -241,4 +253,6 @@ def load_config(
         checkpoints=CheckpointSettings(**checkpoints),
         stop_check=stop_check or None,
         send=send,
+        agents=agents,
+        record=RecordSettings(**record),
     )

@@ -144,8 +144,8 @@ class Layer(Frozen):
     needs to read the file again to say so.
     """
 
-    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust")
-    _defaults = {"trust": None}
+    __slots__ = ("kind", "path", "exists", "used", "trusted", "problems", "trust", "stop_check", "send")
+    _defaults = {"trust": None, "stop_check": None, "send": None}
 
     kind: str  # "global-hooks" | "global-config" | "project-hooks"
     path: str
@@ -154,6 +154,11 @@ class Layer(Frozen):
     trusted: bool | None
     problems: tuple[Problem, ...]
     trust: str | None  # "trusted" | "untrusted" | "changed" | None (not checked)
+    stop_check: StopCheckSpec | bool | None
+    """This file's own `[stop_check]` (also when the file is not used, for `doctor`): a StopCheckSpec,
+    False (`enabled = false`), or None (not in it)."""
+    send: bool | None
+    """This file's own `[send] enabled` (None: not in it)."""
 
 
 class CheckpointSettings(Frozen):
@@ -162,13 +167,15 @@ class CheckpointSettings(Frozen):
     A project file's keys override the global file's, key by key.
     """
 
-    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "source")
+    __slots__ = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "max_file_mb",
+                 "source")
     _defaults = {
         "enabled": True,
         "budget_secs": 2.0,
         "transcripts": True,
         "max_transcript_bytes": 16 * 1024 * 1024,
         "keep_days": 30.0,
+        "max_file_mb": 10.0,
         "source": DEFAULT_SOURCE,
     }
 
@@ -181,20 +188,48 @@ class CheckpointSettings(Frozen):
     max_transcript_bytes: int
     """Size cap for all of one session's transcripts together."""
     keep_days: float
-    """Checkpoint refs of sessions older than this are dropped at a later session's end (0 = never)."""
+    """Checkpoints of sessions older than this are dropped at a later session's end (0 = never)."""
+    max_file_mb: float
+    """A file larger than this (MB) is left out of a snapshot and listed in the record (0 = no cap)."""
+    source: str
+
+
+DEFAULT_RECORD_MAX_BYTES = 64 * 1024 * 1024
+"""A recording stops (with a note) past this many bytes of asciicast text.
+
+Measured on the real CLIs against a mock model: a TUI session writes a few
+MiB per hour (spinners and redraws included), gzip keeps about a tenth of
+it; 64 MiB is many hours of a busy session, and a runaway tool printing a
+build log forever stops costing disk there.
+"""
+
+
+class RecordSettings(Frozen):
+    """`[record]` in hooks.toml: the asciicast recording of each interactive session.
+
+    A project file's keys override the global file's, key by key.
+    """
+
+    __slots__ = ("enabled", "max_bytes", "source")
+    _defaults = {"enabled": True, "max_bytes": DEFAULT_RECORD_MAX_BYTES, "source": DEFAULT_SOURCE}
+
+    enabled: bool
+    """Record what the tool shows (never the keys typed) into the state folder."""
+    max_bytes: int
+    """Size cap of one recording, uncompressed (0 = no cap)."""
     source: str
 
 
 def _frozen_map(data: Mapping[str, LifecycleHook] | None = None) -> Mapping[str, LifecycleHook]:
-    from types import MappingProxyType
-
-    return MappingProxyType(dict(data or {}))
+    mapping_proxy = type(type.__dict__)  # types.MappingProxyType, without loading `types` before the tool starts
+    return mapping_proxy(dict(data or {}))
 
 
 class Config(Frozen):
     """The effective configuration for one project."""
 
-    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send")
+    __slots__ = ("lifecycle", "guards", "pre_session", "layers", "checkpoints", "stop_check", "send", "agents",
+                 "record")
     _defaults = {
         "lifecycle": Factory(_frozen_map),
         "guards": (),
@@ -203,6 +238,8 @@ class Config(Frozen):
         "checkpoints": Factory(CheckpointSettings),
         "stop_check": None,
         "send": False,
+        "agents": (),
+        "record": Factory(RecordSettings),
     }
 
     lifecycle: Mapping[str, LifecycleHook]
@@ -214,6 +251,10 @@ class Config(Frozen):
     """None when not configured or `enabled = false`."""
     send: bool
     """`[send] enabled = true`: the session takes messages from `wrapagent send`."""
+    agents: tuple[str, ...]
+    """`[agents] programs` (global hooks.toml only): programs wrapagent types into, beside
+    the known agents (`inject/agents.py`)."""
+    record: RecordSettings
 
     @property
     def problems(self) -> tuple[Problem, ...]:

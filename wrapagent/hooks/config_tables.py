@@ -33,7 +33,8 @@ _EVENT_KEYS = ("enabled", "command", "timeout_secs")
 _STOP_CHECK_KEYS = ("enabled", "command", "timeout_secs", "max_continues", "quiet_secs")
 _GUARD_KEYS = ("name", "command", "builtin", "args", "timeout_secs", "every_message")
 _PRE_SESSION_KEYS = ("command", "enabled", "transports", "timeout_seconds")
-_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days")
+_CHECKPOINT_KEYS = ("enabled", "budget_secs", "transcripts", "max_transcript_bytes", "keep_days", "max_file_mb")
+_RECORD_KEYS = ("enabled", "max_bytes")
 
 
 
@@ -104,14 +105,17 @@ class HooksFile:
     """What one hooks.toml defines (before merging). A plain class: every
     dataclass costs ~1 ms of start-up, and this one is internal."""
 
-    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send")
+    __slots__ = ("lifecycle", "guards", "checkpoints", "stop_check", "send", "extend_guards", "agents", "record")
 
     def __init__(self, lifecycle: dict[str, LifecycleHook], guards: tuple[GuardSpec, ...] | None) -> None:
         self.lifecycle = lifecycle
         self.guards = guards  # None: the file does not define prompt_guard
         self.checkpoints: dict[str, Any] = {}  # the [checkpoints] keys this file sets
+        self.record: dict[str, Any] = {}  # the [record] keys this file sets
         self.stop_check: Any = None  # None: not in this file; False: `enabled = false`; else a StopCheckSpec
         self.send: bool | None = None  # [send] enabled, when this file says
+        self.agents: tuple[str, ...] = ()  # [agents] programs: more programs wrapagent types into
+        self.extend_guards = False  # [extend] prompt_guard = true: add to the global guards, not replace
 
 
 def _parse_event(check: _FileCheck, event: str, value: Any) -> LifecycleHook | None:
@@ -243,6 +247,9 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
     checkpoints: dict[str, Any] = {}
     stop_check: Any = None
     send: bool | None = None
+    agents: tuple[str, ...] = ()
+    extend_guards = False
+    record: dict[str, Any] = {}
     where = "it is global-only: put it in config.toml" if is_project else "it belongs in config.toml"
     for key, value in data.items():
         if key in EVENTS:
@@ -260,6 +267,12 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
             if table is not None:
                 check.unknown_keys(table, ("enabled",), "send.", ("send",))
                 send = _check_bool(check, table, "enabled", True, "send.", ("send",))
+        elif key == "agents":
+            agents = _parse_agents(check, value, is_project=is_project)
+        elif key == "extend":
+            extend_guards = _parse_extend(check, value, is_project=is_project)
+        elif key == "record":
+            record = _parse_record(check, value)
         elif key == "pre_session":
             check.warning("pre_session", f"ignored: {where} under [hooks.pre_session]", ("pre_session",))
         elif key == "hooks" and isinstance(value, dict):
@@ -270,13 +283,77 @@ def parse_hooks_file(check: _FileCheck, data: dict, *, is_project: bool) -> Hook
                     hint = f" (did you mean [{sub}]?)" if sub in EVENTS else ""
                     check.warning(f"hooks.{sub}", f"unknown key, ignored{hint}", ("hooks", sub))
         else:
-            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send"))
+            hint = check.did_you_mean(key, (*EVENTS, "prompt_guard", "checkpoints", "stop_check", "send",
+                                            "extend", "agents", "record"))
             check.warning(key, f"unknown key, ignored{hint}", (key,))
     parsed = HooksFile(lifecycle, guards)
     parsed.checkpoints = checkpoints
     parsed.stop_check = stop_check
     parsed.send = send
+    parsed.extend_guards = extend_guards
+    parsed.agents = agents
+    parsed.record = record
     return parsed
+
+
+def _parse_agents(check: _FileCheck, value: Any, *, is_project: bool) -> tuple[str, ...]:
+    """`[agents] programs = ["mytui", …]`: programs to type into beside the known agents.
+
+    Global only: a project's file naming `bash` an agent would have the guards' text typed
+    into the user's shell."""
+    parts = ("agents",)
+    if is_project:
+        check.warning("agents", "ignored: it is global-only (it decides which programs get typed input)", parts)
+        return ()
+    table = _check_table(check, value, "agents", parts)
+    if table is None:
+        return ()
+    check.unknown_keys(table, ("programs",), "agents.", parts)
+    programs = table.get("programs", [])
+    if not isinstance(programs, list) or not all(isinstance(p, str) and p.strip() for p in programs):
+        check.error("agents.programs", f"expected a list of program names, got {programs!r}", (*parts, "programs"))
+        return ()
+    return tuple(p.strip() for p in programs)
+
+
+def _parse_extend(check: _FileCheck, value: Any, *, is_project: bool) -> bool:
+    """`[extend] prompt_guard = true` (a project file): its guards come after the global ones.
+
+    Without it a project's [[prompt_guard]] list replaces the global list. In
+    the global file there is nothing below it to extend: a warning, ignored.
+    """
+    table = _check_table(check, value, "extend", ("extend",))
+    if table is None:
+        return False
+    check.unknown_keys(table, ("prompt_guard",), "extend.", ("extend",))
+    extend = _check_bool(check, table, "prompt_guard", False, "extend.", ("extend",))
+    if extend and not is_project:
+        check.warning("extend.prompt_guard", "ignored: only a project's hooks.toml extends the global guards",
+                      ("extend", "prompt_guard"))
+        return False
+    return extend
+
+
+def _parse_record(check: _FileCheck, value: Any) -> dict[str, Any]:
+    """The `[record]` keys this file sets (validated), for merging key by key."""
+    parts, prefix = ("record",), "record."
+    table = _check_table(check, value, "record", parts)
+    if table is None:
+        return {}
+    check.unknown_keys(table, _RECORD_KEYS, prefix, parts)
+    out: dict[str, Any] = {}
+    if "enabled" in table:
+        out["enabled"] = _check_bool(check, table, "enabled", True, prefix, parts)
+    if "max_bytes" in table:
+        size = table["max_bytes"]
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            check.error(f"{prefix}max_bytes", f"expected a whole number of bytes >= 0 (0 = no cap), got {size!r}",
+                        (*parts, "max_bytes"))
+        else:
+            out["max_bytes"] = size
+    if out:
+        out["source"] = str(check.path)
+    return out
 
 
 def _parse_stop_check(check: _FileCheck, value: Any):
@@ -318,6 +395,13 @@ def _parse_checkpoints(check: _FileCheck, value: Any) -> dict[str, Any]:
             out[key] = _check_bool(check, table, key, getattr(defaults, key), prefix, parts)
     if "budget_secs" in table:
         out["budget_secs"] = _check_timeout(check, table, "budget_secs", defaults.budget_secs, prefix, parts)
+    if "max_file_mb" in table:
+        mb = table["max_file_mb"]
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or mb < 0:
+            check.error(f"{prefix}max_file_mb", f"expected a size in MB >= 0 (0 = no cap), got {mb!r}",
+                        (*parts, "max_file_mb"))
+        else:
+            out["max_file_mb"] = float(mb)
     if "keep_days" in table:
         days = table["keep_days"]
         if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:

@@ -74,14 +74,11 @@ def guard_stdin(ctx: GuardContext, message: MessageInfo | None = None) -> bytes:
     return json.dumps(payload).encode("utf-8")
 
 
-def compaction_placeholder(command: str, ctx: GuardContext) -> str:
-    """`{compaction}` in a guard's or pre_session's command: `true` for the blocks after a
-    compaction, else `false` (the stdin JSON says the same as `compaction`)."""
-    if "{compaction}" not in command:
-        return command
-    from wrapagent.hooks.hook_runner import substitute
+def guard_variables(ctx: GuardContext, turn: int | None = None) -> dict[str, str]:
+    """The hooks' placeholders for a guard's or pre_session's command, with `{compaction}`."""
+    from wrapagent.hooks.hook_runner import hook_variables
 
-    return substitute(command, {"compaction": "true" if ctx.compaction else "false"})
+    return {**hook_variables(ctx, turn=turn), "compaction": "true" if ctx.compaction else "false"}
 
 
 class MessageInfo:
@@ -126,14 +123,15 @@ def run_pre_session(
     prompt_source: str,
     log: Callable[[str], None],
 ) -> GuardRun:
-    """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE and CSA_* in env."""
-    from wrapagent.hooks.hook_runner import hook_env, run_command
+    """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE and CSA_* in env,
+    the hooks' placeholders in its command."""
+    from wrapagent.hooks.hook_runner import hook_env, run_command, substitute
 
     source = prompt_source if prompt_source in PROMPT_SOURCES else "none"
     env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source, **csa_env(ctx)})
     stdin = prompt.encode("utf-8", errors="replace")[:PROMPT_CAP] if prompt is not None else b""
     result = run_command(
-        compaction_placeholder(hook.command, ctx),
+        substitute(hook.command, guard_variables(ctx)),
         name="pre_session",
         kind="pre_session",
         cwd=ctx.project_root,
@@ -153,15 +151,17 @@ def run_command_guard(
     guard: GuardSpec, ctx: GuardContext, *, base_env: Mapping[str, str], log: Callable[[str], None],
     message: MessageInfo | None = None,
 ) -> GuardRun:
+    """Run one command guard with the hooks' placeholders filled in, quoted as for a hook.
+
+    `{turn}` (and WRAPAGENT_TURN) is the turn an every_message guard's message
+    starts; for the blocks of a conversation's first message it is empty.
+    """
     from wrapagent.hooks.hook_runner import hook_env, run_command, substitute
 
-    command = compaction_placeholder(guard.command or "", ctx)
-    extra = None
-    if message is not None and message.turn is not None and guard.every_message:
-        command = substitute(command, {"turn": str(message.turn)})
-        extra = {"WRAPAGENT_TURN": str(message.turn)}
+    turn = message.turn if message is not None and guard.every_message else None
+    extra = {"WRAPAGENT_TURN": str(turn)} if turn is not None else None
     result = run_command(
-        command,
+        substitute(guard.command or "", guard_variables(ctx, turn=turn)),
         name=guard.name,
         kind="guard",
         cwd=ctx.project_root,

@@ -23,11 +23,12 @@ if TYPE_CHECKING:
     from wrapagent.hooks.config_loader import LifecycleHook
     from wrapagent.hooks.context import GuardContext
 
-VARIABLES = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd", "exit_code", "turn")
-
 STDOUT_CAP = 1024 * 1024  # bytes of stdout kept when captured; the rest is drained
 LOG_CAP = 256 * 1024  # bytes of hook output copied to the log per stream
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL of the group
+ENDED_AT_EXIT = "ended: the tool exited"
+"""A hook's error when wrapagent ended it because the tool exited (`kill_running`): not a failure of
+the hook, and said so in the record."""
 PIPE_GRACE = 0.2  # seconds to wait for pipes to close after the shell has exited
 HEAD_CAP = 4096  # bytes of each stream kept for the hook's message (a refusing pre_run's reason)
 REFUSE_EXIT = 2  # a pre_run hook exiting with this refuses the launch (Claude Code's, CodeMie's convention)
@@ -39,8 +40,8 @@ REASON_CHARS = 300  # a refusal's reason is cut to this many characters on its o
 def substitute(template: str, variables: Mapping[str, str]) -> str:
     """`{placeholder}` substitution, each value quoted for where it sits (see hooks/placeholders.py).
 
-    Loaded on first use: guards never substitute, and this module is loaded
-    before the tool starts when guards are configured.
+    Loaded on first use: builtin guards never substitute, and this module is
+    loaded before the tool starts when guards are configured.
     """
     from wrapagent.hooks.placeholders import substitute as substitute_
 
@@ -215,41 +216,28 @@ class _LineLog:
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
-    """Send `sig` to the group; False when the group no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
+    """Send `sig` to the group; False when the group no longer exists (child_process.py)."""
+    from wrapagent import child_process
+
+    return child_process.signal_group(pgid, sig)
 
 
 def _group_alive(pgid: int) -> bool:
     """Whether any process of the group is still running (zombies do not count)."""
-    from wrapagent import portable
+    from wrapagent import child_process
 
-    return _signal_group(pgid, 0) and portable.group_alive(pgid)
+    return child_process.group_alive(pgid)
 
 
 def _kill_group(proc, pgid: int) -> None:
-    """SIGTERM the whole group, SIGKILL whatever is left after KILL_GRACE."""
-    import signal
+    """SIGTERM the whole group, SIGKILL whatever is left after KILL_GRACE, the shell reaped.
 
-    if not _signal_group(pgid, signal.SIGTERM):
-        proc.poll()
-        return
-    deadline = time.monotonic() + KILL_GRACE
-    while time.monotonic() < deadline:
-        proc.poll()  # reap the shell so its zombie does not count as alive
-        if not _group_alive(pgid):
-            return
-        time.sleep(0.02)
-    _signal_group(pgid, signal.SIGKILL)
-    try:
-        proc.wait(timeout=KILL_GRACE)
-    except Exception:
-        pass
+    `pgid` is the shell's pid (it leads its own group); the kill itself is
+    child_process.stop_group, the one every helper program gets.
+    """
+    from wrapagent import child_process
+
+    child_process.stop_group(proc, grace=KILL_GRACE)
 
 
 # --------------------------------------------------------------------------- threads, signals, exit
@@ -260,6 +248,9 @@ _RUNNING: dict[int, str] = {}
 
 A plain dict: single-key stores and pops are atomic under the GIL, and
 `kill_running` iterates a copy."""
+
+_ENDED: set[int] = set()
+"""Process groups `kill_running` ended: their `run_command` reports ENDED_AT_EXIT, not a failure."""
 
 
 def unblock_signals() -> None:
@@ -365,6 +356,7 @@ def kill_running(grace: float = KILL_GRACE) -> list[str]:
     running = dict(_RUNNING)
     if not running:
         return []
+    _ENDED.update(running)
     for pgid in running:
         _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -456,7 +448,11 @@ def run_command(
         _kill_group(proc, proc.pid)
     _RUNNING.pop(proc.pid, None)
     code = _exit_code(proc.returncode)
-    if timed_out:
+    if proc.pid in _ENDED:
+        _ENDED.discard(proc.pid)
+        error: str | None = ENDED_AT_EXIT
+        timed_out = False
+    elif timed_out:
         error = f"timed out after {timeout:g}s"
     elif code != 0:
         error = f"exited with {code}"

@@ -21,7 +21,8 @@ as data and run nothing of it. The right quoting depends on the context, so
   backslash-escaped, with an empty expansion `${0+}` in front of every value
   line that could otherwise end the document or lose its tabs (`<<-`); with
   a quoted delimiter the value goes in verbatim when that is safe, else the
-  line's placeholders stay as they are (a line that would end the document
+  line's placeholders stay as they are (a line that would end the document,
+  or start with its delimiter, which bash reads as its end inside `$(…)`,
   or lose tabs, or that dash would misread: the delimiter's first characters
   followed by a non-ASCII byte). In an unquoted body, placeholders
   after the first `$(`, `${…}` with an operator, `$((` or backtick are left
@@ -228,6 +229,9 @@ class _Scanner:
             text = dq(value)
         elif ctx == VD:
             text = '"' + dq(value) + '"'
+        elif ctx == VU:
+            # always quoted: a bare `%` or `#` after `${x%` would make another operator (`%%`)
+            text = "'" + value.replace("'", "'\"'\"'") + "'"
         else:
             text = sq(value)
         self.out.append(_in_backticks(text, self.stack.count(B)))
@@ -346,11 +350,16 @@ def _first_nested(line: str) -> int:
 
 
 def _body_safe(template_line: str, text: str, delimiter: str, strip_tabs: bool) -> bool:
-    """No line of `text` ends the document, and `<<-` strips no tab that came from a value."""
+    """No line of `text` ends the document, and `<<-` strips no tab that came from a value.
+
+    A line that merely starts with the delimiter counts as ending it: bash
+    (5.2) reading a here-document inside `$(…)` ends it at `EOF$(…)` or
+    `EOF\\$(…)` and runs the rest as commands, even under a quoted delimiter.
+    """
     lines = text.rstrip("\n").split("\n")
     for number, line in enumerate(lines):
         bare = line.lstrip("\t") if strip_tabs else line
-        if bare == delimiter or _dash_drops_a_byte(bare, delimiter):
+        if bare == delimiter or (delimiter and bare.startswith(delimiter)) or _dash_drops_a_byte(bare, delimiter):
             return False
         if strip_tabs:
             tabs = len(line) - len(line.lstrip("\t"))

@@ -20,7 +20,10 @@ _TEMPLATE = """\
 # Global file:  ~/.config/wrapagent/hooks.toml   ($XDG_CONFIG_HOME/wrapagent/hooks.toml)
 # Project file: <project root>/.wrapagent/hooks.toml  (used only once trusted: `wrapagent trust`)
 # A project file replaces the global lifecycle hooks event by event, and its
-# [[prompt_guard]] list (if present) replaces the global list.
+# [[prompt_guard]] list (if present) replaces the global list; with
+#   [extend]
+#   prompt_guard = true
+# in the project file its guards come after the global ones instead.
 # Check this file with `wrapagent config check`.
 
 # ---------------------------------------------------------------------------

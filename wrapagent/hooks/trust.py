@@ -142,6 +142,18 @@ class TrustStore:
     def is_trusted(self, file: str | os.PathLike[str], content: bytes) -> bool:
         return self.check(file, content) == TRUSTED
 
+    def trusted_before(self, file: str | os.PathLike[str]) -> tuple[bytes, str] | None:
+        """(the bytes last trusted for `file`, when) if a copy was kept, else None.
+
+        `wrapagent trust` shows what changed since then. The copy is named by
+        its sha256 and checked against it, so a copy edited by hand is no copy.
+        """
+        entry = self._load()[0].get(trust_key(file))
+        if entry is None:
+            return None
+        content = _read_copy(self._copies_dir(), entry["sha256"])
+        return None if content is None else (content, str(entry.get("trusted_at", "")))
+
     def entries(self) -> list[TrustEntry]:
         files = self._load()[0]
         return [TrustEntry(path, e["sha256"], str(e.get("trusted_at", ""))) for path, e in sorted(files.items())]
@@ -160,11 +172,44 @@ class TrustStore:
             return True
 
         self._update(change)
+        self._keep_copy(sha, content)
+
+    def _copies_dir(self) -> Path:
+        return self.path.parent / COPIES_DIR
+
+    def _keep_copy(self, sha: str, content: bytes) -> None:
+        """Keep the trusted bytes (for the next review's "what changed"); drop copies no entry pins.
+
+        Best effort: without a copy the next review shows the whole file, as before.
+        """
+        folder = self._copies_dir()
+        try:
+            if folder.is_symlink():
+                return  # never write through a link
+            folder.mkdir(mode=0o700, exist_ok=True)
+            _write_private(folder / sha, content)
+        except OSError:
+            return
+        self._drop_unpinned_copies()
+
+    def _drop_unpinned_copies(self) -> None:
+        folder = self._copies_dir()
+        try:
+            if folder.is_symlink() or not folder.is_dir():
+                return
+            pinned = {e["sha256"] for e in self._load()[0].values()}
+            for name in os.listdir(folder):
+                if name not in pinned and not name.startswith("."):
+                    os.unlink(folder / name)
+        except OSError:
+            pass
 
     def revoke(self, file: str | os.PathLike[str]) -> bool:
         """Forget `file`; False when it was not trusted."""
         key = trust_key(file)
-        return self._update(lambda files: files.pop(key, None) is not None)
+        revoked = self._update(lambda files: files.pop(key, None) is not None)
+        self._drop_unpinned_copies()
+        return revoked
 
     def _update(self, change: Callable[[dict[str, dict[str, str]]], bool]) -> bool:
         """Read-modify-write under a lock, written atomically (temp file + rename)."""
@@ -196,6 +241,36 @@ class TrustStore:
         finally:
             if tmp.exists():
                 tmp.unlink()
+
+
+COPIES_DIR = "trusted"
+"""Beside trust.json: a copy of each pinned file's bytes, named by their sha256."""
+
+
+def _write_private(path: Path, content: bytes) -> None:
+    """Atomically, mode 0600, never through a link (a temp file, then rename over)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _read_copy(folder: Path, sha: str) -> bytes | None:
+    """The copy named `sha`, when it is a regular file whose bytes still hash to its name."""
+    if len(sha) != 64 or not all(ch in "0123456789abcdef" for ch in sha):
+        return None  # a store edited by hand names no file
+    try:
+        fd = os.open(folder / sha, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        content = f.read(2 * 1024 * 1024)
+    return content if content_sha256(content) == sha else None
 
 
 # ---------------------------------------------------------------------- messages

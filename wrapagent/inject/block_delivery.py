@@ -41,7 +41,10 @@ class BlocksDelivery:
         if not self._prefix:
             self.report.status = "none"
             self.report.notes.append("all blocks empty: nothing injected")
-            return self._release(now, finished=True)
+            # Later messages are armed at each submission: this one's keys go as they are, and the
+            # next message is armed once this one is submitted (finishing now would re-arm at once
+            # and hold this message's own keys again, one at a time, never submitting it).
+            return self._release(now, finished=not (self.whole_session and self.on_message is not None))
         self.report.text = delivered_text(self.adapter, self._prefix)  # what the model will read
         return self._write_blocks(now)
 

@@ -5,9 +5,12 @@ two things a whole session needs: a submission (Enter outside a paste, not
 after a `\\` that claude and gemini turn into a newline), and whether it was
 a reset command typed in full (`/clear`, `/new`…) on an otherwise empty
 composer. Anything the keys cannot tell for sure (cursor keys, history
-recall, Tab completion, a line too long to keep) makes the content
-*unknown*: such a submission still counts, but is never taken for a reset,
-so a guess can only miss a reset, never invent one.
+recall, Tab completion or a mode key, Esc, a line too long to keep, a key
+that answered a dialog) makes the content *unknown*: such a submission still
+counts, but is never taken for a reset, so a guess can only miss a reset,
+never invent one. The screen ends the unknown: when the injector's screen
+model shows the composer empty again, `settled_empty` makes it known (and
+empty) once more (`inject/screen_model.py`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ class Composer:
         self._unknown = False
         self._in_paste = False
         self._backslash = False
+        self._tail = bytearray()
+        """While unknown: what was typed since it became so (the screen must show exactly this)."""
+        self.unknown_at = float("-inf")
+        """When the composer last became unknown (the clock of `feed`'s caller)."""
+        self.now = 0.0
+        """Set by the caller before `feed`: the time of the key being fed."""
 
     def feed(self, tok: Token) -> Submission | None:
         kind = tok.kind
@@ -90,13 +99,50 @@ class Composer:
         elif kind == INTERRUPT or (kind == ESCAPE and self.esc_clears):
             self.clear()
         else:
-            self._unknown = True  # cursor keys, Tab, Ctrl-letters: the line is no longer ours to read
+            self._set_unknown()  # cursor keys, Tab, Ctrl-letters: the line is no longer ours to read
         return None
+
+    def _set_unknown(self) -> None:
+        self._unknown = True
+        self._tail.clear()
+        self.unknown_at = self.now
+
+    @property
+    def typed_since_unknown(self) -> str:
+        """The text typed since the composer became unknown ("" when none, or when known)."""
+        return self._tail.decode("utf-8", "replace") if self._unknown else ""
 
     @property
     def has_text(self) -> bool:
         """Typed characters (a Backspace erases a whole one) or a paste since the last submission or clear."""
         return bool(self._buf) or self._pasted
+
+    def holds_command(self, prefixes: tuple[str, ...]) -> bool:
+        """The line typed so far starts with a command prefix (`/`…): the tool shows its menu."""
+        return not self._pasted and self._buf.lstrip(b" ").startswith(tuple(p.encode() for p in prefixes))
+
+    @property
+    def unknown(self) -> bool:
+        """A key the composer model cannot read came since the last submission or clear."""
+        return self._unknown
+
+    def make_unknown(self) -> None:
+        """What the composer holds is no longer the keys' to tell (a key answered a dialog)."""
+        self._buf.clear()
+        self._pasted = False
+        self._set_unknown()
+
+    def known_text(self, text: str) -> None:
+        """The screen shows exactly this in the composer: the keys' picture is replaced by it."""
+        if self._in_paste:
+            return
+        self.clear()
+        self._buf += text.encode("utf-8")
+
+    def settled_empty(self) -> None:
+        """The screen shows the composer empty: its content is known again (nothing)."""
+        if not self._in_paste:
+            self.clear()
 
     @property
     def typed(self) -> str:
@@ -110,15 +156,20 @@ class Composer:
 
     def clear(self) -> None:
         self._buf.clear()
+        self._tail.clear()
         self._pasted = self._unknown = self._in_paste = self._backslash = False
 
     def _add(self, data: bytes) -> None:
         if len(self._buf) + len(data) > MAX_TRACKED:
-            self._unknown = True
+            self._set_unknown()
             return
         self._buf += data
+        if self._unknown:
+            self._tail += data
 
     def _erase(self) -> None:
+        if self._unknown and self._tail:
+            _erase_last(self._tail)
         if not self._buf:
             return
         start = len(self._buf) - 1
@@ -130,3 +181,11 @@ class Composer:
         sub = Submission(self._buf.decode("utf-8", "replace"), self._pasted, self._unknown)
         self.clear()
         return sub
+
+
+def _erase_last(buf: bytearray) -> None:
+    """Drop the last UTF-8 character of `buf`."""
+    start = len(buf) - 1
+    while start > 0 and (buf[start] & 0xC0) == 0x80:
+        start -= 1
+    del buf[start:]

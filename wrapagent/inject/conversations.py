@@ -40,7 +40,15 @@ class Conversations:
         if sub.empty:
             self.turns.resumed(now)
         else:
+            self.turns.submitted(now, sub.text)
+
+    def _prompt_submitted(self, now: float) -> None:
+        """The tool is up with the command line's prompt submitted: it is the first turn, and with
+        `every_message` guards the next typed message of this conversation gets their blocks."""
+        if self.turns is not None:
             self.turns.submitted(now)
+        if self.on_message is not None:
+            self._next_message()
 
     def _new_conversation(self, command: str, now: float) -> None:
         """A reset command was submitted: fresh blocks for the next message, as for the first."""

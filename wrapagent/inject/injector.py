@@ -29,9 +29,13 @@ submitted the injector stays attached, following the user's keys with a
 adapter) starts a new conversation: `on_reset()` recomputes the blocks, keys
 pass untouched until the composer is back (a dialog may come first), and the
 next message gets them exactly as the first did. Every other submission
-is reported to `turns`, which decides when the agent waits. Output then
-costs the proxy one timestamp (`watch_output` is false, the loop stores
-`last_output`); the emulator is only fed until the composer is ready.
+is reported to `turns`, which decides when the agent waits. For a tool
+with a screen shape (`screen_model.py`) the screen is then followed in a
+thread of its own (`composer_screen.py`: the output path appends to a
+buffer), so the composer can be read when the keys cannot tell; for other
+tools output costs the proxy one timestamp (`watch_output` is false, the
+loop stores `last_output`). The readiness emulator is only fed until the
+composer is ready.
 
 First-message mode (neither given): the injector reports `done` once the
 blocks were submitted and the proxy drops it.
@@ -65,13 +69,14 @@ __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND",
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
     from wrapagent.inject.screen import Screen
 
     class TurnListener(Protocol):
         """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
 
-        def submitted(self, now: float) -> None: ...
+        def submitted(self, now: float, text: str = "") -> None: ...
         def resumed(self, now: float) -> None: ...
         def deadline(self, last_output: float) -> float | None: ...
         def poll(self, now: float, last_output: float) -> None: ...
@@ -100,7 +105,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                  on_reset: Callable[[], None] | None = None,
                  on_message: Callable[[int, int], None] | None = None,
                  on_compaction: Callable[[int, int], None] | None = None,
-                 outgoing: Outgoing | None = None) -> None:
+                 outgoing: Outgoing | None = None,
+                 interrupts: InterruptWatch | None = None,
+                 prompt_given: bool = False) -> None:
         from wrapagent.inject.screen import Screen
 
         self.adapter = adapter
@@ -122,8 +129,19 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """`every_message` guards: called with (conversation, message) when a later message is armed."""
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
-        self._keep_watching = outgoing is not None and outgoing.screen is not None
+        self.interrupts = interrupts
+        """Told every key that reaches the tool: did the user interrupt the agent (`interrupts.py`)."""
+        self.prompt_given = prompt_given
+        """The first message came on the command line (with its blocks): the tool submits it itself."""
         self.whole_session = turns is not None or on_reset is not None or on_compaction is not None
+        from wrapagent.inject.screen_model import model_for
+
+        self.model = model_for(adapter.name)
+        """The tool's screen model: readiness, dialogs, the composer (`screen_model.py`)."""
+        self.view = self._follow_screen(adapter, rows, cols, outgoing)
+        """The screen followed all session (a tool with a screen shape, whole session): the
+        composer's content when the keys cannot tell (`composer_screen.py`)."""
+        self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
         self.state = STARTING
@@ -164,6 +182,15 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.screen_notice = b""
         """One line for the user's terminal (a delivery without a receipt); the proxy writes
         it after the tool's next output and empties it."""
+
+    def _follow_screen(self, adapter: Adapter, rows: int, cols: int, outgoing: Outgoing | None):
+        model = self.model
+        if not self.whole_session or model.shape is None:
+            return None
+        from wrapagent.inject.composer_screen import ComposerScreen
+
+        shared = outgoing.screen if outgoing is not None else None
+        return ComposerScreen.create(model, rows, cols, shared)
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -206,6 +233,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._size = (rows, cols)
         if self.outgoing is not None:
             self.outgoing.on_resize(rows, cols)
+        if self.view is not None:
+            self.view.resize(rows, cols)
         if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
@@ -217,6 +246,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def on_output(self, data: bytes, now: float) -> None:
         try:
             self._on_output(data, now)
+            if self.interrupts is not None and self.interrupts.wants_output:
+                self.interrupts.output(data)
         except Exception as exc:
             self._fail(exc)
 
@@ -225,9 +256,21 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
                 self._keys.queue(data, now)
                 return b""
-            return self._on_input(data, now)
+            command = self._holds_command()
+            return self._to_tool(self._on_input(data, now), now, command)
         except Exception as exc:
             return self._fail(exc, data)
+
+    def _holds_command(self) -> bool:
+        return self.interrupts is not None and self._composer.holds_command(self.adapter.command_prefixes)
+
+    def _to_tool(self, out: bytes, now: float, command: bool) -> bytes:
+        """Bytes on their way to the tool: the interrupt watch sees the keys that really reach it."""
+        if self.interrupts is not None and out:
+            self.interrupts.keys(out, now, command)
+            if self.interrupts.wants_output:
+                self.watch_output = True  # the tool's cancel notice is looked for in its output
+        return out
 
     def poll(self, now: float) -> bytes:
         if self._release_on_error:
@@ -240,17 +283,27 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 # One wake pipe for the guards and the outgoing queue: drained before
                 # either looks, so a wake-up that comes after its look is never lost.
                 self._drain_wake()
+            command = self._holds_command()
             out = self._due_replay(now) if self._keys.replay else b""
             out += self._poll(now)
             if self.outgoing is not None:
                 out += self._poll_outgoing(now)
+            out = self._to_tool(out, now, command)
             if self.turns is not None and self.state != STARTING:
                 self.turns.poll(now, self.last_output)
+                self._stop_watching_for_notice()
             return out
         except Exception as exc:
             self._fail(exc)
             out, self._release_on_error = self._release_on_error, b""
             return out
+
+    def _stop_watching_for_notice(self) -> None:
+        """The stop was seen (the watch forgot its key): output is no longer needed for it."""
+        if self.interrupts is None or self.interrupts.wants_output or not self.watch_output:
+            return
+        if self.state in (CHATTING, ARMED, COMMAND, AWAIT_SUBMIT):
+            self.watch_output = self._keep_watching
 
     def _fail(self, exc: Exception, data: bytes = b"") -> bytes:
         self._note(f"internal error ({exc!r}): injection switched off, keys passed through")
@@ -269,9 +322,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.outgoing is not None:
             self.outgoing.on_output(data)
         self._receipt_feed(data)
+        if self.view is not None:
+            self.view.feed(data)
         if self.state in (STARTING, WAIT_READY):
-            # The emulator is only needed to see the ready screen; after
-            # that, output costs the proxy one timestamp.
+            # The readiness emulator is only needed to see the ready screen.
             self.screen.feed(data)
             if not self._bp_seen:
                 hay = self._bp_tail + data
@@ -291,6 +345,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             self._ready_on_key(data, now)
         if self.state == STARTING:
+            self._composer.now = now
             for tok in tokenize(data):
                 sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
                 if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
@@ -327,21 +382,38 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         of text already in the composer, so that message passes untouched, like a
         command, and the one after it gets them.
         """
-        if self._typed_shown:
-            self._typed_shown = False
+        composer = self._composer
+        typed_shown, self._typed_shown = self._typed_shown, False
+        if not composer.in_paste:
+            if composer.unknown and self.view is None:
+                # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
+                # composer: the ready screen is the composer's, empty (no screen model
+                # to ask at the first key).
+                composer.settled_empty()
+            if not (typed_shown or (composer.has_text and self._ready_screen_holds_text())):
+                self.state = ARMED
+                return
             self.state = COMMAND
             self._begun_early = True
             self._note("a message typed before the composer was ready goes without the blocks; "
                        "the next message gets them")
-            return
-        if not self._composer.in_paste:
-            self.state = ARMED
             return
         self.state = COMMAND
         self._in_paste = True
         self._begun_early = True
         self._note("a paste begun before the composer was ready goes without the blocks; "
                    "the next message gets them")
+
+    def _ready_screen_holds_text(self) -> bool:
+        """Keys typed before readiness: the ready screen shows them in the tool's composer (by
+        the screen model), so blocks cannot go in front of them. Without a shape, or when the
+        screen shows the composer empty (they answered a start-up dialog, or the tool dropped
+        them), the next key starts the message as before."""
+        if self.model.shape is None or self.state != STARTING:
+            return False
+        from wrapagent.inject.screen_model import TEXT
+
+        return self.model.read(self.screen.text()).composer == TEXT
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:
@@ -365,6 +437,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.outgoing is not None:
             self.outgoing.cancel_all("the tool ended")
             self.outgoing.close()
+        if self.view is not None:
+            self.view.close()
         if report.message > 1 and self.state in (ARMED, COMMAND, WAIT_READY):
             self.reports.remove(report)  # armed for a later message that never came
             return self.reports[0]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from time import monotonic as _monotonic
 
 from wrapagent.inject import receipt
 from wrapagent.inject.delivery import delivery_chunks, now_iso
@@ -53,12 +54,33 @@ IDLE_COMPOSER = {
 ENTER_GAP_SECS = 0.15
 """codex takes an Enter within 120 ms of fast input for a newline; gemini within 40 ms of a paste."""
 
+ENTER_GAPS = {
+    # gemini's 40 ms after a paste is a timer of its event loop: on a loaded machine (load 5 on
+    # 2 cores) an Enter 0.15 s after the paste still became a newline, the continuation unsent.
+    "gemini": 0.6,
+}
+"""Per tool, where ENTER_GAP_SECS is not enough."""
+
 MAX_SCREEN_LAG_BYTES = 4 * 1024 * 1024
 """Output the emulator may lag behind by before it starts over (see FollowedScreen.feed)."""
+
+FOLLOW_QUIET_SECS = 0.1
+"""The emulator runs once the output paused this long (or `text` asks for the screen). Run on every
+chunk, it took the interpreter lock from the copy threads all along a burst: a 30 MB `cat` came
+through at 0.06x the throughput of the proxy alone (bench/steady_proxy.py `followed`)."""
+
+FOLLOW_PIECE_BYTES = 8 * 1024
+"""Output emulated at a time (tens of ms of pyte); output that resumes meanwhile defers the rest."""
 
 SCREEN_CATCH_UP_SECS = 0.5
 """At most this long (on the proxy's thread) for the emulator to catch up with the output;
 it only lags after a burst, and output has been quiet for `quiet_secs` at a stop."""
+
+SCREEN_RETRY_SECS = 10.0
+"""A message whose empty composer is not on the screen yet (the emulator lags behind a burst,
+the tool still draws the end of its turn) is tried again every SCREEN_RETRY_GAP_SECS for this
+long before it is cancelled: a dialog keeps it from going, a lagging screen does not lose it."""
+SCREEN_RETRY_GAP_SECS = 0.25
 
 RELEASE_GAP_SECS = 0.05
 """The user's keys held during a delivery go this long after the Enter: never in its write."""
@@ -114,6 +136,8 @@ class Outgoing:
         self._receipt_read_at = float("-inf")
         self.notice = b""
         """One line for the user's terminal (a message without a receipt); the injector hands it on."""
+        self._retry_since: float | None = None
+        self._retry_at: float | None = None
 
     # -- any thread ------------------------------------------------------------------
 
@@ -158,6 +182,8 @@ class Outgoing:
             return self._enter_at
         if self.state == RELEASING:
             return self._enter_at + RELEASE_GAP_SECS
+        if self.state == IDLE and self._retry_at is not None:
+            return self._retry_at
         return None
 
     def poll(self, now: float, last_output: float, composer_has_text: bool) -> tuple[bytes, bool]:
@@ -188,7 +214,8 @@ class Outgoing:
                 if outcome != receipt.SHOWN:
                     return self._not_delivered(receipt.REASONS[outcome]), False
                 self.state = ENTER_DUE
-                self._enter_at = max(now, self._last_text_at + ENTER_GAP_SECS)
+                gap = ENTER_GAPS.get(self.adapter.name, ENTER_GAP_SECS)
+                self._enter_at = max(now, self._last_text_at + gap)
             if self.state != ENTER_DUE or now < self._enter_at:
                 return b"", False
         if self.state == ENTER_DUE and now >= self._enter_at:
@@ -243,6 +270,8 @@ class Outgoing:
     # -- inside -----------------------------------------------------------------------
 
     def _start(self, now: float, composer_has_text: bool) -> bytes:
+        if self._retry_at is not None and now < self._retry_at:
+            return b""
         with self._lock:
             request = self._queue.popleft() if self._queue else None
         if request is None:
@@ -253,7 +282,10 @@ class Outgoing:
         elif composer_has_text:
             reason = "the composer holds your text"
         elif self.screen is not None and not self._composer_shown():
+            if self._retry_later(request, now):
+                return b""
             reason = "the empty composer is not on the screen (a dialog?)"
+        self._retry_since = self._retry_at = None
         if reason:
             self.log(f"outgoing: not sent: {reason}")
             request.done("cancelled", reason, None)
@@ -269,6 +301,19 @@ class Outgoing:
         self.state = DELIVERING
         return self._due(now)
 
+    def _retry_later(self, request: Request, now: float) -> bool:
+        """Put `request` back at the head of the queue to be tried again (SCREEN_RETRY_SECS)."""
+        since = now if self._retry_since is None else self._retry_since
+        if now - since >= SCREEN_RETRY_SECS:
+            return False
+        if self._retry_since is None:
+            self.log("outgoing: the empty composer is not on the screen yet; trying again")
+        with self._lock:
+            self._queue.appendleft(request)
+        self._retry_since = since
+        self._retry_at = now + SCREEN_RETRY_GAP_SECS
+        return True
+
     def use_generic_composer(self) -> None:
         """The tool's ready markers never showed (its screen changed in a release): an empty
         composer is then any quiet screen that is not a dialog, as for the first message."""
@@ -279,11 +324,16 @@ class Outgoing:
         text = self.screen.text(timeout=SCREEN_CATCH_UP_SECS)
         if text is None:
             return False
-        from wrapagent.inject.readiness import looks_like_dialog
+        from wrapagent.inject.screen_model import model_for
 
-        if looks_like_dialog(text):  # a marker may also be in the transcript (codex's `› <message>`)
-            return False
-        return self._generic or all(p.search(text) for p in self._patterns)
+        # By the screen's structure (`screen_model.py`): the tool's composer at the bottom,
+        # empty, no dialog, not working; a transcript full of `1. Yes` / `› No` lines is no
+        # dialog. A tool whose shape did not fit its screen: any quiet screen that is no dialog.
+        model = model_for("" if self._generic else self.adapter.name)
+        reading = model.read(text)
+        if model.shape is not None:
+            return reading.idle_empty
+        return not reading.dialog and (self._generic or all(p.search(text) for p in self._patterns))
 
     def close(self) -> None:
         if self.screen is not None:
@@ -314,6 +364,9 @@ class FollowedScreen:
 
         self._screen = Screen(rows, cols)
         self._pending = bytearray()
+        self._fed_at = 0.0
+        self._wanted = 0
+        """`text` calls waiting: the emulator catches up now, pause or not."""
         self._size: tuple[int, int] | None = None
         self._closed = False
         self._cond = threading.Condition()
@@ -323,14 +376,18 @@ class FollowedScreen:
         threading.Thread(target=self._work, name="wrapagent-screen", daemon=True).start()
 
     def feed(self, data: bytes) -> None:
+        """Append (the output thread: no emulation here); the emulator is woken only when it was idle."""
         with self._cond:
             if len(self._pending) > MAX_SCREEN_LAG_BYTES:
                 # Far behind (a tool printing megabytes): start over from here, on a blank
                 # screen. Until the tool redraws its composer, none is seen: the safe side.
                 self._pending.clear()
                 self._restart = True
+            idle = not self._pending
             self._pending += data
-            self._cond.notify_all()
+            self._fed_at = _monotonic()
+            if idle:
+                self._cond.notify_all()
 
     def resize(self, rows: int, cols: int) -> None:
         with self._cond:
@@ -342,12 +399,17 @@ class FollowedScreen:
 
         end = time.monotonic() + timeout
         with self._cond:
-            while self._pending or self._busy or self._size is not None:
-                left = end - time.monotonic()
-                if left <= 0 or self._closed:
-                    return None
-                self._cond.wait(left)
-            return self._screen.text()
+            self._wanted += 1
+            self._cond.notify_all()
+            try:
+                while self._pending or self._busy or self._size is not None:
+                    left = end - time.monotonic()
+                    if left <= 0 or self._closed:
+                        return None
+                    self._cond.wait(left)
+                return self._screen.text()
+            finally:
+                self._wanted -= 1
 
     def close(self) -> None:
         with self._cond:
@@ -360,10 +422,12 @@ class FollowedScreen:
             with self._cond:
                 while not self._pending and self._size is None and not self._closed:
                     self._cond.wait()
+                self._wait_for_a_pause()
                 if self._closed:
                     self._screen.close()
                     return
-                data, self._pending = bytes(self._pending), bytearray()
+                data = bytes(self._pending[:FOLLOW_PIECE_BYTES])
+                del self._pending[:FOLLOW_PIECE_BYTES]
                 size, self._size = self._size, None
                 restart, self._restart = self._restart, False
                 self._busy = True
@@ -382,3 +446,11 @@ class FollowedScreen:
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def _wait_for_a_pause(self) -> None:
+        """(Lock held.) Until the output paused FOLLOW_QUIET_SECS, `text` wants the screen, or close."""
+        while self._pending and not self._wanted and not self._closed:
+            quiet = _monotonic() - self._fed_at
+            if quiet >= FOLLOW_QUIET_SECS:
+                return
+            self._cond.wait(FOLLOW_QUIET_SECS - quiet)

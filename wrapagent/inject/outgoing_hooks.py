@@ -41,7 +41,9 @@ class OutgoingHooks:
         assert outgoing is not None
         if not outgoing.busy and (self.state not in (CHATTING, ARMED) or not outgoing.pending()):
             return b""
-        out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text)
+        # Unknown content (a key the keys cannot read) counts as text unless the screen can tell.
+        unknown = self._composer.unknown and outgoing.screen is None
+        out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text or unknown)
         if outgoing.notice:
             self.screen_notice, outgoing.notice = outgoing.notice, b""
         if submitted and self.turns is not None:

@@ -167,9 +167,23 @@ class Readiness:
         patterns = self._current_patterns()
         text = self.screen.text()
         if not patterns:
-            return has_content(text) and not looks_like_dialog(text)
+            return has_content(text) and not self._dialog_up(text)
         # A marker may show on a dialog too (codex's `›` on its resume picker's chosen row).
-        return all(p.search(text) for p in patterns) and not looks_like_dialog(text)
+        reading = self.model.read(text)
+        if reading.dialog:
+            return False
+        if all(p.search(text) for p in patterns):
+            return True
+        # The tool's empty composer found by its shape, where the marker text is gone (opencode's
+        # `Ask anything` placeholder in a continued session): its own marker too, by structure.
+        from wrapagent.inject.screen_model import EMPTY
+
+        return self.model.shape is not None and reading.composer == EMPTY and not reading.working
+
+    def _dialog_up(self, text: str) -> bool:
+        """A dialog by the screen's structure (`screen_model.py`): the tool's composer is not at
+        the bottom and a choice or its key hints are; never a transcript's look-alike lines."""
+        return self.model.read(text).dialog
 
     def _fallback_due(self) -> float | None:
         """When the generic rule may fire if nothing more is drawn (None: it never will)."""
@@ -180,7 +194,7 @@ class Readiness:
 
     def _generic_ready(self, quiet: bool = False) -> bool:
         text = self.screen.text()
-        if looks_like_dialog(text):
+        if self._dialog_up(text):
             if not quiet:
                 self.log("injection: a dialog is on the screen; waiting for the composer")
             return False
@@ -208,6 +222,8 @@ class Readiness:
             self.state = CHATTING
         self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s"
                  f" ({by} rule)")
+        if not self.inject and self.prompt_given:
+            self._prompt_submitted(now)
 
     def _fell_back(self, at_key: bool) -> None:
         """The adapter's markers did not show: say so once, and let wrapagent's own messages
@@ -219,3 +235,8 @@ class Readiness:
                  "(the tool's screen changed: injection still works)")
         if self.outgoing is not None:
             self.outgoing.use_generic_composer()
+        from wrapagent.inject.screen_model import ScreenModel
+
+        self.model = ScreenModel(None)  # the tool's shape does not fit its screen either
+        if self.view is not None:
+            self.view.model = self.model

@@ -46,11 +46,11 @@ class InputCopier:
             waiter = portable.Waiter()
             in_r, stdin_fd, master = st.in_r, st.stdin_fd, st.master
             while not st.stop_input:
-                if not to_child.pending and st.stdin_open and st.master_open:
+                if not to_child.pending and st.stdin_open and st.master_open and not st.paused:
                     self.copy_keys(waiter)  # until a poke, a queue, or the end of stdin
                 pending = to_child.pending
-                waiter.watch((in_r, stdin_fd) if st.stdin_open and len(pending) < MAX_PENDING_INPUT
-                             else (in_r,),
+                keys = st.stdin_open and not st.paused and len(pending) < MAX_PENDING_INPUT
+                waiter.watch((in_r, stdin_fd) if keys else (in_r,),
                              (master,) if pending and st.master_open else ())
                 readable, writable = waiter.wait(None)
                 if in_r in readable:
@@ -59,7 +59,7 @@ class InputCopier:
                     break  # keys typed from now on belong to whoever reads the terminal next
                 if writable or (to_child.pending and in_r in readable):
                     to_child.flush()
-                if stdin_fd in readable:
+                if stdin_fd in readable and not st.paused:  # paused: the shell's keys (job control)
                     self.read_stdin()
         except BaseException as exc:
             st.error = exc
@@ -83,8 +83,8 @@ class InputCopier:
         user_bytes, write_now = to_child.user_bytes, to_child._write_now
         while True:
             fd = ready_fd()
-            if st.stop_input or fd != stdin_fd:
-                return  # keys typed after the stop stay unread
+            if st.stop_input or st.paused or fd != stdin_fd:
+                return  # keys typed after the stop (or while the shell has the terminal) stay unread
             try:
                 data = read(stdin_fd, STDIN_READ_SIZE)
             except BlockingIOError:

@@ -53,6 +53,13 @@ class LoopState:
         """Output thread: it has seen the reap (its reads no longer block)."""
         self.woken = False
         """Supervisor: it wrote a NUL to the terminal side to end a read asleep (`output_thread.wake`)."""
+        self.first_output = False
+        """Output thread: the tool's first output was copied (the supervisor's `after_start` may run)."""
+        self.paused = False
+        """Supervisor (job control): the terminal is the shell's; the input thread reads no key."""
+        self.out_gate = _thread.allocate_lock()
+        """Held by the output thread while it writes a chunk, by the supervisor while the terminal is
+        the shell's (`job_control`): no byte of the tool's reaches the shell's screen."""
         self.error: "BaseException | None" = None
         """A copy thread's exception, re-raised by the supervisor."""
         self.main_r, self.main_w = wake_pipe()

@@ -98,7 +98,8 @@ class OutputCopier:
             waiter.watch((self.master, st.out_r))
             master, whole, mv, buf = self.master, self.whole, self.mv, self.buf
             stdout_fd, to_child, modes = self.stdout_fd, self.to_child, self.modes
-            readv, write, find = os.readv, os.write, buf.find
+            readv, write, find, gate = os.readv, os.write, buf.find, st.out_gate
+            first = True
             while True:
                 try:
                     got = readv(master, whole)
@@ -121,19 +122,24 @@ class OutputCopier:
                         continue
                 reaped = st.reaped_at
                 if st.stdout_ok:
-                    if modes.tail or find(b"\x1b", 0, got) >= 0:
-                        modes.feed(buf, got)
-                    if reaped is not None:
-                        began = monotonic()
-                    view = mv[:got]
-                    try:
-                        n = write(stdout_fd, view)
-                    except OSError:  # write_all below waits, or tells a gone terminal
-                        n = 0
-                    if n != got:
-                        st.stdout_ok = write_all(stdout_fd, view[n:])
-                    if reaped is not None:
-                        self.drain_write_secs += monotonic() - began
+                    with gate:  # held by the supervisor while the terminal is the shell's
+                        if modes.tail or find(b"\x1b", 0, got) >= 0:
+                            modes.feed(buf, got)
+                        if reaped is not None:
+                            began = monotonic()
+                        view = mv[:got]
+                        try:
+                            n = write(stdout_fd, view)
+                        except OSError:  # write_all below waits, or tells a gone terminal
+                            n = 0
+                        if n != got:
+                            st.stdout_ok = write_all(stdout_fd, view[n:])
+                        if reaped is not None:
+                            self.drain_write_secs += monotonic() - began
+                if first:  # once: the supervisor's `after_start` waits for it
+                    first = False
+                    st.first_output = True
+                    poke(st.main_w)
                 icpt = to_child.interceptor
                 if icpt is not None:
                     if icpt.watch_output:

@@ -76,9 +76,13 @@ def _undo_modes(loop: "Supervisor", stdout_fd: int) -> None:
         write_all(stdout_fd, reset)
 
 
-def _terminate(pid: int, grace: float) -> "tuple[int, object, bool]":
-    """SIGTERM the child's group, SIGKILL after `grace`; reap. Returns (status, rusage, killed)."""
-    _killpg(pid, signal.SIGTERM)
+def _terminate(pid: int, grace: float, pgid: "int | None" = None) -> "tuple[int, object, bool]":
+    """SIGTERM the tool's group `pgid`, SIGKILL after `grace`; reap its leader `pid`.
+    Returns (status, rusage, killed)."""
+    pgid = pid if pgid is None else pgid
+    _killpg(pgid, signal.SIGTERM)
+    _killpg(pgid, signal.SIGCONT)  # a stopped tool, too
+    _kill(pid, signal.SIGCONT)
     end = time.monotonic() + grace
     while True:
         try:
@@ -90,7 +94,7 @@ def _terminate(pid: int, grace: float) -> "tuple[int, object, bool]":
         if time.monotonic() >= end:
             break
         time.sleep(0.02)  # only on this error path; the loop proper never polls
-    _killpg(pid, signal.SIGKILL)
+    _killpg(pgid, signal.SIGKILL)
     _, status, rusage = os.wait4(pid, 0)
     return status, rusage, True
 
@@ -130,6 +134,7 @@ def run(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None" = 
         interceptor: "Interceptor | None" = None,
         on_output: "Callable[[bytes], None] | None" = None,
         on_spawn: "Callable[[int], None] | None" = None,
+        after_start: "Callable[[], None] | None" = None,
         kill_grace: float = KILL_GRACE_SECS) -> "ProxyResult":
     """Run `argv` on a new PTY, proxying the terminal on `stdin_fd`/`stdout_fd`.
 
@@ -139,7 +144,7 @@ def run(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None" = 
     """
     child = start(argv, env=env, cwd=cwd, stdin_fd=stdin_fd, stdout_fd=stdout_fd)
     return proxy(child, stdin_fd=stdin_fd, stdout_fd=stdout_fd, interceptor=interceptor,
-                 on_output=on_output, on_spawn=on_spawn, kill_grace=kill_grace)
+                 on_output=on_output, on_spawn=on_spawn, after_start=after_start, kill_grace=kill_grace)
 
 
 def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
@@ -151,27 +156,31 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     """Proxy the terminal for a child `spawn.start` started, until it is gone; then clean up.
 
     Must run in the main thread (signal handlers). `on_output` and the
-    interceptor's output calls happen in the output thread; all interceptor
+    interceptor's output calls happen in the output thread (an `on_output`
+    with a `resized(rows, cols)` method is also told each resize, from the
+    main thread: a recorder's `r` events); all interceptor
     calls are serialised (see `Interceptor`). `after_start` runs in the main
-    thread while the copy threads already run (see `Supervisor.run`); if it
+    thread once the tool's first output was copied (see `Supervisor.run`); if it
     raises, the child is terminated like on any error. Closes the child's
     signal pipe, and leaves SIGHUP ignored: the tool has ended, and what the
     caller does next (save the record, commit) must outlive a hang-up.
     """
     child.check_exec()  # raises, all cleaned up, if the tool could not be exec'd
     pid, master, sigpipe = child.pid, child.master, child.signals
+    tool = child.tool_pid if child.tool_pid is not None else pid
     try:
-        loop = Supervisor(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace)
+        loop = Supervisor(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace, tool)
     except BaseException:
-        _terminate(pid, kill_grace)
+        _terminate(pid, kill_grace, tool)
         os.close(master)
         sigpipe.close()
         raise
     try:
         if on_spawn is not None:
-            on_spawn(pid)
+            on_spawn(tool)
         portable.prepare_sweep()  # (the master stays blocking: see to_child._write)
-        with terminal.raw_mode(stdin_fd):
+        with terminal.raw_mode(stdin_fd) as saved:
+            loop.job.saved = saved  # job control gives the terminal back with these
             try:
                 loop.run(sigpipe, after_start)
             finally:
@@ -184,7 +193,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
             # child behind. SIGTERM first, as for a forwarded signal, but
             # never wait forever: a child that ignores SIGTERM used to hang
             # wrapagent here in a blocking wait4.
-            loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace)
+            loop.status, loop.rusage, loop.killed = _terminate(pid, kill_grace, tool)
         if not loop.threads_alive():
             _undo_modes(loop, stdout_fd)
             os.close(master)  # (see Supervisor.close)

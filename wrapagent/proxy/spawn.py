@@ -21,7 +21,6 @@ except ImportError:  # pragma: no cover - an interpreter without it
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-import sys
 import termios
 
 if TYPE_CHECKING:
@@ -32,20 +31,13 @@ if TYPE_CHECKING:
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 """Sent to wrapagent, passed on to the tool's process group."""
 
-LOOP_SIGNALS = (signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS)
+
+JOB_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGCONT)
+"""Job control of wrapagent itself (Ctrl-Z of the job, `kill -TSTP`, `bg`, `fg`): handled by the loop,
+which gives the user's terminal back before it stops and takes it again when continued."""
+
+LOOP_SIGNALS = (signal.SIGWINCH, signal.SIGCHLD, *FORWARDED_SIGNALS, *JOB_SIGNALS)
 """What the loop's main thread handles, through the signal pipe."""
-
-SPAWN_OPENS_CTTY = ((os.environ.get("WRAPAGENT_PLATFORM") or sys.platform).startswith("linux")
-                    and hasattr(os, "posix_spawn"))
-"""Whether `posix_spawn` can start the tool on its PTY.
-
-On Linux the first terminal a new session's leader opens becomes its
-controlling terminal, so setsid + open in the spawn's file actions do what
-login_tty(3) does, without copying wrapagent's memory in a fork (~0.5 ms of
-the tool's start). BSD and macOS need the TIOCSCTTY ioctl, which only a
-forked child can make. The platform is `portable.PLATFORM` (its test
-override included), read here rather than imported: one module less
-before the tool starts."""
 
 
 def status_to_exit_code(status: int) -> "tuple[int, int | None]":
@@ -95,6 +87,8 @@ class SignalPipe:
         self._old_wakeup = signal.set_wakeup_fd(self.wfd, warn_on_full_buffer=False)
         self._installed = True
         for sig in self._signals:
+            if sig in JOB_SIGNALS and signal.getsignal(sig) == signal.SIG_IGN:
+                continue  # ignored by whoever started wrapagent (no job control there): stays so
             self._old[sig] = signal.signal(sig, _noop_handler)
         return self
 
@@ -145,6 +139,9 @@ class Child:
 
     def __init__(self, pid: int, master: int, signals: "SignalPipe", argv0: str, err_r: int) -> None:
         self.pid = pid
+        """The tool's session leader (`session_leader`): what wrapagent waits for; its status is the tool's."""
+        self.tool_pid: "int | None" = None
+        """The tool itself, leader of its process group (known after `check_exec`): signals go there."""
         self.master = master
         self.signals = signals
         self._argv0 = argv0
@@ -156,7 +153,7 @@ class Child:
             return
         err_r, self._err_r = self._err_r, -1
         try:
-            _check_exec(self.pid, self.master, err_r, self._argv0)
+            self.tool_pid = _check_exec(self.pid, self.master, err_r, self._argv0)
         except BaseException:
             self.signals.close()
             raise
@@ -239,151 +236,51 @@ def set_size(fd: int, rows: int, cols: int) -> None:
 
 
 def spawn(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None",
-          size: "tuple[int, int]") -> "tuple[int, int]":
-    """Start `argv` on a new PTY of `size` (rows, cols); returns (pid, master_fd) once it exec'd.
+          size: "tuple[int, int]") -> "tuple[int, int, int]":
+    """Start `argv` on a new PTY of `size` (rows, cols); (leader pid, tool pid, master fd) once it exec'd.
 
     Our own start rather than ptyprocess: importing ptyprocess (shutil,
     lzma, …) cost ~20-30 ms of every start-up, more than the proxy. The
     size is set on the slave before the child exists, so the tool's first
-    look at its terminal sees it. Exec failures (from posix_spawn, or from
-    a forked child through a CLOEXEC pipe) surface here, in the parent, as
-    "not found" / "not executable", before the terminal goes raw.
+    look at its terminal sees it. Exec failures surface here, in the
+    parent, as "not found" / "not executable", before the terminal goes raw.
     """
     pid, master, err_r = _fork_exec(argv, env=env, cwd=cwd, size=size)
-    _check_exec(pid, master, err_r, argv[0])
-    return pid, master
+    tool_pid = _check_exec(pid, master, err_r, argv[0])
+    return pid, tool_pid, master
 
 
 def _fork_exec(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | None",
                size: "tuple[int, int]") -> "tuple[int, int, int]":
-    """Start the child on a new PTY; (pid, master, read end of its exec-error pipe or -1).
+    """Start the tool under its session leader on a new PTY; (leader pid, master, the leader's report)."""
+    from wrapagent.proxy import session_leader
 
-    With `posix_spawn` where it can set up the terminal (Linux, a path,
-    no cwd): an exec error is then raised here. Otherwise fork + exec.
-    """
-    master, slave = os.openpty()  # both non-inheritable: the master is closed by exec
+    master, slave = os.openpty()  # both non-inheritable
     try:
         set_size(slave, size[0], size[1])
-        if SPAWN_OPENS_CTTY and cwd is None and "/" in argv[0]:
-            pid = _posix_spawn(slave, argv, env)
-            if pid is not None:
-                return pid, master, -1
-        err_r, err_w = os.pipe()  # CLOEXEC: reads EOF once exec succeeded
-        try:
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child; ends in exec or _exit
-                _exec_child(slave, err_w, argv, env, cwd)
-        except BaseException:
-            os.close(err_r)
-            raise
-        finally:
-            os.close(err_w)
+        pid, report_r = session_leader.start(slave, argv, env, cwd)
     except BaseException:
         os.close(master)
         raise
     finally:
         os.close(slave)
-    return pid, master, err_r
+    return pid, master, report_r
 
 
-def _posix_spawn(slave: int, argv: "Sequence[str]", env: "Mapping[str, str]") -> "int | None":
-    """`argv` as the leader of a new session with `slave` as its terminal and stdio; its pid.
+def _check_exec(pid: int, master: int, err_r: int, argv0: str) -> int:
+    """Read the leader's report (EOF: the tool exec'd); the tool's pid. On failure reap, close `master`, raise."""
+    from wrapagent.proxy import session_leader
 
-    None when this Python's posix_spawn has no `setsid` (built against a C
-    library without POSIX_SPAWN_SETSID) or the PTY has no name to open (a
-    container without /dev/pts): the caller forks instead.
-
-    No Python runs in the child: glibc's spawn shares our memory until the
-    exec instead of copying it, so neither the tool's start nor the loop's
-    imports meanwhile pay for copied pages. Signals Python ignores go back
-    to their defaults (see `default_signals`); caught ones are reset by the
-    exec. glibc leaves its own two internal signals (32, 33, below what
-    programs know as SIGRTMIN) ignored; the tool's C library sets them when
-    it uses them. An exec error comes back as the OSError of the call.
-    """
-    try:
-        name = os.ttyname(slave)
-    except OSError:
-        return None
-    try:
-        return os.posix_spawn(
-            argv[0], list(argv), dict(env), setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-            file_actions=[(os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),  # the controlling terminal
-                          (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
-    except NotImplementedError:
-        return None
-    except OSError as exc:
-        raise exec_error(argv[0], exc.errno) from None
-
-
-def _check_exec(pid: int, master: int, err_r: int, argv0: str) -> None:
-    """Read the child's exec report (EOF: it exec'd); on failure reap it, close `master`, raise.
-
-    `err_r` -1: started by posix_spawn, which raised any exec error itself.
-    """
-    if err_r < 0:
-        return
-    try:
-        report = b""
-        while True:
-            chunk = os.read(err_r, 64)
-            if not chunk:
-                break
-            report += chunk
-    finally:
-        os.close(err_r)
-    if not report:
-        return
+    tool_pid, err, failed = session_leader.read_report(err_r)
+    if not failed and tool_pid is not None:
+        return tool_pid
     os.close(master)
-    os.waitpid(pid, 0)  # it _exited after writing the report
-    err = int(report) if report.isdigit() else None
+    os.waitpid(pid, 0)  # the leader _exits once the tool did
     if err == errno.ENOENT and "/" not in argv0:
         from wrapagent.errors import ToolNotFound
 
         raise ToolNotFound(f"{argv0}: command not found")
     raise exec_error(argv0, err)
-
-
-def _exec_child(slave: int, err_w: int, argv: "Sequence[str]", env: "Mapping[str, str]",
-                cwd: "str | None") -> None:
-    """In the forked child: own session, the slave as controlling terminal and stdio, exec.
-
-    Only plain system calls between fork and exec (other threads may have
-    held locks at the fork). On failure the errno goes to the parent.
-    """
-    code = 0
-    try:
-        signal.set_wakeup_fd(-1)  # a signal here must not write into the parent's signal pipe
-        _login_tty(slave)
-        default_signals()
-        if cwd is not None:
-            os.chdir(cwd)
-        os.execvpe(argv[0], list(argv), dict(env))
-    except OSError as exc:
-        code = exc.errno or 0
-    except BaseException:
-        code = 0
-    try:
-        os.write(err_w, str(code).encode())
-    finally:
-        os._exit(127)
-
-
-def _login_tty(slave: int) -> None:
-    """Own session, `slave` as its controlling terminal and as fds 0-2 (login_tty(3))."""
-    login_tty = getattr(os, "login_tty", None)  # Python 3.11+
-    if login_tty is not None:
-        login_tty(slave)
-        return
-    import fcntl
-    import termios
-
-    os.setsid()
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-    for fd in (0, 1, 2):
-        os.dup2(slave, fd)  # inheritable
-    if slave > 2:
-        os.close(slave)
 
 
 def default_signals() -> None:

@@ -29,7 +29,8 @@ from wrapagent.proxy import terminal
 from wrapagent.proxy.input_thread import InputCopier
 from wrapagent.proxy.loop_state import CopyThread, LoopState, drain_pipe, killpg, poke
 from wrapagent.proxy.output_thread import DRAIN_QUIET_SECS, OutputCopier, wake
-from wrapagent.proxy.spawn import FORWARDED_SIGNALS, usable_size
+from wrapagent.proxy.job_control import JobControl
+from wrapagent.proxy.spawn import FORWARDED_SIGNALS, JOB_SIGNALS, usable_size
 from wrapagent.proxy.to_child import ToChild
 
 if TYPE_CHECKING:
@@ -37,6 +38,13 @@ if TYPE_CHECKING:
 
     from wrapagent.proxy.spawn import SignalPipe
     from wrapagent.proxy.to_child import Interceptor
+
+AFTER_START_WAIT_SECS = 0.5
+"""`after_start` waits for the tool's first output, or this long, or the tool's end (see `run`)."""
+
+AFTER_FIRST_OUTPUT_SECS = 0.05
+"""…and then this long: the first bytes still have their way to the screen to make (the kernel
+passes them from one terminal to the next in a worker thread), and a TUI draws its first screen."""
 
 SETUP_SWITCH_INTERVAL = 0.0005
 """GIL switch interval while `after_start` work runs beside the copy threads (see `_while_copying`)."""
@@ -48,15 +56,20 @@ class Supervisor:
     def __init__(self, pid: int, master: int, stdin_fd: int, stdout_fd: int,
                  interceptor: "Interceptor | None",
                  on_output: "Callable[[bytes], None] | None",
-                 kill_grace: float) -> None:
+                 kill_grace: float, tool_pgid: "int | None" = None) -> None:
         self.st = st = LoopState(pid, master, stdin_fd, stdout_fd)
         self.pid = pid
+        """The tool's session leader: waited for (its status is the tool's)."""
+        self.tool_pgid = pid if tool_pgid is None else tool_pgid
+        """The tool's process group: where signals go."""
         self.master = master
         self.kill_grace = kill_grace
         self.to_child = ToChild(st, interceptor)
         self.output = OutputCopier(st, self.to_child, on_output)
         self.input = InputCopier(st, self.to_child)
         self.threads = [CopyThread(self.output.run), CopyThread(self.input.run)]
+        self.job = JobControl(st, pid, self.output.modes)
+        self.job.tool_pgid = self.tool_pgid
         self.status: "int | None" = None
         self.rusage: "object | None" = None
         self.kill_deadline: "float | None" = None
@@ -83,20 +96,32 @@ class Supervisor:
         for sig in signals:
             if sig == signal.SIGWINCH:
                 terminal.copy_winsize(self.st.stdin_fd, self.master)  # not a 0x0: the child keeps its size
-                if self.to_child.wants_size():
+                observer = getattr(self.output.on_output, "resized", None)  # a recorder's resize event
+                if self.to_child.wants_size() or observer is not None:
                     size = usable_size(terminal.get_winsize(self.master))  # what the child draws into
                     if size:
                         self.to_child.resized(size[0], size[1])
+                        if observer is not None:
+                            observer(size[0], size[1])
             elif sig == signal.SIGCHLD:
                 self.try_reap()
             elif sig in FORWARDED_SIGNALS:
                 self.forward(sig)
+            elif sig in JOB_SIGNALS and self.status is None:
+                if sig == signal.SIGCONT:
+                    self.job.continued()
+                else:
+                    self.job.stop_requested(sig)
 
     def forward(self, sig: int) -> None:
         """Pass a signal sent to wrapagent on to the child's process group, then wait for it."""
         self.result_signals.append(sig)
         if self.status is None:
-            killpg(self.pid, sig)
+            killpg(self.tool_pgid, sig)
+            if self.job.tool_stopped:  # a stopped tool acts on it once continued (as `kill` in a shell)
+                self.job.tool_stopped = False
+                killpg(self.tool_pgid, signal.SIGCONT)
+                killpg(self.pid, signal.SIGCONT)
             if self.kill_deadline is None:
                 self.kill_deadline = time.monotonic() + self.kill_grace
         if sig == signal.SIGHUP:
@@ -109,9 +134,13 @@ class Supervisor:
         if self.status is not None:
             return
         try:
-            pid, status, rusage = os.wait4(self.pid, os.WNOHANG)
+            pid, status, rusage = os.wait4(self.pid, os.WNOHANG | os.WUNTRACED)
         except ChildProcessError:
             pid, status, rusage = self.pid, 0, None
+        if pid == self.pid and os.WIFSTOPPED(status):
+            # The tool suspended itself (Ctrl-Z in a TUI); its leader stopped with it.
+            self.job.tool_stopped_itself()
+            return
         if pid == self.pid:
             self.status = status
             self.rusage = rusage
@@ -159,20 +188,36 @@ class Supervisor:
     def run(self, sigpipe: "SignalPipe", after_start: "Callable[[], None] | None" = None) -> None:
         """Start the copy threads; handle signals, deadlines and the child until all is done.
 
-        `after_start` runs on this thread once the copy threads run: work that
-        need not precede the tool (a session's record) overlaps its start-up.
-        Signals that come meanwhile wait on the pipe.
+        `after_start` runs on this thread AFTER_FIRST_OUTPUT_SECS after the
+        tool's first output was copied (or AFTER_START_WAIT_SECS after the
+        start, or once its output ended): work that
+        need not precede the tool (a session's record, its version lookup)
+        must not take the CPU and the interpreter lock from the tool's start
+        and the copy of its first bytes. Signals that come meanwhile wait on
+        the pipe.
         """
         for thread in self.threads:
             thread.start()
         self.copy_whole_size()
-        if after_start is not None:
-            _while_copying(after_start)
         st, to_child = self.st, self.to_child
+        pending = after_start
+        pending_until = time.monotonic() + AFTER_START_WAIT_SECS
+        first_seen = False
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
-        while (st.master_open and not self.output_abandoned) or self.status is None:
+        while (st.master_open and not self.output_abandoned) or self.status is None or pending is not None:
+            if pending is not None:
+                now = time.monotonic()
+                if st.first_output and not first_seen:
+                    first_seen = True
+                    pending_until = min(pending_until, now + AFTER_FIRST_OUTPUT_SECS)
+                if not st.master_open or now >= pending_until:
+                    work, pending = pending, None
+                    _while_copying(work)
+                    continue
             deadline, wake = to_child.plan()
+            if pending is not None:
+                deadline = pending_until if deadline is None else min(deadline, pending_until)
             waiter.watch((sigfd, st.main_r) if wake is None else (sigfd, st.main_r, wake))
             readable, _ = waiter.wait(self.timeout(time.monotonic(), deadline))
             if st.error is not None:
@@ -191,7 +236,7 @@ class Supervisor:
                 # to exit (SIGCHLD wakes us), still forwarding signals.
                 self.try_reap()
             if self.status is None and self.kill_deadline is not None and now >= self.kill_deadline:
-                killpg(self.pid, signal.SIGKILL)
+                killpg(self.tool_pgid, signal.SIGKILL)
                 self.killed = True
                 self.kill_deadline = None
         if st.error is not None:
@@ -212,6 +257,7 @@ class Supervisor:
     def stop(self) -> None:
         """Stop both copy threads and wait for them (also on the exception path)."""
         st = self.st
+        self.job.release()
         st.stop_input = st.stop_output = True
         poke(st.in_w)
         poke(st.out_w)

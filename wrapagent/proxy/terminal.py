@@ -85,7 +85,13 @@ class raw_mode:  # noqa: N801 - used as `with raw_mode(fd) as saved:`, like a fu
             saved = termios.tcgetattr(self.fd)
         except termios.error:
             return None  # not a terminal: nothing to set, nothing to restore
-        termios.tcsetattr(self.fd, termios.TCSANOW, make_raw(saved))
+        try:
+            termios.tcsetattr(self.fd, termios.TCSANOW, make_raw(saved))
+        except termios.error as exc:
+            if not exc.args or exc.args[0] != 4:  # EINTR
+                raise
+            # Started in the background (`wrapagent … &`): the kernel sent SIGTTOU, which the
+            # proxy's job control handles: it stops, and takes the terminal raw once in the foreground.
         self.saved = saved
         return saved
 

@@ -40,8 +40,12 @@ class ModeTracker:
         self.changed: dict[int, bool] = {}
         """Private mode -> True while it differs from the terminal's default."""
         self.kitty_pushed = 0
+        self.kitty_stack: list[int] = []
+        """The flags of the kitty keyboard pushes still on the terminal's stack (to push them again)."""
         self.kitty_set = False
+        self.kitty_flags = 0
         self.other_keys = False
+        self.other_keys_level = 0
         self.tail = b""
         """An unfinished sequence at the end of the last chunk (the caller feeds the next one then)."""
 
@@ -90,14 +94,19 @@ class ModeTracker:
             first = params.split(b";")[0].split(b":")[0]
             if kind == 0x3E:  # > flags u: push
                 self.kitty_pushed += 1
+                self.kitty_stack.append(int(first) if first.isdigit() else 0)
             elif kind == 0x3C:  # < n u: pop n
-                self.kitty_pushed = max(0, self.kitty_pushed - (int(first) if first.isdigit() else 1))
+                popped = int(first) if first.isdigit() else 1
+                self.kitty_pushed = max(0, self.kitty_pushed - popped)
+                del self.kitty_stack[max(0, len(self.kitty_stack) - popped):]
             elif kind == 0x3D:  # = flags ; mode u: set
                 self.kitty_set = first.isdigit() and int(first) != 0
+                self.kitty_flags = int(first) if self.kitty_set else 0
         elif kind == 0x3E and final == 0x6D:  # > 4 ; n m: xterm modifyOtherKeys
             fields = params.split(b";")
             if fields[0] == b"4":
                 self.other_keys = len(fields) > 1 and fields[1].isdigit() and int(fields[1]) > 0
+                self.other_keys_level = int(fields[1]) if self.other_keys else 0
         return j + 1
 
     def reset_sequence(self) -> bytes:
@@ -120,6 +129,31 @@ class ModeTracker:
             else:
                 out.append(b"\x1b[?%dl" % mode)
         return b"".join(out + alt)
+
+
+    def reapply_sequence(self) -> bytes:
+        """What turns every mode of `reset_sequence` on again (job control: the tool's screen is back).
+
+        The alternate screen first, so the modes after it, and the tool's
+        redraw, land on the tool's screen.
+        """
+        alt = []
+        out = []
+        for mode, differs in sorted(self.changed.items()):
+            if not differs:
+                continue
+            if mode in PRIVATE_MODES_ON_BY_DEFAULT:
+                out.append(b"\x1b[?%dl" % mode)
+            elif mode in _ALT_SCREEN:
+                alt.append(b"\x1b[?%dh" % mode)
+            else:
+                out.append(b"\x1b[?%dh" % mode)
+        out += [b"\x1b[>%du" % flags for flags in self.kitty_stack]
+        if self.kitty_set:
+            out.append(b"\x1b[=%d;1u" % self.kitty_flags)
+        if self.other_keys:
+            out.append(b"\x1b[>4;%dm" % self.other_keys_level)
+        return b"".join(alt + out)
 
 
 def _unfinished(data: bytes, i: int) -> bool:

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from wrapagent.session.live import Live
 
 
+WAITING_CLOSE_SECS = 3.0
+"""After the hooks were ended at the tool's exit, how long a waiting_for_input run gets to report."""
+
+
 class _Prefix:
     """The injected prefix, computed in a background thread while the tool starts.
 
@@ -100,6 +104,23 @@ class _Prefix:
                     pass
 
 
+def undo_notice(live: Live) -> str:
+    """The `<prompt-guard name="undo">` block, once, when `wrapagent undo`/`redo` changed files
+    while this session ran (the notice it left in the session folder, taken and removed here)."""
+    from wrapagent.history.turn_checkpoints import take_notice
+    from wrapagent.inject.blocks import build_prefix
+
+    notice = take_notice(str(live.record.dir)) if live.record.unavailable is None else None
+    if notice is None:
+        return ""
+    what, files = notice
+    shown = "\n".join(f"- {f}" for f in files[:50]) + (f"\n… and {len(files) - 50} more" if len(files) > 50 else "")
+    body = (f"The user ran `wrapagent {what}` since your last turn: these files were put back as they "
+            f"were, the work tree no longer holds what you last saw. Look at them again before going on."
+            f"\n{shown}" if files else f"The user ran `wrapagent {what}` since your last turn (no file changed).")
+    return build_prefix("", [("undo", body)])
+
+
 def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=None) -> str:
     """Run the guards and pre_session once; their runs go into the record, their failures to the user.
 
@@ -114,8 +135,34 @@ def collect_blocks(live: Live, ctx, prompt: str | None, source: str, message=Non
         if run.result is not None:
             live.record.add_hook(run.result.to_record())
         if run.error:
-            live.failures.append(f"{run.kind} {run.name}: {run.error}")
+            live.failures.append(guard_failure(run))
     return collected.prefix
+
+
+def _types_into(live: Live) -> bool:
+    """wrapagent types (blocks, continuations, sends) only into an agent's composer: a known
+    agent program or one the config names (`inject/agents.py`); a shell or a REPL would run
+    the text."""
+    from wrapagent.inject.agents import is_agent
+
+    name = live.launch.adapter.name
+    if is_agent(name, live.cfg.agents):
+        return True
+    live.record.log(f"injection: {name} is not a known agent program: nothing is typed into it "
+                    "(name it in [agents] programs of the global hooks.toml if it is one)")
+    return False
+
+
+FAILURE_SAYS_CHARS = 200
+"""Of what a failed guard said (its stderr, else stdout), on the one line after the session."""
+
+
+def guard_failure(run) -> str:
+    """`guard NAME: exited with 1 (what it said)`: the reason is the part the user needs to fix it."""
+    said = run.result.message() if run.result is not None else ""
+    if len(said) > FAILURE_SAYS_CHARS:
+        said = said[: FAILURE_SAYS_CHARS - 1] + "…"
+    return f"{run.kind} {run.name}: {run.error}" + (f" ({said})" if said else "")
 
 
 class Conversation:
@@ -134,6 +181,7 @@ class Conversation:
         self.prefix.open_wake()
         self.firer = self._hook_firer(wait_hook)
         self.turns = self._turn_tracker(wait_hook, stop_check)
+        self.turn_checkpoints = self._turn_checkpoints()
         if first:
             self._run_guards(live.ctx, 0, self._message_info(1, 1))
         rows, cols = start_size()  # the tool's own size: one rule (a 0x0 terminal is 24x80)
@@ -156,14 +204,18 @@ class Conversation:
                 self.server = SendServer(live, self.gate)
             except OSError as exc:
                 live.record.warn(f"send: cannot take messages: {exc}")
-        every = (first or resets) and any(g.every_message for g in live.cfg.guards)
+        prompt_given = plan is not None and plan.kind == "argv" and not plan.oneshot
+        every = (first or resets or prompt_given) and (any(g.every_message for g in live.cfg.guards)
+                                                       or self.turn_checkpoints is not None)  # the undo block
+        interrupts = self._interrupt_watch(adapter.name)
         self.interceptor = FirstMessageInjector(
             adapter, rows=rows, cols=cols,
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
             on_reset=self._new_conversation if resets else None,
             on_compaction=self._compacted if resets and adapter.compact_commands else None,
-            on_message=self._next_message if every else None, outgoing=self.outgoing)
+            on_message=self._next_message if every else None, outgoing=self.outgoing,
+            interrupts=interrupts, prompt_given=prompt_given)
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -171,7 +223,8 @@ class Conversation:
 
         First-message blocks when the plan is interactive; resets re-arm
         injection whenever blocks are configured (even after an argv
-        prompt); turns are followed whenever either is on, or
+        prompt), and so do `every_message` guards for each later message
+        (after an argv prompt too: it is the first); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
         first = plan is not None and plan.kind == "interactive"
@@ -186,7 +239,13 @@ class Conversation:
             if (plan or prompt_plan(live.launch)).oneshot:
                 live.record.log("stop_check and send: not used: a one-shot run has no composer")
                 stop_check, sends = None, False
-        if not (first or resets or wait_hook is not None or stop_check is not None or sends):
+        every = (plan is not None and plan.kind == "argv" and not plan.oneshot
+                 and any(g.every_message for g in live.cfg.guards))
+        if (first or resets or every or stop_check is not None or sends) and not _types_into(live):
+            first = resets = every = sends = False
+            stop_check = None
+        if not (first or resets or every or wait_hook is not None or stop_check is not None or sends
+                or live.recorder is not None):  # a recording marks each turn's start
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
                    sends=sends)
@@ -211,7 +270,8 @@ class Conversation:
 
         def work() -> None:
             try:
-                box.set(collect_blocks(live, ctx, None, "none", message), generation)
+                blocks = collect_blocks(live, ctx, None, "none", message)
+                box.set(undo_notice(live) + blocks if message.message > 1 else blocks, generation)
             except Exception as exc:  # a bug in a guard must not hang the first key
                 live.record.warn(f"guards failed: {exc!r}")
                 box.set("", generation)
@@ -252,6 +312,14 @@ class Conversation:
 
     # -- per turn ------------------------------------------------------------------
 
+    def _interrupt_watch(self, tool: str):
+        """Tells the turn tracker, at each stop, whether the user interrupted the agent."""
+        from wrapagent.inject.interrupts import InterruptWatch, rule_for
+
+        watch = InterruptWatch(rule_for(tool), self.turns.working, log=self.live.record.log)
+        self.turns.interrupted = watch.take
+        return watch
+
     def _hook_firer(self, wait_hook):
         if wait_hook is None:
             return None
@@ -265,20 +333,52 @@ class Conversation:
 
         return HookFirer(run, log=live.record.log)
 
+    def _turn_checkpoints(self):
+        """A checkpoint per turn, when the session has its `before` one (same store, same rules)."""
+        live = self.live
+        info = live.record.record.get("checkpoints")
+        if not isinstance(info, dict) or info.get("status") != "taken":
+            return None
+        from wrapagent.history.checkpoints import max_file_bytes
+        from wrapagent.history.turn_checkpoints import TurnCheckpoints
+
+        turns = TurnCheckpoints(live.launch.root_str, live.record.id, live.env,
+                                max_file_bytes(live.cfg.checkpoints), log=live.record.log, before=info.get("before"))
+
+        def on_turn(which: str, n: int) -> None:
+            (turns.started if which == "start" else turns.stopped)(n)
+
+        self.turns.on_turn = on_turn
+        return turns
+
     def _turn_tracker(self, wait_hook, stop_check):
         from wrapagent.session.turns import TurnTracker
 
         quiet = stop_check.quiet_secs if stop_check is not None else None
         if quiet is None and wait_hook is not None:
             quiet = wait_hook.quiet_secs
-        return TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
-                           self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+        from wrapagent.session.recorded import on_turn
+
+        tracker = TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
+                              self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+        tracker.on_marker = on_turn(self.live)
+        return tracker
 
     # -- after the tool ------------------------------------------------------------
 
     def report(self) -> None:
-        """Deliveries, turns and waiting_for_input runs into the record; failures for the user."""
+        """Deliveries, turns and waiting_for_input runs into the record; failures for the user.
+
+        Hooks still running are ended first (`finishing.end_running_hooks`):
+        the waiting_for_input run then finishes at once, not at its timeout.
+        """
         from dataclasses import asdict
+
+        from wrapagent.session.finishing import end_running_hooks
+
+        if self.firer is not None:
+            self.firer.close(timeout=0)  # no run starts from now on
+        end_running_hooks(self.live)
 
         live, interceptor = self.live, self.interceptor
         record = live.record.record
@@ -292,12 +392,17 @@ class Conversation:
                 live.failures.append("injection not delivered")
         if self.plan is not None:
             later = [asdict(r) for r in interceptor.reports[1:]]
+            if not any(g.every_message for g in live.cfg.guards):  # armed only for an undo block
+                later = [r for r in later if r["status"] != "none"]
             record["injections"] = [dict(inj, conversation=1, message=1), *later]
             if any(r["status"] in ("lost", "not delivered") for r in later):
                 live.failures.append("injection after a reset not delivered")
         if interceptor.compactions:
             record["compactions"] = list(interceptor.compactions)
         self.turns.record_into(record)
+        if self.turn_checkpoints is not None:  # before the session's `after` snapshot
+            self.turn_checkpoints.close()
+            self.turn_checkpoints.record_into(record["turns"])
         if self.server is not None:
             self.server.close()
         if self.gate is not None:
@@ -308,7 +413,13 @@ class Conversation:
     def _close_waiting_hook(self) -> None:
         if self.firer is None:
             return
-        self.firer.close(timeout=self.wait_hook.timeout_secs + 3.0)
+        from wrapagent.session.finishing import end_running_hooks
+
+        # Its group was ended (`report`): the run returns within moments, not at its timeout.
+        self.firer.close(timeout=WAITING_CLOSE_SECS)
+        if self.firer.busy:  # it was starting its shell while the groups were ended
+            end_running_hooks(self.live)
+            self.firer.close(timeout=WAITING_CLOSE_SECS)
         entry = self.firer.record_entry()
         if entry is None:
             return

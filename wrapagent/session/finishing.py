@@ -9,14 +9,37 @@ for the user.
 from __future__ import annotations
 
 from wrapagent.session.events import HangupIgnored, run_event, say_failures
+from wrapagent.session.recorded import finish_recording, index_session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from wrapagent.session.live import Live
 
 
+def end_running_hooks(live: Live | None, when: str = "the tool exited") -> list[str]:
+    """Hooks still running (waiting_for_input, the stop check, guards, pre_session): their groups ended.
+
+    They were about the tool, which is gone: nothing waits for them, and the
+    user's prompt must not wait for their timeouts either (a waiting_for_input
+    of `gh run watch …` has an hour). TERM to each hook's process group, KILL
+    after the hook runner's grace; post_run and session_complete, which start
+    later, keep their own timeouts. Returns the names ended (logged).
+    """
+    import sys
+
+    hook_runner = sys.modules.get("wrapagent.hooks.hook_runner")  # not loaded: no hook ever ran
+    if hook_runner is None:
+        return []
+    ended = hook_runner.kill_running()
+    if ended and live is not None:
+        live.log(f"still running when {when}, killed (TERM to the group, KILL after "
+                 f"{hook_runner.KILL_GRACE:g}s): {', '.join(ended)}")
+    return ended
+
+
 def tool_ended(live: Live, result):
     """The proxy's result into the record (exit code, signal, CPU, memory); returns it."""
+    end_running_hooks(live)
     record = live.record
     record.finish(exit_code=result.exit_code, signal=result.signal,
                   cpu_seconds=result.cpu_seconds, peak_rss_bytes=result.peak_rss_bytes)
@@ -30,6 +53,7 @@ def tool_ended(live: Live, result):
 
 def tool_failed(live: Live, exit_code: int, warning: str) -> None:
     """The tool could not start or wrapagent failed while it ran: the record still ends."""
+    end_running_hooks(live)
     live.record.warn(warning)
     live.record.finish(exit_code=exit_code, signal=None, cpu_seconds=0.0, peak_rss_bytes=0)
 
@@ -44,6 +68,7 @@ def after(live: Live, exit_code: int) -> None:
         with HangupIgnored():
             _history_after(live)
             _tool_version(live)
+            index_session(live)
             live.record.save()
             run_event(live, "post_run", exit_code)
             run_event(live, "session_complete", exit_code)
@@ -74,6 +99,7 @@ def _history_after(live: Live) -> None:
 
     record = live.record
     settings = live.cfg.checkpoints
+    finish_recording(live)
     try:
         checkpoints.end(record.record, settings, live.launch.root_str, live.env)
     except Exception as exc:

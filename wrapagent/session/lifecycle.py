@@ -61,11 +61,13 @@ class Session:
                 from wrapagent.session.starting import spawn_first
 
                 started = spawn_first(launch, session_id)
-                if started is not None:
+                if started is not None and _exec_succeeded(started[0]):
                     return _run_tool_first(launch, cfg, session_id, started, opened)
             return _run_in_order(launch, cfg, session_id, opened)
         finally:
-            _end_running_hooks(opened[0] if opened else None)
+            from wrapagent.session.finishing import end_running_hooks
+
+            end_running_hooks(opened[0] if opened else None, "the session ended")
             if opened and opened[0].version_lookup is not None:
                 opened[0].version_lookup.result(wait=0)  # `after` did not come: no `--version` outlives us
             if opened:
@@ -96,7 +98,7 @@ class _TerminatedRaised:
     """
 
     def __enter__(self) -> "_TerminatedRaised":
-        import signal
+        signal = _signal_module()
 
         self.signum = 0
         self._old: dict[int, object] = {}
@@ -118,8 +120,8 @@ class _TerminatedRaised:
 
     def __exit__(self, *exc: object) -> None:
         import os
-        import signal
 
+        signal = _signal_module()
         for sig, old in self._old.items():
             signal.signal(sig, old)  # type: ignore[arg-type]
         if self.signum:
@@ -127,42 +129,65 @@ class _TerminatedRaised:
             os.kill(os.getpid(), self.signum)
 
 
-def _end_running_hooks(live) -> None:
-    """Guards, pre_session or waiting_for_input still running when the session ends: their groups killed.
+def _signal_module():
+    """The C module `_signal`: `signal` imports `enum` (and with it `collections`, `functools`: ~10 ms)
+    for its IntEnums, and this runs before the tool starts."""
+    try:
+        import _signal
 
-    The threads that own their deadlines do not outlive wrapagent's exit.
+        return _signal
+    except ImportError:  # pragma: no cover - an interpreter without it
+        import signal
+
+        return signal
+
+
+def _exec_succeeded(child) -> bool:
+    """Whether a tool started first exec'd; else the usual order reports the failure in the record.
+
+    Asked once the modules of the session's run are loaded: they load
+    while the tool's exec runs.
     """
-    import sys
+    from wrapagent.proxy import pty_loop  # noqa: F401 - loaded while the exec runs
 
-    hook_runner = sys.modules.get("wrapagent.hooks.hook_runner")  # not loaded: no hook ever ran
-    if hook_runner is None:
-        return
-    killed = hook_runner.kill_running()
-    if killed and live is not None:
-        live.log(f"still running when the session ended, killed: {', '.join(killed)}")
+    try:
+        child.check_exec()
+    except WrapagentError:
+        return False
+    return True
 
 
 def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list) -> int:
     """The session of a tool already started: record, sweep and context while it starts up."""
     from wrapagent.proxy import pty_loop
-    from wrapagent.session.finishing import after, tool_ended, tool_failed
-    from wrapagent.session.live import look_up_version, open_live
-    from wrapagent.session.starting import history_before
+
+    from wrapagent.session.recorded import make_recorder
 
     child, started_at = started
+    recorder, why_not = make_recorder(session_id, launch, cfg)
 
-    def setup() -> None:
+    def setup() -> None:  # once the tool's first output is out: its modules load then too
+        from wrapagent.session.live import look_up_version, open_live
+        from wrapagent.session.starting import history_before
+
         live = open_live(launch, cfg, session_id, started_at)
         opened.append(live)
+        live.recorder = recorder
+        if why_not is not None:
+            live.record.warn(why_not)
         look_up_version(live)
         history_before(live)  # records why there is no checkpoint
 
     try:
-        result = pty_loop.proxy(child, after_start=setup)
+        result = pty_loop.proxy(child, after_start=setup, on_output=recorder)
     except BaseException as exc:
         if opened:
+            from wrapagent.session.finishing import tool_failed
+
             tool_failed(opened[0], 1, f"wrapagent failed while the tool was running: {exc!r}")
         raise
+    from wrapagent.session.finishing import after, tool_ended
+
     live = opened[0]
     tool_ended(live, result)
     after(live, result.exit_code)

@@ -19,7 +19,7 @@ class Live:
     """A session with a record: its launch, config, record, hook context and what went wrong."""
 
     __slots__ = ("launch", "cfg", "record", "ctx", "child_env", "tool_started", "failures", "sweeper",
-                 "version_lookup")
+                 "version_lookup", "recorder")
 
     def __init__(self, launch: Launch, cfg, record, ctx, child_env: dict[str, str],
                  tool_started: float | None, sweeper) -> None:
@@ -32,6 +32,7 @@ class Live:
         self.failures: list[str] = []  # said in one line after the tool's screen is gone
         self.sweeper = sweeper  # the abandoned-session sweep's thread, or None
         self.version_lookup = None  # the tool's version, looked up once it runs (`look_up_version`)
+        self.recorder = None  # the session's asciicast recorder (`session/recorded.py`), or None
 
     @property
     def env(self) -> dict[str, str]:

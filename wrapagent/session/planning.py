@@ -12,7 +12,6 @@ import os
 import sys
 
 from wrapagent.errors import WrapagentError
-from wrapagent.proxy.terminal import is_tty
 
 
 def stderr_line(line: str) -> None:
@@ -38,13 +37,11 @@ class Launch:
     which hands the final one on in `Live.child_env`.
     """
 
-    __slots__ = ("opts", "env", "child_env", "executable", "argv", "interactive", "name", "adapter",
+    __slots__ = ("opts", "env", "child_env", "executable", "argv", "interactive", "name", "_adapter",
                  "cwd_str", "root_str")
 
     def __init__(self, opts, env: dict[str, str], child_env: dict[str, str],
                  executable: str, argv: list[str], interactive: bool) -> None:
-        from wrapagent.inject.adapters import adapter_for
-
         self.opts = opts
         self.env = env
         self.child_env = child_env
@@ -52,9 +49,18 @@ class Launch:
         self.argv = argv
         self.interactive = interactive
         self.name = opts.display_name or os.path.basename(opts.tool)
-        self.adapter = adapter_for(self.name)
+        self._adapter = None
         self.cwd_str = os.getcwd()
         self.root_str = self.cwd_str  # the project root once `load_config` found it
+
+    @property
+    def adapter(self):
+        """The tool's adapter, loaded on first use: a tool that starts first starts without it."""
+        if self._adapter is None:
+            from wrapagent.inject.adapters import adapter_for
+
+            self._adapter = adapter_for(self.name)
+        return self._adapter
 
     # Paths for hooks, checkpoints and transcripts; plain strings before the
     # tool starts (pathlib costs ~20 ms to import).
@@ -113,6 +119,8 @@ def prompt_plan(launch: Launch):
     from wrapagent.inject.adapters.base import PromptPlan
 
     adapter = launch.adapter
+    from wrapagent.proxy.terminal import is_tty  # the loop's module: loaded after the tool starts
+
     stdin_piped = not is_tty(0)
     plan = adapter.plan_prompt(launch.opts.args, stdin_piped=stdin_piped)
     # Plans index the tool's argv as if argv[0] were the tool; the demo
@@ -147,6 +155,10 @@ def tool_goes_first(launch: Launch, cfg) -> bool:
             or cfg.hook_for("waiting_for_input") is not None or cfg.stop_check is not None or cfg.send \
             or wants_injection(launch, cfg):
         return False
+    if not os.path.exists(os.path.join(launch.root_str, ".git")):
+        # No repository, so no `before` snapshot whatever the settings (the first reason of
+        # `checkpoints.before_skip_reason`, decided here without loading checkpoints and git's module).
+        return True
     from wrapagent.history import checkpoints
     from wrapagent.session.resolve import nested_depth
 

@@ -332,7 +332,8 @@ def find_real_executable(
 
     from wrapagent.errors import ToolNotFound
 
-    raise ToolNotFound(_not_found_message(tool, search, skipped, relative, not_executable))
+    raise ToolNotFound(_not_found_message(tool, search, skipped, relative, not_executable),
+                       searched_path=True)
 
 
 def _not_found_message(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 
-from wrapagent.proxy.terminal import is_tty
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,8 +21,10 @@ if TYPE_CHECKING:
 def spawn_first(launch: Launch, session_id: str):
     """The tool, started before the record exists (`planning.tool_goes_first`); (child, start time) or None.
 
-    None when the tool cannot start, or its record folder cannot be made:
-    the usual order then reports it (the tool runs without a record).
+    None when its record folder cannot be made: the usual order then
+    reports it (the tool runs without a record). Whether the tool's exec
+    succeeded is checked by the caller (`Child.check_exec`) once it has
+    loaded what it needs meanwhile.
     """
     import time
 
@@ -32,7 +33,7 @@ def spawn_first(launch: Launch, session_id: str):
 
     # The one thing of the record that can fail for the user to fix: before the tool.
     try:
-        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id)
+        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id, launch.env)
     except WrapagentError:
         return None
 
@@ -40,9 +41,7 @@ def spawn_first(launch: Launch, session_id: str):
 
     started = time.time()
     try:
-        child = spawn.start(launch.argv, env=launch.child_env)
-        child.check_exec()
-        return child, started
+        return spawn.start(launch.argv, env=launch.child_env), started
     except WrapagentError:
         return None
 
@@ -105,9 +104,13 @@ def run_tool(live: Live):
         return tool_ended(live, passthrough.run(argv, env=env, stdin_feeder=feeder, on_spawn=spawned))
     if not launch.interactive:
         return tool_ended(live, passthrough.run(argv, env=env, on_spawn=spawned))
+    from wrapagent.session.recorded import start_recording
+
+    start_recording(live)
     conversation = Conversation.start(live, plan)
     try:
-        result = pty_loop.run(argv, env=env, on_spawn=spawned,
+        result = pty_loop.run(argv, env=env, after_start=lambda: spawned(0),  # after the first output
+                              on_output=live.recorder,
                               interceptor=conversation.interceptor if conversation is not None else None)
     finally:
         if conversation is not None:
@@ -155,6 +158,8 @@ def _pre_read_stdin(launch: Launch, plan) -> tuple[bytes, bool] | None:
     stdin holds anything before wrapagent decides where the blocks go: its
     first bytes tell (`stdin_head`); the rest is streamed to the tool.
     """
+    from wrapagent.proxy.terminal import is_tty
+
     if plan is None or is_tty(0):
         return None
     if plan.kind == "stdin-args" or (plan.kind == "argv" and launch.adapter.stdin_before_arg):

@@ -18,6 +18,11 @@ wait for a stop the agent may stop at: then the oldest one is submitted
 instead of waiting_for_input firing, one per stop; one that comes while the
 agent already waits goes at once. A key of the user's since the stop (or
 since the message came, whichever is later) defers it to the next stop.
+
+A stop the user caused (they interrupted the agent: the tracker's
+`interrupted_turn`, decided by `inject/interrupts.py`) is theirs: the check
+does not run, waiting_for_input fires, the count of continuations starts
+again, and queued messages wait for a stop after the user's next message.
 """
 
 from __future__ import annotations
@@ -78,6 +83,9 @@ class StopGate:
     def stopped(self, turn: int) -> None:
         """The agent stopped after `turn` (TurnTracker's fire)."""
         since = self.tracker.quiet_since
+        if self.tracker.interrupted_turn == turn:
+            self._user_stopped(turn)
+            return
         if self.spec is None:
             self._may_stop(turn)
             return
@@ -92,6 +100,19 @@ class StopGate:
 
         streak = self.streak
         start_hook_thread(lambda: self._check(turn, since, streak), "wrapagent-stop-check")
+
+    def _user_stopped(self, turn: int) -> None:
+        """The user interrupted `turn`: no check, no continuation, no queued message; they have the keyboard."""
+        self.streak = 0
+        with self._lock:
+            self._idle_turn, self._idle_since = turn, self.tracker.quiet_since
+            queued = len(self._queue)
+        if self.entry is not None:
+            self.entry.setdefault("interrupted", []).append(turn)
+        self.live.record.log(f"stop_check and send: turn {turn} was interrupted by the user: no continuation"
+                             + (f"; {queued} queued message(s) wait for the user's next message" if queued else ""))
+        if self.fire_waiting is not None:
+            self.fire_waiting(turn)
 
     # -- the check's thread ------------------------------------------------------------
 
@@ -137,7 +158,8 @@ class StopGate:
         with self._lock:
             self._running = False
             self._idle_turn, self._idle_since = turn, self.tracker.quiet_since
-            sent = self._send_next_locked(self.tracker.quiet_since)
+            sent = (self.tracker.interrupted_turn != turn
+                    and self._send_next_locked(self.tracker.quiet_since))
         if not sent and self.fire_waiting is not None:
             self.fire_waiting(turn)
 
@@ -151,7 +173,8 @@ class StopGate:
             if len(self.sent) < MAX_SENT_RECORDED:
                 self.sent.append(send.entry)
             self._queue.append(send)
-            if self._idle_turn is not None and self._idle_turn == self.tracker.turn:
+            if self._idle_turn is not None and self._idle_turn == self.tracker.turn \
+                    and self.tracker.interrupted_turn != self._idle_turn:  # after an interrupt: the user first
                 self._send_next_locked(max(self._idle_since, time.monotonic()))
 
     def _send_next_locked(self, since: float) -> bool:

@@ -349,15 +349,16 @@ class VersionRun:
         self.kill_group()
 
     def kill_group(self) -> None:
+        """SIGKILL its group (from any thread); `run` reaps it. Nothing to wait for: `--version`
+        has no state worth a SIGTERM, and the session that asked may be ending."""
         import signal
+
+        from wrapagent import child_process
 
         proc = self.proc
         if proc is None or proc.returncode is not None:  # reaped: its pid may be someone else's now
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        child_process.signal_group(proc.pid, signal.SIGKILL)
 
 
 def find_version(executable: str, env: Mapping[str, str], *, may_run: bool,

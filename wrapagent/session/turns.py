@@ -57,14 +57,25 @@ class TurnTracker:
         """Monotonic time the agent's output went quiet, for the latest wait (read by `fire`)."""
         self.next_by: str | None = None
         """Who makes the next submission when it is not the user ("stop_check"); kept in its entry."""
+        self.interrupted: Callable[[int], bool] | None = None
+        """Asked at each stop: did the user interrupt this turn (`inject/interrupts.py`)?"""
+        self.interrupted_turn: int | None = None
+        """The latest turn the user interrupted (its stop is theirs: no continuation, no send)."""
         self._armed_at: float | None = None
         self._needs_output = False
+        self.on_turn: Callable[[str, int], None] | None = None
+        """Told ("start", n) at a submission and ("stop", n) at a wait: the turn checkpoints
+        (history/turn_checkpoints.py). It must not block: it only queues."""
+        self.on_marker: Callable[[int, str, str | None], None] | None = None
+        """Told (turn, message text, by) at each submission: the recording's marker."""
 
     # -- told by the injector --------------------------------------------------
 
-    def submitted(self, now: float) -> None:
+    def submitted(self, now: float, text: str = "") -> None:
         self.turn += 1
         by, self.next_by = self.next_by, None
+        if self.on_marker is not None:
+            self.on_marker(self.turn, text, by)
         if len(self.turns) < MAX_TURNS_RECORDED:
             entry = {"n": self.turn, "at": self.to_wall(now), "quiet_at": None}
             if by:
@@ -72,12 +83,18 @@ class TurnTracker:
             self.turns.append(entry)
         self._armed_at = now
         self._needs_output = False
+        if self.on_turn is not None:
+            self.on_turn("start", self.turn)
 
     def resumed(self, now: float) -> None:
         if self.turn == 0:
             return  # before the first submission there is no turn to wait after
         self._armed_at = now
         self._needs_output = True
+
+    def working(self) -> int | None:
+        """The turn under way (a submission, no stop seen since), or None while the agent waits."""
+        return self.turn if self._armed_at is not None and self.turn else None
 
     def deadline(self, last_output: float) -> float | None:
         if self._armed_at is None:
@@ -106,8 +123,15 @@ class TurnTracker:
                 entry["quiet_at"] = self.to_wall(quiet_since)
             else:
                 entry["waits"] = entry.get("waits", 1) + 1
+        if self.interrupted is not None and self.interrupted(self.turn):
+            self.interrupted_turn = self.turn
+            if entry is not None:
+                entry["interrupted"] = True
+            self.log(f"turns: turn {self.turn}: the user interrupted the agent")
         self.log(f"turns: turn {self.turn}: the agent waits (output quiet {self.quiet_secs:g}s)")
         self.quiet_since = quiet_since
+        if self.on_turn is not None:
+            self.on_turn("stop", self.turn)
         if self.fire is not None:
             self.fire(self.turn)
 
@@ -167,9 +191,11 @@ class HookFirer:
                 turn, self._queued = self._queued, None
                 self._busy = True
             try:
+                from wrapagent.hooks.hook_runner import ENDED_AT_EXIT
+
                 result = self.run(turn)
                 outcome = result.to_record()
-                ok = result.ok()
+                ok = result.ok() or result.error == ENDED_AT_EXIT  # the tool exited: not the hook's fault
             except Exception as exc:  # fail-open: a hook problem never reaches the tool
                 outcome = {"error": repr(exc)}
                 ok = False
@@ -183,8 +209,8 @@ class HookFirer:
                 self._wake.notify_all()
 
     def close(self, timeout: float) -> None:
-        """The tool exited: drop a run not started yet (nobody waits for it any more) and let
-        a running one finish (bounded: hooks have their own timeout)."""
+        """The tool exited: drop a run not started yet (nobody waits for it any more) and wait
+        up to `timeout` for a running one to report (its group was ended: it returns at once)."""
         deadline = time.monotonic() + timeout
         with self._lock:
             self._closed = True
@@ -197,6 +223,12 @@ class HookFirer:
                 if left <= 0:
                     break
                 self._wake.wait(left)
+
+    @property
+    def busy(self) -> bool:
+        """A run is in progress."""
+        with self._lock:
+            return self._busy
 
     @property
     def closed(self) -> bool:

@@ -16,7 +16,6 @@ the wrong tree:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -61,64 +60,18 @@ def run(
     what we keep, not what git could print. Its own session means no
     controlling terminal: nothing can prompt on /dev/tty or get our SIGINT.
     """
-    import selectors
-    import signal
-    import subprocess
     import time
 
-    if deadline - time.monotonic() <= 0:
+    from wrapagent import child_process
+
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
         return None
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=quiet_env(),
-            start_new_session=True,
-        )
-    except (OSError, ValueError):
+        done = child_process.run(argv, timeout=remaining, cwd=cwd, env=quiet_env(), limit=limit)
+    except (OSError, ValueError):  # cannot start, or the deadline (ChildTimeout is an OSError)
         return None
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    chunks: list[bytes] = []
-    size = 0
-    truncated = False
-    # A selector, not select.select: that fails on descriptors above 1023.
-    selector = selectors.DefaultSelector()
-    try:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            if not selector.select(remaining):
-                continue
-            data = os.read(fd, 65536)
-            if not data:
-                break
-            chunks.append(data)
-            size += len(data)
-            if limit is not None and size > limit:
-                truncated = True
-                break
-        if truncated:
-            code = 0
-        else:
-            code = proc.wait(timeout=max(0.05, deadline - time.monotonic()))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    finally:
-        selector.close()
-        if proc.returncode is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
-        proc.stdout.close()
-    return Out(code, b"".join(chunks).decode("utf-8", "replace"), truncated)
+    return Out(0 if done.truncated else done.code, done.stdout.decode("utf-8", "replace"), done.truncated)
 
 
 def git(

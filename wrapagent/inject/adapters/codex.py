@@ -39,6 +39,16 @@ EXEC = ArgvGrammar(
 # The prompt glyph outlives the placeholder text (which changed at 0.150 and rotates before).
 COMPOSER = r"(?m)^[ \t]*› (?![ \t]*\d{1,2}[.)][ \t])\S"
 
+# `codex resume [--last | SESSION_ID]`: the resumed conversation's composer gets the blocks on the
+# first typed message (`is_resume` true). A prompt on the command line after the session
+# (`resume --last PROMPT`, `resume ID PROMPT`) is not recognised: it goes as given, and the
+# first typed message gets the blocks.
+RESUME = ArgvGrammar(
+    value_options=_COMMON_VALUES,
+    flag_options=_COMMON_FLAGS | {"--last", "--all", "--include-non-interactive"},
+    positional_prompt=False,
+)
+
 ADAPTER = Adapter(
     name="codex",
     ready_patterns=(COMPOSER,),
@@ -52,11 +62,11 @@ ADAPTER = Adapter(
         subcommands=frozenset({
             "agents", "review", "login", "logout", "mcp", "mcp-server", "plugin", "app-server",
             "app", "remote-control", "completion", "update", "doctor", "sandbox", "debug",
-            "apply", "a", "resume", "queue", "archive", "delete", "migrate-rollouts",
+            "apply", "a", "queue", "archive", "delete", "migrate-rollouts",
             "migrate-nfs-db", "unarchive", "fork", "cloud", "exec-server", "features", "help",
             "responses-api-proxy", "stdio-to-uds",
         }),
-        prompt_subcommands={"exec": EXEC, "e": EXEC},
+        prompt_subcommands={"exec": EXEC, "e": EXEC, "resume": RESUME},
     ),
     quit_keys=(b"\x03",),
     compact_commands=("/compact",),

@@ -1,0 +1,72 @@
+"""`every_message` guards after a prompt given on the command line, on each real CLI.
+
+`codex P`, `claude P`, `gemini -i P`, `opencode --prompt P` with a plain guard and an
+`every_message` guard whose output changes on each run: the command line's prompt reaches
+the model with both blocks (run 1), and each of the two messages typed after it gets exactly
+the every_message guard's block, run afresh (runs 2 and 3), verbatim at the mock.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .clienv import SPECS, tool_params
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = {"codex": 300, "claude": 300, "gemini": 400, "opencode": 500}
+ARGV = {
+    "codex": ["--no-daemon", "{p}"],
+    "claude": ["{p}"],
+    "gemini": ["-i", "{p}"],
+    "opencode": ["--prompt", "{p}"],
+}
+PROMPT = "prompt from the command line"
+
+
+def guard_block(name: str, body: str) -> str:
+    return f'<prompt-guard name="{name}">\n{body}\n</prompt-guard>'
+
+
+def send(term, text: str) -> None:
+    term.type(text)
+    term.wait_for(text[-15:], timeout=15)
+    term.enter(after=0.3)
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_every_message_after_a_command_line_prompt(cli_env, tool):
+    spec = SPECS[tool]
+    counter = cli_env.root / "clock-runs"
+    cli_env.write_wrapagent_config(hooks_toml=f"""
+[[prompt_guard]]
+name = "static"
+command = "echo static"
+
+[[prompt_guard]]
+name = "clock"
+every_message = true
+command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo clock run $n"
+""")
+    mock = cli_env.mock
+    term = cli_env.spawn([PROMPT if a == "{p}" else a for a in ARGV[tool]])
+    mock.wait_for_turns(1, api=spec.api, timeout=spec.ready_timeout + spec.reply_timeout)
+    term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=30)
+    typed = ["second message here", "third message here"]
+    for n, text in enumerate(typed, 2):
+        send(term, text)
+        mock.wait_for_turns(n, api=spec.api, timeout=spec.reply_timeout)
+        term.wait_for(f"MOCK-REPLY-{n}", timeout=spec.reply_timeout)
+        term.wait_quiet(1.0, timeout=30)
+    assert mock.user_texts(api=spec.api) == [
+        guard_block("static", "static") + "\n" + guard_block("clock", "clock run 1") + "\n\n" + PROMPT,
+        guard_block("clock", "clock run 2") + "\n\n" + typed[0],
+        guard_block("clock", "clock run 3") + "\n\n" + typed[1],
+    ], mock.summary()
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = cli_env.sessions()[-1]
+    assert record["injection"]["path"] == "argv"
+    assert [(i["conversation"], i["message"], i["status"]) for i in record["injections"]] == [
+        (1, 1, "delivered"), (1, 2, "submitted"), (1, 3, "submitted")]

@@ -1,0 +1,94 @@
+"""A session's conversation read back, the same shape for every CLI, and its recording.
+
+Per CLI, one interactive wrapped session with a guard (so the first message
+carries blocks): a message typed, the mock's reply seen, the tool quit. Then
+`wrapagent sessions export last --format md` must hold the first message with
+the blocks wrapagent added and the mock's reply, under the same headings for
+all four CLIs (read from each CLI's own transcript), `--format json` the same
+as data, and the session's recording must be a valid asciicast v3 file with a
+marker for the turn. Its size per hour of session is printed (`-s`) for the
+notes on recording cost.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .clienv import SPECS, tool_params
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = {"codex": 200, "claude": 200, "gemini": 260, "opencode": 360}
+FIRST = "export me the word albatross-5150"
+GUARD_OUT = "guard-line-for-the-export"
+
+
+def wrapagent(cli_env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wrapagent", *args], cwd=cli_env.cwd, env=cli_env.env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def converse(cli_env, term, text: str) -> None:
+    spec = cli_env.spec
+    mark = cli_env.mock.mark()
+    term.type(text)
+    term.wait_for(text[-12:], timeout=15)
+    term.enter(after=0.3)
+    cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
+    term.wait_for("MOCK-REPLY", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=30)
+
+
+def cast_events(path: Path) -> tuple[dict, list[list]]:
+    lines = gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()
+    return json.loads(lines[0]), [json.loads(line) for line in lines[1:] if not line.startswith("#")]
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_export_md_same_shape_for_every_cli(cli_env, tool):
+    spec = SPECS[tool]
+    cli_env.write_wrapagent_config(hooks_toml=f'[[prompt_guard]]\nname = "marker"\ncommand = "echo {GUARD_OUT}"\n')
+    args = cli_env.interactive_args()
+    term = cli_env.spawn(args)
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    converse(cli_env, term, FIRST)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap, timeout=60) == 0
+    record = cli_env.wait_session_record(args, timeout=60)
+
+    md = wrapagent(cli_env, "sessions", "export", record["id"], "--format", "md")
+    assert md.returncode == 0, md.stderr
+    text = md.stdout
+    assert text.startswith(f"# Session {record['id']}\n"), text[:400]
+    assert f"- tool: {tool}" in text and "- source: " in text, text[:800]
+    turn = text.split("## Turn 1\n", 1)[1]
+    you, agent = turn.split(f"\n### {tool}\n", 1)
+    assert you.lstrip().startswith("### You\n"), turn[:400]
+    assert GUARD_OUT in you and "<prompt-guard" in you and FIRST in you, you
+    assert you.index(GUARD_OUT) < you.index(FIRST)
+    assert "MOCK-REPLY" in agent, agent
+
+    data = wrapagent(cli_env, "sessions", "export", record["id"], "--format", "json")
+    assert data.returncode == 0, data.stderr
+    conv = json.loads(data.stdout)
+    assert conv["session"]["tool"] == tool and conv["source"].startswith("transcript"), conv["source"]
+    assert FIRST in conv["turns"][0]["user"] and "MOCK-REPLY" in conv["turns"][0]["agent"], conv["turns"][:2]
+
+    info = record.get("recording") or {}
+    path = Path(info.get("file", ""))
+    assert path.name == f"{record['id']}.cast.gz", info
+    header, events = cast_events(path)
+    assert header["version"] == 3 and header["term"] == {"cols": 120, "rows": 40, **header["term"]}
+    markers = [e[2] for e in events if e[1] == "m"]
+    assert any(m.startswith("turn 1: export me the word") for m in markers), markers
+    assert events[-1][1] == "x" and events[-1][2] == "0"
+    seconds = sum(e[0] for e in events)
+    print(f"\n{tool}: recording {info['bytes']} bytes ({info['gz_bytes']} gzip) over {seconds:.1f} s "
+          f"= {info['bytes'] * 3600 / seconds / 1e6:.2f} MB/h raw, {info['gz_bytes'] * 3600 / seconds / 1e6:.2f} MB/h gzip")

@@ -1,0 +1,174 @@
+"""The recorder on its own: asciicast v3 lines, relative intervals, markers, the cap, drops, files, expiry."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from wrapagent.history import cast_file, recording
+from wrapagent.history.recording import Recorder, marker_label
+
+
+def lines_of(path: str) -> tuple[dict, list[list]]:
+    raw = Path(path).read_bytes()
+    text = (gzip.decompress(raw) if path.endswith(".gz") else raw).decode()
+    rows = text.splitlines()
+    return json.loads(rows[0]), [json.loads(r) for r in rows[1:]]
+
+
+def test_events_have_relative_intervals_and_the_exit_last(tmp_path: Path) -> None:
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0, term_type="xterm")
+    rec(b"hello ")
+    time.sleep(0.02)
+    rec.marker("turn 1: hi")
+    rec(b"w\xc3")  # a character cut between two chunks
+    rec(b"\xa9rld\r\n")
+    rec.resized(30, 100)
+    info = rec.close(3)
+    header, events = lines_of(info["file"])
+    assert header == {"version": 3, "term": {"cols": 80, "rows": 24, "type": "xterm"},
+                      "timestamp": header["timestamp"]}
+    assert [e[1:] for e in events] == [["o", "hello "], ["m", "turn 1: hi"], ["o", "wérld\r\n"],
+                                       ["r", "100x30"], ["x", "3"]]
+    assert all(e[0] >= 0 for e in events) and events[1][0] >= 0.02
+    assert sum(e[0] for e in events) < 60  # relative, not since the start each
+    assert info["markers"] == 1 and info["events"] == 4 and info["file"].endswith(".cast.gz")
+    assert stat.S_IMODE(os.stat(info["file"]).st_mode) == 0o600
+    assert not os.path.exists(tmp_path / "s.cast")
+
+
+def test_the_size_cap_stops_the_recording_with_a_note(tmp_path: Path) -> None:
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=2000)
+    for _ in range(50):
+        rec(b"x" * 100)
+        time.sleep(0.006)  # apart: separate events
+    deadline = time.monotonic() + 30
+    while not rec.stopped and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rec(b"after the cap")
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert info["capped"] is True and events[-1][1] == "m" and "size cap of 2000 bytes" in events[-1][2]
+    assert all("after the cap" not in e[2] for e in events)
+    assert os.path.getsize(tmp_path / "s.cast.gz") < 2000
+    assert len(gzip.decompress((tmp_path / "s.cast.gz").read_bytes())) <= 2000 + 200
+
+
+def test_a_writer_that_falls_behind_drops_output_with_a_marker(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "MAX_BACKLOG_BYTES", 10)
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0)
+    rec(b"0123456789ab")  # queued: the backlog was 0
+    rec(b"dropped")  # 12 bytes behind > 10: not queued, not waited for
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert info["dropped_bytes"] == 7
+    assert ["m", "recording: 7 bytes of output not recorded (the recording fell behind)"] in [e[1:] for e in events]
+
+
+def test_the_file_is_never_written_through_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    os.symlink(target, tmp_path / "s.cast")
+    with pytest.raises(OSError):
+        Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0)
+    assert target.read_text() == "keep"
+
+
+def test_start_refuses_a_recordings_folder_that_is_a_link(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    (state / "wrapagent").mkdir(parents=True)
+    os.symlink(tmp_path, state / "wrapagent" / "recordings")
+    settings = type("S", (), {"max_bytes": 0})()
+    recorder, why = recording.start("01ARZ3NDEKTSV4RRFFQ69G5FAV", settings, {"XDG_STATE_HOME": str(state)}, 24, 80)
+    assert recorder is None and "not a folder" in why
+
+
+def test_marker_labels_are_one_short_line() -> None:
+    assert marker_label(2, "fix the\nlogin  bug please") == "turn 2: fix the login bug please"
+    assert marker_label(1, "") == "turn 1"
+    assert marker_label(3, "go on", "stop_check") == "turn 3 (stop_check): go on"
+    long = marker_label(1, "word " * 4 + "x" * 100)
+    assert len(long) <= len("turn 1: ") + recording.MARKER_CHARS and long.endswith("…")
+    assert "\x1b" not in marker_label(1, "a \x1b[2J b")
+
+
+def test_old_recordings_expire_with_keep_days(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    folder = Path(recording.recordings_dir(env))
+    folder.mkdir(parents=True)
+    old, new = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAW"
+    for name in (f"{old}.cast.gz", f"{new}.cast", "notes.txt"):
+        (folder / name).write_text("x")
+    born = recording.ulid_seconds(old)
+    assert recording.expire(30, env, now=born + 10 * 86400) == []  # ten days old: kept
+    assert sorted(recording.expire(30, env, now=born + 31 * 86400, force=True)) == [old, new]
+    assert sorted(os.listdir(folder)) == [".expired", "notes.txt"]
+    assert recording.expire(0, env, force=True) == []
+
+
+def test_prune_drops_the_recordings_of_the_sessions_it_pruned(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    folder = Path(recording.recordings_dir(env))
+    folder.mkdir(parents=True)
+    pruned, kept = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAW"
+    for name in (f"{pruned}.cast.gz", f"{kept}.cast.gz"):
+        (folder / name).write_text("x")
+    assert recording.drop([pruned, "../../escape"], env) == 1
+    assert os.listdir(folder) == [f"{kept}.cast.gz"]
+
+
+def test_a_cut_gzip_stream_is_read_as_far_as_it_goes(tmp_path: Path) -> None:
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0)
+    for n in range(200):
+        rec(f"line {n}\r\n".encode())
+        rec.marker(f"m{n}")  # an event of its own: many lines in the file
+    info = rec.close(0)
+    data = Path(info["file"]).read_bytes()
+    (tmp_path / "cut.cast.gz").write_bytes(data[: len(data) // 2])
+    os.chmod(tmp_path / "cut.cast.gz", 0o600)
+    header, events = cast_file.load(str(tmp_path / "cut.cast.gz"))
+    assert header["version"] == 3 and events and events[0][1] == "o"
+
+
+def test_turns_from_the_screen_follow_the_markers() -> None:
+    header = {"version": 3, "term": {"cols": 40, "rows": 5}}
+    events = [[0.1, "o", "banner\r\n> "], [0.1, "m", "turn 1: hello there"],
+              [0.1, "o", "hello there\r\n" + "".join(f"row {n}\r\n" for n in range(8)) + "answer one\r\n> "],
+              [0.1, "m", "turn 2: second"], [0.1, "o", "\x1b[2J\x1b[Hanswer two"], [0.1, "x", "0"]]
+    turns = cast_file.turns_from_screen(header, events)
+    assert [t["user"] for t in turns] == ["hello there", "second"]
+    assert turns[0]["agent"].splitlines() == ["row 5", "row 6", "row 7", "answer one", ">"]  # the screen then
+    assert turns[1]["agent"] == "answer two"
+    assert cast_file.turns_from_screen(header, events, screens=False) == [
+        {"user": "hello there", "agent": ""}, {"user": "second", "agent": ""}]
+    assert cast_file.parse(b'{"version": 3, "term": {}}\n[0.1, "o", "x"]\n[0.2, "m", "turn 1"]\n', "m")[1] == [
+        [0.2, "m", "turn 1"]]
+
+
+def test_a_file_that_is_not_asciicast_v3_is_refused() -> None:
+    with pytest.raises(cast_file.CastError):
+        cast_file.parse(b'{"version": 2, "width": 80, "height": 24}\n')
+
+
+def test_the_record_table_is_checked_key_by_key(tmp_path: Path) -> None:
+    from wrapagent.hooks.config_loader import load_config
+    from wrapagent.hooks.config_model import DEFAULT_RECORD_MAX_BYTES
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path)}
+    hooks = tmp_path / "config" / "wrapagent" / "hooks.toml"
+    hooks.parent.mkdir(parents=True)
+    assert load_config(str(tmp_path), env=env).record.enabled is True
+    hooks.write_text("[record]\nenabled = false\nmax_bytes = 1000\n")
+    cfg = load_config(str(tmp_path), env=env)
+    assert (cfg.record.enabled, cfg.record.max_bytes, cfg.record.source) == (False, 1000, str(hooks))
+    hooks.write_text("[record]\nmax_bytes = -1\nenable = true\n")
+    cfg = load_config(str(tmp_path), env=env)
+    assert cfg.record.max_bytes == DEFAULT_RECORD_MAX_BYTES
+    problems = {p.key: p.severity for p in cfg.problems}
+    assert problems["record.max_bytes"] == "error" and problems["record.enable"] == "warning"

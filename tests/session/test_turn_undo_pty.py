@@ -1,0 +1,154 @@
+"""Undo a turn, not only a session: the demo agent writes files in three turns, `wrapagent undo`
+takes them back one turn at a time while the session runs, `wrapagent redo` puts one back, the
+agent's next message says so, and a file the user edited after a turn makes its undo refuse.
+
+Conditions are waited for (a checkpoint ref appearing, a reply on screen), never a fixed time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
+
+
+class World:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.config = tmp / "config"
+        self.state = tmp / "state"
+        self.project = tmp / "project"
+        self.demo_log = tmp / "demo.jsonl"
+        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project):
+            d.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
+        (self.project / "README.md").write_text("readme\n")
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT")}
+        self.env.update(HOME=str(tmp / "home"), XDG_CONFIG_HOME=str(self.config), XDG_STATE_HOME=str(self.state),
+                        XDG_DATA_HOME=str(tmp / "data"), WRAPAGENT_DEMO_LOG=str(self.demo_log),
+                        TERM="xterm-256color")
+
+    def spawn(self) -> pexpect.spawn:
+        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo"], env=self.env, cwd=str(self.project),
+                              dimensions=(30, 120), timeout=60)
+        child.delayafterclose = 0
+        child.delayafterterminate = 0
+        return child
+
+    def wrapagent(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "wrapagent", *args], cwd=self.project, env=self.env,
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    def refs(self) -> list[str]:
+        stores = list((self.state / "wrapagent" / "stores").glob("*"))
+        if not stores:
+            return []
+        out = subprocess.run(["git", f"--git-dir={stores[0]}", "for-each-ref", "--format=%(refname)"],
+                             capture_output=True, text=True).stdout
+        return [r.rsplit("/", 1)[-1] for r in out.split()]
+
+    def wait_ref(self, name: str, timeout: float = 90.0) -> None:
+        end = time.monotonic() + timeout
+        while name not in self.refs():
+            assert time.monotonic() < end, f"{name} never came: {self.refs()}"
+            time.sleep(0.05)
+
+    def messages(self) -> list[str]:
+        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
+
+
+def say(child: pexpect.spawn, text: str, n: int) -> None:
+    for ch in text:
+        child.send(ch)
+        time.sleep(0.01)
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect(f"MOCK-REPLY-{n}")
+    child.expect("demo> ")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+def test_three_turns_undone_one_at_a_time_redone_and_the_agent_told(world: World) -> None:
+    child = world.spawn()
+    try:
+        child.expect("demo> ")
+        world.wait_ref("before")
+        time.sleep(0.2)  # the injector arms once output has been quiet
+        say(child, "write a.txt one", 1)
+        world.wait_ref("turn-1-stop")
+        say(child, "write b.txt two", 2)
+        world.wait_ref("turn-2-stop")
+        say(child, "write a.txt three", 3)
+        world.wait_ref("turn-3-stop")
+        a, b = world.project / "a.txt", world.project / "b.txt"
+        assert (a.read_text(), b.read_text()) == ("three\n", "two\n")
+
+        first = world.wrapagent("undo")
+        assert first.returncode == 0, first.stderr
+        assert "undid turn 3" in first.stdout
+        assert (a.read_text(), b.read_text()) == ("one\n", "two\n")  # the state after turn 2
+        second = world.wrapagent("undo")
+        assert second.returncode == 0, second.stderr
+        assert "undid turn 2" in second.stdout
+        assert a.read_text() == "one\n" and not b.exists()  # the state after turn 1
+        again = world.wrapagent("redo")
+        assert again.returncode == 0, again.stderr
+        assert "redid turn 2" in again.stdout
+        assert (a.read_text(), b.read_text()) == ("one\n", "two\n")  # turn 2's state back
+
+        b.write_text("the user's own edit\n")  # after turn 2: its undo must refuse
+        refused = world.wrapagent("undo")
+        assert refused.returncode == 1 and "b.txt" in refused.stderr and "changed after" in refused.stderr
+        assert b.read_text() == "the user's own edit\n" and a.read_text() == "one\n"
+
+        say(child, "hello", 4)
+        last = world.messages()[-1]
+        assert '<prompt-guard name="undo">' in last and "b.txt" in last and last.endswith("hello")
+        say(child, "again", 5)
+        assert '<prompt-guard name="undo">' not in world.messages()[-1]  # once
+        child.send("/quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    (path,) = (world.state / "wrapagent" / "projects").glob("*/*/session.json")
+    turns = json.loads(path.read_text())["turns"]
+    assert turns[0]["files"] == ["a.txt"] and turns[1]["files"] == ["b.txt"]
+    assert turns[0]["checkpoint"]["start"] and turns[0]["checkpoint"]["stop"]
+
+
+def test_sessions_diff_and_undo_of_one_turn(world: World) -> None:
+    """`sessions diff last --turn N` shows exactly turn N; `sessions undo last --turn N` undoes it."""
+    child = world.spawn()
+    try:
+        child.expect("demo> ")
+        world.wait_ref("before")
+        time.sleep(0.2)
+        say(child, "write a.txt one", 1)
+        world.wait_ref("turn-1-stop")
+        say(child, "write b.txt two", 2)
+        world.wait_ref("turn-2-stop")
+        child.send("/quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    diff = world.wrapagent("sessions", "diff", "last", "--turn", "2")
+    assert diff.returncode == 0, diff.stderr
+    assert "b.txt" in diff.stdout and "a.txt" not in diff.stdout
+    show = world.wrapagent("sessions", "show", "last")
+    assert "changed: a.txt" in show.stdout and "changed: b.txt" in show.stdout
+    undo = world.wrapagent("sessions", "undo", "last", "--turn", "1")
+    assert undo.returncode == 0, undo.stderr
+    assert not (world.project / "a.txt").exists() and (world.project / "b.txt").read_text() == "two\n"

@@ -1,0 +1,237 @@
+"""Run a helper program in its own process group, with a deadline, and kill it cleanly.
+
+Every program wrapagent starts besides the tool itself (git, hooks, guards,
+`TOOL --version`, the doctor's probe) goes through here, so there is one
+answer to "what if it hangs, or leaves children behind":
+
+* it starts in a new session, so it is the leader of its own process group:
+  no controlling terminal to prompt on, none of the user's Ctrl-C, and a
+  child it starts (git's filters, a node launcher's native binary, a hook's
+  background job) is in the same group;
+* `run` gives it a stdin (bytes, or /dev/null), captures stdout and stderr
+  (stdout optionally capped), and past the deadline stops the group;
+* `stop_group` is the one kill: SIGTERM to the group and a grace period for
+  it to go (none: straight to SIGKILL), then SIGKILL, the leader reaped, and
+  a bounded wait until no process of the group is running any more.
+
+The proxy's handling of the tool itself (wrapagent/proxy/) is not here: the
+tool has the terminal, and its signals follow the user's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Callable, Mapping, Sequence
+
+GONE_WAIT_SECS = 2.0
+"""After SIGKILL and reaping the leader, how long to wait for the rest of the group to be gone."""
+
+
+class Finished:
+    """What a finished (or stopped) run left: exit code, stdout, stderr, and whether stdout was cut."""
+
+    __slots__ = ("argv", "pid", "code", "stdout", "stderr", "truncated")
+
+    def __init__(self, argv: list[str], pid: int, code: int | None, stdout: bytes, stderr: bytes,
+                 truncated: bool = False) -> None:
+        self.argv = argv
+        self.pid = pid  # also the process group's id
+        self.code = code
+        self.stdout = stdout
+        self.stderr = stderr
+        self.truncated = truncated
+
+
+class ChildTimeout(TimeoutError):
+    """The deadline passed; the group was stopped. `partial` holds what it had written."""
+
+    def __init__(self, message: str, partial: Finished) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+def start(argv: Sequence[str], *, cwd: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
+          stdin: bool = False, stdout: bool = True, stderr: bool = True) -> subprocess.Popen:
+    """Start `argv` as the leader of a new session (its own process group).
+
+    `stdin`: a pipe (True) or /dev/null; `stdout`/`stderr`: a pipe (True) or
+    inherited. Raises OSError when it cannot start (FileNotFoundError: no such program).
+    """
+    import subprocess
+
+    return subprocess.Popen(list(argv), cwd=None if cwd is None else str(cwd),
+                            env=None if env is None else dict(env), start_new_session=True,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE if stdout else None,
+                            stderr=subprocess.PIPE if stderr else None)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the process group `pgid`; False when it no longer exists (or is not ours)."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group is still running (zombies do not count)."""
+    from wrapagent import portable
+
+    return signal_group(pgid, 0) and portable.group_alive(pgid)
+
+
+def stop_group(proc: subprocess.Popen, *, grace: float = 0.0, before_kill: Callable[[], None] | None = None) -> None:
+    """Stop the group `proc` leads: SIGTERM and up to `grace` s to exit (0: none), SIGKILL, reap.
+
+    `before_kill()` runs just before the SIGKILL (the group may be stopped or
+    gone by then). Returns once the leader is reaped and no process of the
+    group runs any more, or GONE_WAIT_SECS later (a process stuck in the
+    kernel cannot be waited for forever). Safe to call on a reaped child.
+    """
+    import time
+
+    pgid = proc.pid
+    if proc.returncode is None and grace > 0 and signal_group(pgid, signal.SIGTERM):
+        end = time.monotonic() + grace
+        while group_alive(pgid) and time.monotonic() < end:
+            time.sleep(0.01)
+            proc.poll()
+    if before_kill is not None:
+        before_kill()
+    if proc.returncode is None or group_alive(pgid):
+        signal_group(pgid, signal.SIGKILL)
+    _reap(proc)
+    end = time.monotonic() + GONE_WAIT_SECS
+    while group_alive(pgid) and time.monotonic() < end:
+        time.sleep(0.01)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    import subprocess
+
+    try:
+        proc.wait(timeout=GONE_WAIT_SECS)
+    except subprocess.TimeoutExpired:  # unkillable (stuck in the kernel): leave it to init
+        pass
+
+
+def run(argv: Sequence[str], *, timeout: float | None, input: bytes | None = None,
+        cwd: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
+        limit: int | None = None, grace: float = 0.0,
+        before_kill: Callable[[subprocess.Popen], None] | None = None) -> Finished:
+    """Run `argv` to the end in its own group: stdin `input` (None: /dev/null), output captured.
+
+    `limit`: keep at most this many bytes of stdout; past it the group is
+    stopped and the result says `truncated` (exit code None). Past `timeout`
+    seconds the group is stopped (`stop_group` with `grace`; `before_kill(proc)`
+    just before its SIGKILL) and ChildTimeout raised. Any other exception
+    (KeyboardInterrupt) stops the group too. OSError: it could not start.
+    """
+    import time
+
+    argv = list(argv)
+    proc = start(argv, cwd=cwd, env=env, stdin=input is not None)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    out_parts: list[bytes] = []
+    err_parts: list[bytes] = []
+    try:
+        truncated = _pump(proc, input, deadline, limit, out_parts, err_parts)
+    except TimeoutError:
+        partial = Finished(argv, proc.pid, None, b"".join(out_parts), b"".join(err_parts))
+        stop_group(proc, grace=grace, before_kill=None if before_kill is None else lambda: before_kill(proc))
+        raise ChildTimeout(f"`{' '.join(argv)}` did not finish within {timeout:.1f} s", partial) from None
+    except BaseException:
+        stop_group(proc)
+        raise
+    out, err = b"".join(out_parts), b"".join(err_parts)
+    if truncated:
+        stop_group(proc)
+        return Finished(argv, proc.pid, None, out, err, truncated=True)
+    remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+    try:
+        code = proc.wait(timeout=remaining)
+    except Exception:
+        stop_group(proc, grace=grace)
+        raise ChildTimeout(f"`{' '.join(argv)}` did not exit within {timeout:.1f} s",
+                           Finished(argv, proc.pid, None, out, err)) from None
+    return Finished(argv, proc.pid, code, out, err)
+
+
+def _pump(proc: subprocess.Popen, input: bytes | None, deadline: float | None, limit: int | None,
+          out_parts: list[bytes], err_parts: list[bytes]) -> bool:
+    """Write `input`, read stdout and stderr (into the lists) to EOF; TimeoutError past `deadline`.
+
+    True when stdout went past `limit` (what was kept is `limit` bytes).
+
+    A selector, not select.select (descriptors above 1023) nor threads
+    (communicate's on some platforms): one loop, the deadline checked on every wake-up.
+    """
+    import selectors
+    import time
+
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()  # type: ignore[union-attr]
+    in_fd = proc.stdin.fileno() if proc.stdin is not None else None
+    chunks = {out_fd: out_parts, err_fd: err_parts}
+    size = 0
+    pending = memoryview(input or b"")
+    selector = selectors.DefaultSelector()
+    try:
+        selector.register(out_fd, selectors.EVENT_READ)
+        selector.register(err_fd, selectors.EVENT_READ)
+        if in_fd is not None:
+            if pending:
+                os.set_blocking(in_fd, False)
+                selector.register(in_fd, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()  # type: ignore[union-attr]
+        while selector.get_map():
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                raise TimeoutError
+            for key, _ in selector.select(wait):
+                if key.fd == in_fd:
+                    pending = _write_some(proc, selector, pending)
+                    continue
+                data = os.read(key.fd, 65536)
+                if not data:
+                    selector.unregister(key.fd)
+                    continue
+                if key.fd == out_fd and limit is not None:
+                    room = limit - size
+                    chunks[out_fd].append(data[:room])
+                    size += len(data)
+                    if size > limit:
+                        return True
+                    continue
+                chunks[key.fd].append(data)
+    finally:
+        selector.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+    return False
+
+
+def _write_some(proc: subprocess.Popen, selector, pending: memoryview) -> memoryview:
+    """One non-blocking write of stdin; the pipe is closed when all is written or the reader left."""
+    fd = proc.stdin.fileno()  # type: ignore[union-attr]
+    try:
+        pending = pending[os.write(fd, pending):]
+    except BlockingIOError:
+        return pending
+    except (BrokenPipeError, OSError):
+        pending = pending[len(pending):]
+    if not pending:
+        selector.unregister(fd)
+        proc.stdin.close()  # type: ignore[union-attr]
+    return pending

@@ -1,0 +1,169 @@
+"""`wrapagent undo` and `wrapagent redo`: a turn at a time, in the project you type them in.
+
+`undo` puts back the files the newest not-yet-undone turn of the newest
+agent session here changed (running or ended): the turn's `start` and
+`stop` checkpoints (history/turn_checkpoints.py) with the guarantees of a
+session's undo (every check first, exact bytes, a file changed since the
+turn ended refuses unless `--force`, `--dry-run`). Run again, it undoes
+the turn before. An undo is itself a checkpoint: the tree just before it
+(`undo-N-pre`) and just after (`undo-N-post`); `redo` puts `undo-N-pre` back
+for the last undone turn.
+
+While the session runs, its next message gets one `<prompt-guard
+name="undo">` block listing the files put back (`--quiet`: not), so the
+agent does not go on from a state that no longer exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from typing import IO, Any, Mapping
+
+from wrapagent.commands.sessions_find import SessionsError
+
+_REF = re.compile(r"^refs/sessions/([^/]+)/(turn|undo)-(\d+)-(start|stop|pre|post)$")
+
+
+def turn_refs(repo, session_id: str) -> dict[tuple[str, int, str], str]:
+    """{(kind, n, which): commit} of the session's turn and undo checkpoints in the store."""
+    listed = repo.run(["for-each-ref", "--format=%(refname) %(objectname)", f"refs/sessions/{session_id}/"])
+    out = {}
+    for line in listed.stdout.decode("utf-8", "surrogateescape").splitlines():
+        ref, _, commit = line.partition(" ")
+        m = _REF.match(ref)
+        if m and m.group(1) == session_id:
+            out[(m.group(2), int(m.group(3)), m.group(4))] = commit
+    return out
+
+
+def _session_and_repo(env: Mapping[str, str], cwd: str):
+    """The newest agent session of this project (running or ended) and the project's store."""
+    from wrapagent.commands.sessions_find import last_here
+    from wrapagent.history.checkpoints import CheckpointError, Repo
+
+    record, _ = last_here(env, cwd, read_only=False)
+    repo = Repo.find(cwd, env)
+    if repo is None:
+        raise SessionsError("not in a git repository: no turn checkpoints here")
+    try:
+        repo.open_store(create=False)
+    except CheckpointError:
+        raise SessionsError("no checkpoints were ever taken in this project") from None
+    return record, repo
+
+
+def _put_back(repo, before: str, after: str, *, force: bool, dry_run: bool):
+    from wrapagent.history import undo as undo_mod
+    from wrapagent.history.checkpoints import CheckpointError
+
+    try:
+        plan = undo_mod.plan(repo, before, after, force=force)
+        if not dry_run:
+            undo_mod.apply(plan)
+    except CheckpointError as exc:
+        raise SessionsError(str(exc)) from None
+    except OSError as exc:
+        raise SessionsError(f"stopped part-way: {exc}; the files as they were are in commit {before} of "
+                            f"wrapagent's store {repo.store.path}; run the command again to finish") from None
+    return plan
+
+
+def _snapshot(repo, ref: str, message: str) -> str:
+    from wrapagent.history.checkpoints import CheckpointError
+
+    try:
+        return repo.snapshot(ref, message, None)
+    except CheckpointError as exc:
+        raise SessionsError(f"cannot take the undo checkpoint: {exc}") from None
+
+
+def _notify(record: Mapping[str, Any], what: str, files: list[str], quiet: bool) -> None:
+    """Leave the running session a notice for its next message: the files put back."""
+    from wrapagent.history.turn_checkpoints import leave_notice
+
+    folder = record.get("_dir")
+    if quiet or record.get("state") != "running" or not folder or not os.path.isdir(str(folder)):
+        return
+    try:
+        leave_notice(str(folder), what, files)
+    except OSError:
+        pass
+
+
+def _print(out: IO[str], header: str, plan) -> None:
+    from wrapagent.visible import field
+
+    out.write(header + "\n")
+    for path, what in plan.lines():
+        out.write(f"  {field(path)}: {what}\n")
+
+
+def undo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, quiet: bool,
+              out: IO[str]) -> int:
+    record, repo = _session_and_repo(env, cwd)
+    sid = str(record.get("id"))
+    refs = turn_refs(repo, sid)
+    done = [n for (kind, n, which) in refs if kind == "turn" and which == "stop" and ("turn", n, "start") in refs
+            and ("undo", n, "post") not in refs]
+    if not done:
+        raise SessionsError(f"session {sid} has no finished turn left to undo")
+    n = max(done)
+    start, stop = refs[("turn", n, "start")], refs[("turn", n, "stop")]
+    if dry_run:
+        plan = _put_back(repo, start, stop, force=force, dry_run=True)
+        _print(out, f"dry run: undo of turn {n} of session {sid} would do this (nothing was changed):", plan)
+        return 0
+    pre = _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-pre", f"before undo of turn {n}")
+    plan = _put_back(repo, start, stop, force=force, dry_run=False)
+    _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-post", f"after undo of turn {n} (redo: {pre[:12]})")
+    _notify(record, "undo", sorted(plan.acted_on), quiet)
+    _print(out, f"undid turn {n} of session {sid}:", plan)
+    return 0
+
+
+def redo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, quiet: bool,
+              out: IO[str]) -> int:
+    record, repo = _session_and_repo(env, cwd)
+    sid = str(record.get("id"))
+    refs = turn_refs(repo, sid)
+    undone = [n for (kind, n, which) in refs if kind == "undo" and which == "post" and ("undo", n, "pre") in refs]
+    if not undone:
+        raise SessionsError(f"session {sid} has no undone turn to redo")
+    n = min(undone)  # undos go newest turn first: the last one made is the oldest turn
+    pre, post = refs[("undo", n, "pre")], refs[("undo", n, "post")]
+    plan = _put_back(repo, pre, post, force=force, dry_run=dry_run)
+    if dry_run:
+        _print(out, f"dry run: redo of turn {n} of session {sid} would do this (nothing was changed):", plan)
+        return 0
+    repo.run(["update-ref", "--stdin"], input=(f"delete refs/sessions/{sid}/undo-{n}-pre\n"
+                                               f"delete refs/sessions/{sid}/undo-{n}-post\n").encode())
+    _notify(record, "redo", sorted(plan.acted_on), quiet)
+    _print(out, f"redid turn {n} of session {sid}:", plan)
+    return 0
+
+
+def main(name: str, args: list[str], *, out: IO[str] | None = None, err: IO[str] | None = None,
+         env: Mapping[str, str] | None = None, cwd: str | None = None) -> int:
+    """`wrapagent undo|redo [--dry-run] [--force] [--quiet]`."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    parser = argparse.ArgumentParser(prog=f"wrapagent {name}", description=(
+        "Undo the newest turn of the newest agent session in this project (run again: the turn "
+        "before)." if name == "undo" else "Put back what the last `wrapagent undo` removed."))
+    parser.add_argument("--dry-run", action="store_true", help="only list what would change")
+    parser.add_argument("--force", action="store_true", help="also over files changed since")
+    parser.add_argument("--quiet", action="store_true", help="do not tell the running agent")
+    ns = parser.parse_args(args)
+    env = os.environ if env is None else env
+    cwd = os.getcwd() if cwd is None else cwd
+    act = undo_turn if name == "undo" else redo_turn
+    try:
+        return act(env, cwd, force=ns.force, dry_run=ns.dry_run, quiet=ns.quiet, out=out)
+    except SessionsError as exc:
+        from wrapagent.visible import visible
+
+        err.write(visible(f"wrapagent {name}: {exc}") + "\n")
+        return 1

@@ -1,0 +1,379 @@
+"""The recording of an interactive session: what the tool showed, as an asciicast v3 file.
+
+asciicast v3 (docs.asciinema.org/manual/asciicast/v3): newline-delimited
+JSON, a header object `{"version": 3, "term": {"cols", "rows", "type"},
+"timestamp", …}`, then one event per line `[interval, code, data]` where
+`interval` is the seconds since the previous event (not since the start, as
+in v2). Codes written here: `o` output, `r` resize (`"COLSxROWS"`), `m`
+marker (a turn's start: `turn N: first words`, or a note such as the size
+cap), `x` the exit status. Keys typed are never recorded: the screen's echo
+of them is part of the output.
+
+The proxy's output thread hands each chunk to `Recorder.__call__`, which
+costs one clock read, two integer updates and one `SimpleQueue.put` (C, no
+lock held by Python code): the file is written by a thread of its own that
+wakes on the first chunk, lets a burst gather (BATCH_SECS), and writes it
+as a few events. When that thread falls behind by MAX_BACKLOG_BYTES the
+output is dropped rather than waited for, and a marker says how much; past
+`max_bytes` of asciicast text the recording stops, with a marker saying so.
+An idle session costs nothing: the thread sleeps in `get()`.
+
+The file is `<state>/recordings/<session id>.cast` while the session runs
+(0600, created with O_EXCL | O_NOFOLLOW), gzip-compressed to
+`<session id>.cast.gz` when it ends; recordings older than the checkpoints'
+`keep_days` are deleted at a later session's end (`expire`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from time import monotonic
+
+from wrapagent.history.private_files import create_private, private_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
+
+RECORDINGS_DIR = "recordings"
+BATCH_SECS = 0.05
+"""After the first chunk of a burst, the writer lets more gather this long: one wake-up per burst."""
+COALESCE_SECS = 0.005
+"""Output chunks this close together are one `o` event: a replay cannot show the difference."""
+EVENT_BYTES = 64 * 1024
+"""At most this much output per `o` event, and per write: the writer's C calls (decode, JSON,
+write) stay short, so it never holds the interpreter lock long while the output thread waits
+for it after each of its system calls."""
+MAX_BACKLOG_BYTES = 16 * 1024 * 1024
+"""Output queued for the writer beyond this is dropped (a marker says how much): never a wait."""
+JOIN_SECS = 5.0
+"""At the end, how long the writer gets to write what is queued."""
+COMPRESS_LEVEL = 1
+"""gzip's fastest level: terminal output still shrinks 5-10x, and a recording at its 64 MiB cap
+is compressed in well under a second while the user waits for their prompt."""
+EXPIRE_EVERY_SECS = 24 * 3600
+EXPIRE_MARK = ".expired"
+MARKER_WORDS = 8
+MARKER_CHARS = 60
+
+
+def recordings_dir(env: Mapping[str, str] | None = None) -> str:
+    """`$XDG_STATE_HOME/wrapagent/recordings`: outside the sessions repositories (never committed)."""
+    from wrapagent.paths import state_dir_str
+
+    return os.path.join(state_dir_str(env), RECORDINGS_DIR)
+
+
+def recording_path(session_id: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The session's recording on disk (compressed, else the raw one of a session that never ended)."""
+    base = os.path.join(recordings_dir(env), session_id)
+    for path in (base + ".cast.gz", base + ".cast"):
+        if os.path.isfile(path) and not os.path.islink(path):
+            return path
+    return None
+
+
+def marker_label(turn: int, text: str, by: str | None = None) -> str:
+    """`turn N: first words` of a message, on one line, short."""
+    words = " ".join(text.split()[:MARKER_WORDS])
+    words = "".join(ch if ch.isprintable() else " " for ch in words)
+    if len(words) > MARKER_CHARS:
+        words = words[:MARKER_CHARS - 1] + "…"
+    head = f"turn {turn}" + (f" ({by})" if by else "")
+    return f"{head}: {words}" if words else head
+
+
+class Recorder:
+    """Writes one session's asciicast in a thread; fed by the proxy's threads (module docstring)."""
+
+    def __init__(self, path: str, rows: int, cols: int, *, max_bytes: int, term_type: str | None = None,
+                 title: str | None = None) -> None:
+        import _thread
+        from queue import SimpleQueue
+
+        self.path = path
+        self.max_bytes = max_bytes
+        self.started = monotonic()
+        self.fd = create_private(path)
+        self._queue: SimpleQueue = SimpleQueue()
+        self._put = self._queue.put
+        self.queued = 0
+        """Output thread: bytes of output queued (with `taken`: the backlog)."""
+        self.taken = 0
+        """Writer thread: bytes of output it took off the queue."""
+        self.dropped = 0
+        """Output thread: bytes dropped because the writer was MAX_BACKLOG_BYTES behind."""
+        self.stopped = False
+        """Writer thread: the size cap was reached, nothing more is queued."""
+        self.written = 0
+        self.events = 0
+        self.markers = 0
+        self.error: str | None = None
+        self._noted_dropped = 0
+        self._last = 0.0
+        """Seconds since `started` of the last event written (intervals are relative)."""
+        header: dict = {"version": 3, "term": {"cols": cols, "rows": rows}, "timestamp": int(time.time())}
+        if term_type:
+            header["term"]["type"] = term_type
+        if title:
+            header["title"] = title
+        self._write_line(json.dumps(header, ensure_ascii=False))
+        import codecs
+        from json.encoder import encode_basestring
+
+        self._quote = encode_basestring
+        """JSON string quoting (C): the event line without an encoder object per event."""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        _thread.start_new_thread(self._run, ())
+
+    # -- the proxy's side: never blocks ------------------------------------------------
+
+    def __call__(self, data: bytes) -> None:
+        """A chunk the tool wrote (already shown to the user); from the output thread."""
+        if self.stopped:
+            return
+        if self.queued - self.taken > MAX_BACKLOG_BYTES:
+            self.dropped += len(data)
+            return
+        self.queued += len(data)
+        self._put((monotonic(), data))
+
+    def resized(self, rows: int, cols: int) -> None:
+        """The user's terminal changed size (the child got the new size)."""
+        self._put((monotonic(), "r", f"{cols}x{rows}"))
+
+    def marker(self, label: str) -> None:
+        """A marker at this moment (a turn's start)."""
+        self._put((monotonic(), "m", label))
+
+    # -- the writer thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        from queue import Empty
+
+        get, get_nowait = self._queue.get, self._queue.get_nowait
+        try:
+            while True:
+                batch = [get()]
+                if batch[0] is not None:
+                    time.sleep(BATCH_SECS)
+                    try:
+                        while batch[-1] is not None:
+                            batch.append(get_nowait())
+                    except Empty:
+                        pass
+                if not self._write_batch(batch):
+                    break
+        except Exception as exc:  # a full disk: the session goes on, the record says why
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.stopped = True
+        finally:
+            self._done.release()
+
+    def _write_batch(self, batch: list) -> bool:
+        """Write a batch of queued items as events; False at the end marker (None)."""
+        lines: list[str] = []
+        run: list[bytes] = []
+        run_at = 0.0
+        run_size = 0
+        more = True
+        for item in batch:
+            if item is None:
+                more = False
+                break
+            if len(item) == 2:
+                at, data = item
+                self.taken += len(data)
+                if run and (at - run_at > COALESCE_SECS or run_size >= EVENT_BYTES):
+                    self._output(lines, run_at, run)
+                    run, run_size = [], 0
+                    self._flush(lines)
+                if not run:
+                    run_at = at
+                run.append(data)
+                run_size += len(data)
+                continue
+            if run:
+                self._output(lines, run_at, run)
+                run, run_size = [], 0
+            self._event(lines, item[0], item[1], item[2])
+        if run:
+            self._output(lines, run_at, run)
+        if self.dropped != self._noted_dropped:
+            self._event(lines, monotonic(), "m", f"recording: {self.dropped - self._noted_dropped} bytes "
+                        "of output not recorded (the recording fell behind)")
+            self._noted_dropped = self.dropped
+        self._flush(lines)
+        return more
+
+    def _flush(self, lines: list[str]) -> None:
+        """Write the lines gathered (one write: the lock is released while it runs)."""
+        if lines and not self.stopped:
+            self._write_line("\n".join(lines))
+        lines.clear()
+
+    def _output(self, lines: list[str], at: float, run: list[bytes]) -> None:
+        text = self._decoder.decode(b"".join(run))
+        if text:
+            self._event(lines, at, "o", text)
+
+    def _event(self, lines: list[str], at: float, code: str, data: str) -> None:
+        if self.stopped:
+            return
+        rel = max(at - self.started, self._last)
+        line = f'[{round(rel - self._last, 6)!r}, "{code}", {self._quote(data)}]'  # = json.dumps of the list
+        self._last = rel
+        if self.max_bytes and self.written + sum(len(x) + 1 for x in lines) + len(line) > self.max_bytes:
+            lines.append(json.dumps([0.0, "m", f"recording stopped: its size cap of {self.max_bytes} bytes "
+                                     "was reached ([record] max_bytes)"]))
+            self.stopped = True
+            self._write_line("\n".join(lines))
+            lines.clear()
+            return
+        lines.append(line)
+        self.events += 1
+        self.markers += code == "m"
+
+    def _write_line(self, text: str) -> None:
+        data = (text + "\n").encode("utf-8", "surrogatepass")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+        self.written += len(data)
+
+    # -- the end -----------------------------------------------------------------------
+
+    def close(self, exit_code: int | None) -> dict:
+        """Write what is queued and the exit event, compress; what the record says about it."""
+        self._put(None)
+        finished = self._done.acquire(timeout=JOIN_SECS)
+        info: dict = {"events": self.events, "markers": self.markers, "bytes": self.written}
+        if not finished:
+            info["note"] = f"the writer did not finish within {JOIN_SECS:g} s: the recording is cut"
+        elif exit_code is not None and not self.stopped and self.error is None:
+            try:
+                self._write_line(json.dumps([round(max(monotonic() - self.started - self._last, 0.0), 6),
+                                             "x", str(exit_code)]))
+            except OSError as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+        if self.dropped:
+            info["dropped_bytes"] = self.dropped
+        if self.stopped and self.error is None:
+            info["capped"] = True
+        if self.error:
+            info["error"] = self.error
+        if not finished:
+            # The writer may still write: its fd stays open (closed, the number could be reused
+            # by the next open() and the writer's bytes land in another file). wrapagent exits soon.
+            info["file"] = self.path
+            return info
+        os.close(self.fd)
+        info.update(_compress(self.path))
+        return info
+
+
+def _compress(path: str) -> dict:
+    """`X.cast` -> `X.cast.gz` (0600, never through a link), the raw file removed; the record's fields."""
+    import gzip
+    import shutil
+
+    target = path + ".gz"
+    try:
+        fd = create_private(target)
+        with open(path, "rb") as src, os.fdopen(fd, "wb") as raw, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=COMPRESS_LEVEL, mtime=0) as gz:
+            shutil.copyfileobj(src, gz, 1024 * 1024)
+        os.unlink(path)
+    except OSError as exc:
+        try:
+            os.unlink(target)
+        except OSError:
+            pass
+        return {"file": path, "note": f"not compressed: {exc}"}
+    return {"file": target, "gz_bytes": os.path.getsize(target)}
+
+
+def start(session_id: str, settings, env: Mapping[str, str], rows: int, cols: int,
+          title: str | None = None) -> tuple[Recorder | None, str | None]:
+    """The session's recorder, or (None, why not) when it cannot be created."""
+    try:
+        folder = private_dir(recordings_dir(env))
+        recorder = Recorder(os.path.join(folder, session_id + ".cast"), rows, cols,
+                            max_bytes=settings.max_bytes, term_type=env.get("TERM"), title=title)
+    except OSError as exc:
+        return None, f"recording: not recorded: {exc}"
+    return recorder, None
+
+
+def expire(keep_days: float, env: Mapping[str, str], *, now: float | None = None,
+           force: bool = False) -> list[str]:
+    """Delete recordings of sessions older than `keep_days` (0 = keep all); the ids deleted.
+
+    At most once a day (a mark file's mtime) unless `force`: one `stat` per session end.
+    Session ids are ULIDs: the age is in the name, no file is opened.
+    """
+    if keep_days <= 0:
+        return []
+    folder = recordings_dir(env)
+    now = time.time() if now is None else now
+    mark = os.path.join(folder, EXPIRE_MARK)
+    try:
+        if not force and now - os.stat(mark).st_mtime < EXPIRE_EVERY_SECS:
+            return []
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return []
+    cutoff = now - keep_days * 86400
+    gone = []
+    for name in names:
+        session_id = name.split(".", 1)[0]
+        stamp = ulid_seconds(session_id)
+        if stamp is None or stamp >= cutoff or not name.startswith(session_id + ".cast"):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+            gone.append(session_id)
+        except OSError:
+            pass
+    try:
+        with open(mark, "w", encoding="utf-8") as f:
+            f.write(f"wrapagent drops recordings older than {keep_days:g} days ([checkpoints] keep_days)\n")
+    except OSError:
+        pass
+    return gone
+
+
+def drop(session_ids: list[str], env: Mapping[str, str]) -> int:
+    """Delete these sessions' recordings (`sessions prune` dropped their checkpoints); how many."""
+    folder = recordings_dir(env)
+    gone = 0
+    for session_id in session_ids:
+        if ulid_seconds(session_id) is None:
+            continue  # not an id: never a path of its own
+        for suffix in (".cast.gz", ".cast"):
+            try:
+                os.unlink(os.path.join(folder, session_id + suffix))
+                gone += 1
+            except OSError:
+                pass
+    return gone
+
+
+def ulid_seconds(session_id: str) -> float | None:
+    """Seconds since the epoch in a ULID's first 10 characters, or None if it is not one."""
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    if len(session_id) != 26:
+        return None
+    value = 0
+    for ch in session_id[:10].upper():
+        index = alphabet.find(ch)
+        if index < 0:
+            return None
+        value = value * 32 + index
+    return value / 1000.0

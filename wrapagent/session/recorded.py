@@ -1,0 +1,98 @@
+"""A session's recording and its entry in the search index: started with the tool, closed after it.
+
+The recorder (`history/recording.py`) is handed to the proxy as its output
+observer; the turn tracker puts a marker at each submission. After the tool:
+the recording is closed and compressed (its numbers into the record as
+`recording`), old recordings expire with the checkpoints' `keep_days`, and
+the session's conversation goes into the search index (`history/search_index.py`).
+None of it may fail the session: problems are warnings in the record.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from wrapagent.session.live import Live
+
+
+def wants_recording(launch, cfg) -> bool:
+    """A terminal session with `[record] enabled` (the default)."""
+    return bool(launch.interactive and cfg.record.enabled)
+
+
+def make_recorder(session_id: str, launch, cfg):
+    """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else.
+
+    Needs no record: a tool that goes first (`planning.tool_goes_first`) is
+    recorded from its first byte, before its record exists. Its recording has
+    no turn markers: turns are followed only where an interceptor watches the
+    keys (a git project, hooks), which is what makes the tool wait.
+    """
+    if not wants_recording(launch, cfg):
+        return None, None
+    from wrapagent.history import recording
+    from wrapagent.proxy.spawn import start_size
+
+    rows, cols = start_size()
+    title = f"{launch.name} in {launch.root_str}"
+    return recording.start(session_id, cfg.record, launch.env, rows, cols, title=title)
+
+
+def start_recording(live: Live) -> None:
+    """Create the recorder of a terminal session (`live.recorder`), at the tool's start size."""
+    recorder, why_not = make_recorder(live.record.id, live.launch, live.cfg)
+    if why_not is not None:
+        live.record.warn(why_not)
+    live.recorder = recorder
+
+
+def on_turn(live: Live):
+    """The turn tracker's callback: a marker `turn N: first words` in the recording; None without one."""
+    recorder = live.recorder
+    if recorder is None:
+        return None
+    from wrapagent.history.recording import marker_label
+
+    def mark(turn: int, text: str, by: str | None) -> None:
+        recorder.marker(marker_label(turn, text, by))
+
+    return mark
+
+
+def finish_recording(live: Live) -> None:
+    """Close and compress the recording (its numbers in the record); expire old ones."""
+    recorder, live.recorder = live.recorder, None
+    record = live.record
+    if recorder is not None:
+        try:
+            info = recorder.close(record.record.get("exit_code"))
+            record.record["recording"] = info
+            for key in ("note", "error"):
+                if info.get(key):
+                    record.warn(f"recording: {info[key]}")
+            if info.get("capped"):
+                record.log(f"recording: stopped at its size cap ({live.cfg.record.max_bytes} bytes)")
+        except Exception as exc:
+            record.warn(f"recording: {exc!r}")
+    try:
+        from wrapagent.history.recording import expire
+
+        gone = expire(live.cfg.checkpoints.keep_days, live.env)
+        if gone:
+            record.log(f"recording: {len(gone)} recording(s) older than "
+                       f"{live.cfg.checkpoints.keep_days:g} days deleted")
+    except Exception as exc:
+        record.warn(f"recording: expiry: {exc!r}")
+
+
+def index_session(live: Live) -> None:
+    """The session's messages and replies into the search index (after the transcripts were copied)."""
+    record = live.record
+    if record.unavailable is not None:
+        return
+    try:
+        from wrapagent.history import search_index
+
+        search_index.index_record(record.record, record.dir, live.env)
+    except Exception as exc:
+        record.warn(f"search index: {exc!r}")
