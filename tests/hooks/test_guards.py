@@ -177,6 +177,7 @@ def test_guard_stdin_json_env_and_cwd(tmp_path, ctx):
         "session_id": "01JGUARDSESSION",
         "tool": "codex",
         "is_resume": True,
+        "compaction": False,
         "cwd": str(ctx.cwd),
     }
     assert lines[1] == str(ctx.project_root)
@@ -315,6 +316,25 @@ def test_real_builtin_date(ctx):
     collected, _ = run(Config(guards=(builtin("today", "date"),)), ctx)
     assert collected.runs[0].error is None
     assert collected.prefix.startswith('<prompt-guard name="today">\n')
+
+
+def test_after_a_compaction_every_guard_and_pre_session_run_again_and_know_it(ctx, tmp_path):
+    """`compaction` in the stdin JSON and `{compaction}` in the command: true after a compaction,
+    even for a later message of the conversation (all guards and pre_session, as for a first)."""
+    from wrapagent.hooks.guards import MessageInfo
+    from wrapagent.values import replace
+
+    config = Config(pre_session=pre("echo pre {compaction}"),
+                    guards=(guard("g", "echo g {compaction}; cat"),))
+    compacted = replace(ctx, is_resume=False, compaction=True)
+    logs: list[str] = []
+    after = collect(config, compacted, base_env=os.environ, prompt=None, prompt_source="none", log=logs.append,
+                    message=MessageInfo(3, 1, 4))
+    assert "pre true" in after.prefix and "g true" in after.prefix
+    assert '"compaction": true' in after.prefix and '"is_resume": false' in after.prefix
+    first = collect(config, ctx, base_env=os.environ, prompt=None, prompt_source="none", log=logs.append)
+    assert "pre false" in first.prefix and '"compaction": false' in first.prefix
+    assert json.loads(guard_stdin(compacted))["compaction"] is True
 
 
 def _hostile_ctx(tmp_path: Path) -> GuardContext:

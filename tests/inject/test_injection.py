@@ -72,13 +72,19 @@ def become_ready(inj: FirstMessageInjector, clock: Clock) -> None:
     assert inj.state == "armed"
 
 
+def echo(inj: FirstMessageInjector, clock: Clock) -> None:
+    """The tool draws the text just written into its composer (what the receipt reads)."""
+    inj.on_output((inj.report.text or "").replace("\n", "\r\n").encode(), clock.t)
+
+
 def first_key_through(inj: FirstMessageInjector, clock: Clock, key: bytes = b"a") -> bytes:
     """Type the first key of a message on a ready injector; return what it finally releases.
 
-    No output arrives, so the release comes at `settle_max_secs`.
+    The composer shows the blocks (the delivery's receipt), then nothing more happens.
     """
     assert inj.on_input(key, clock.t) == b""
     inj.poll(clock.t)
+    echo(inj, clock)
     clock.t += 2
     return inj.poll(clock.t)
 
@@ -104,7 +110,7 @@ def test_first_key_held_blocks_delivered_then_released() -> None:
     sent = inj.poll(clock.t)
     assert sent == b"\x1b[200~" + PREFIX.encode() + b"\x1b[201~"
     assert inj.on_input(b"ello", clock.t + 0.01) == b""      # still held, order kept
-    inj.on_output(b"[pasted]", clock.t + 0.02)                # the composer redraws
+    inj.on_output(b"[Pasted text #1 +3 lines]", clock.t + 0.02)  # the composer redraws
     clock.t += 0.03
     assert inj.poll(clock.t) == b""                           # not quiet long enough yet
     clock.t += 0.05
@@ -128,7 +134,7 @@ def test_held_paste_then_enter_keep_their_gap() -> None:
     paste = b"\x1b[200~line one\rline two\x1b[201~"
     assert inj.on_input(paste, clock.t) == b""
     inj.poll(clock.t)                                         # the blocks go
-    inj.on_output(b"[pasted]", clock.t + 0.01)
+    inj.on_output(b"[Pasted text #1 +3 lines]", clock.t + 0.01)
     assert inj.on_input(b"\r", clock.t + 0.8) == b""         # Enter typed while still held
     clock.t += 0.85
     assert inj.poll(clock.t) == paste                         # released without the Enter
@@ -145,7 +151,7 @@ def test_keys_typed_during_the_replay_go_behind_it() -> None:
     become_ready(inj, clock)
     assert inj.on_input(b"a", clock.t) == b""
     inj.poll(clock.t)
-    inj.on_output(b"[pasted]", clock.t + 0.01)
+    inj.on_output(b"[Pasted text #1 +3 lines]", clock.t + 0.01)
     assert inj.on_input(b"b", clock.t + 0.05) == b""
     clock.t += 0.1
     assert inj.poll(clock.t) == b"a"
@@ -192,6 +198,7 @@ def test_keys_in_same_read_after_trigger_are_held_in_order() -> None:
     become_ready(inj, clock)
     assert inj.on_input(b"\x7fab", clock.t) == b"\x7f"   # a Backspace passes, text is held
     inj.poll(clock.t)
+    echo(inj, clock)
     clock.t += 2
     assert inj.poll(clock.t) == b"ab"
 

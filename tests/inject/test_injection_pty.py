@@ -444,3 +444,80 @@ def test_a_known_tool_whose_markers_never_show_gets_the_blocks_by_the_generic_ru
     assert record["transport"] == "codex"
     assert record["injection"]["status"] == "submitted"
     assert [i["ready_by"] for i in record["injections"]] == ["generic", "generic"]
+
+
+def test_a_composer_that_drops_the_blocks_is_told_and_recorded(world) -> None:
+    """The demo's composer drops every paste it gets before the user's own keys: no receipt on
+    the screen, twice. The message goes on without the blocks, the user sees one line, and the
+    record says `not delivered` with the reason (it said `delivered` before the receipt)."""
+    world.hooks(GUARD)
+    child = world.spawn(WRAPAGENT_DEMO_DROP_PASTES="2")
+    ready(child, world)
+    type_text(child, "hello there")
+    child.expect("did not reach demo's composer: the tool drew nothing")
+    submit(child, 1)
+    assert quit_demo(child) == 0
+    assert world.messages() == ["hello there"]
+    inj = world.records()[-1]["injection"]
+    assert inj["status"] == "not delivered" and inj["attempts"] == 2
+    assert any(n.startswith("not delivered: the tool drew nothing") for n in inj["notes"])
+
+
+def test_a_dropped_first_paste_is_written_once_more(world) -> None:
+    """Only the first paste is dropped: the second attempt shows, the message has the blocks once."""
+    world.hooks(GUARD)
+    child = world.spawn(WRAPAGENT_DEMO_DROP_PASTES="1")
+    ready(child, world)
+    type_text(child, "hello there")
+    submit(child, 1)
+    assert quit_demo(child) == 0
+    assert world.messages() == [GUARD_BLOCK + "\nhello there"]
+    inj = world.records()[-1]["injection"]
+    assert inj["status"] == "submitted" and inj["attempts"] == 2
+
+
+def test_sessions_show_and_doctor_report_undelivered_blocks(world) -> None:
+    world.hooks(GUARD)
+    child = world.spawn(WRAPAGENT_DEMO_DROP_PASTES="2")
+    ready(child, world)
+    type_text(child, "hello there")
+    child.expect("did not reach demo's composer")
+    submit(child, 1)
+    assert quit_demo(child) == 0
+    run = lambda *args: subprocess.run([sys.executable, "-m", "wrapagent", *args], env=world.env(),
+                                       cwd=str(world.project), capture_output=True, text=True)
+    shown = run("sessions", "show", "last").stdout
+    assert "Undelivered blocks: 1" in shown
+    assert "conversation 1, message 1: the tool drew nothing" in shown
+    doctor = run("doctor").stdout
+    assert "sent 1 message(s) without the blocks" in doctor
+
+
+def test_compact_gives_the_next_message_fresh_blocks(world) -> None:
+    """`/compact` typed in full: the guards run again (`compaction` true, `{compaction}`), the next
+    message gets the blocks, the one after it none; the record lists the compaction."""
+    world.hooks('[[prompt_guard]]\nname = "g"\ncommand = "echo compaction={compaction}"\n')
+    child = world.spawn()
+    ready(child, world)
+    type_text(child, "first")
+    submit(child, 1)
+    type_text(child, "/compact")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("ignored by the demo agent")
+    time.sleep(0.5)                                   # the composer is back (output quiet)
+    type_text(child, "after")
+    submit(child, 2)
+    type_text(child, "plain")
+    submit(child, 3)
+    assert quit_demo(child) == 0
+    block = lambda value: f'<prompt-guard name="g">\ncompaction={value}\n</prompt-guard>\n\n'
+    assert world.messages() == [block("false") + "first", block("true") + "after", "plain"]
+    rec = world.records()[-1]
+    assert [(i["conversation"], i["message"], i["compaction"], i["status"]) for i in rec["injections"]] == [
+        (1, 1, False, "submitted"), (1, 2, True, "submitted")]
+    assert [(c["conversation"], c["how"]) for c in rec["compactions"]] == [(1, "/compact")]
+    shown = subprocess.run([sys.executable, "-m", "wrapagent", "sessions", "show", "last"], env=world.env(),
+                           cwd=str(world.project), capture_output=True, text=True).stdout
+    assert "Compactions: 1" in shown and "conversation 1: /compact" in shown
+    assert "Injection after compaction, message 2 of conversation 1" in shown

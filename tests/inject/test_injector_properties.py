@@ -262,9 +262,16 @@ class Loop:
     def _after_call(self) -> None:
         inj = self.inj
         assert inj is not None
-        self.to_tool += inj.poll(self.clock.t)
+        out = inj.poll(self.clock.t)
+        self.to_tool += out
         if inj.done:
             self.inj = None
+        elif out and inj.watch_output and PREFIX.splitlines()[0].encode() in out:
+            # The tool's composer shows the blocks just written (what the delivery's receipt reads).
+            inj.on_output(PREFIX.replace("\n", "\r\n").encode(), self.clock.t)
+            self.to_tool += inj.poll(self.clock.t)
+            if inj.done:
+                self.inj = None
 
     def read(self, data: bytes) -> None:
         if self.inj is None:

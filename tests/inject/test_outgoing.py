@@ -15,6 +15,7 @@ import pytest
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.delivery import PASTE_BEGIN, PASTE_FINISH
 from wrapagent.inject.injector import CHATTING, FirstMessageInjector
+from wrapagent.inject import receipt
 from wrapagent.inject.outgoing import ENTER_GAP_SECS, SCREEN_RETRY_SECS, Outgoing, Request
 
 BP_ON = b"\x1b[?2004h"
@@ -85,9 +86,17 @@ class Rig:
             self.writes.append((now, out))
         self.poll(now)
 
-    def post(self, since: float, now: float) -> None:
+    def post(self, since: float, now: float, echo: bool = True) -> None:
         self.outgoing.post(Request(TEXT, since, lambda status, reason, at: self.done.append((status, reason))))
+        seen = len(self.writes)
         self.poll(now)
+        if echo and len(self.writes) > seen:
+            self.echo(now + 0.001)
+
+    def echo(self, now: float) -> None:
+        """The composer shows what was written last (what the receipt reads)."""
+        shown = self.writes[-1][1].replace(b"\x1b[200~", b"").replace(b"\x1b[201~", b"")
+        self.output(shown.replace(b"\n", b"\r\n"), now)
 
     def run_until(self, end: float, step: float = 0.001, echo: bool = True) -> None:
         """Advance the clock; the tool echoes each write (its screen changes) right away."""
@@ -98,7 +107,7 @@ class Rig:
             self.poll(now)
             if echo and len(self.writes) > seen:
                 seen = len(self.writes)
-                self.output(b"x", now)
+                self.echo(now)
 
 
 @pytest.mark.parametrize("tool", ["demo", "claude", "opencode"])
@@ -114,7 +123,7 @@ def test_text_then_enter_as_its_own_write_at_least_the_gap_later(tool):
         assert sent == TEXT.encode() and len(text_writes) > 1
     else:
         assert sent == PASTE_BEGIN + TEXT.encode() + PASTE_FINISH
-    assert enter_at - text_writes[-1][0] >= ENTER_GAP_SECS
+    assert enter_at - text_writes[-1][0] >= ENTER_GAP_SECS - 1e-9  # (float sums)
     assert rig.turns.submitted_at == [enter_at]      # the continuation is a turn
 
 
@@ -210,6 +219,18 @@ def test_codex_after_a_turn_a_permission_dialog_still_cancels():
     rig.run_until(2.0 + SCREEN_RETRY_SECS + 1.0, step=0.01)
     assert rig.done == [("cancelled", "the empty composer is not on the screen (a dialog?)")]
     assert rig.writes == []
+
+
+def test_no_receipt_no_enter_and_the_user_is_told():
+    """The composer never shows the text (a dialog took it, or nothing was drawn): no Enter, which
+    could answer a dialog; the request is `not delivered` with the reason; one line for the user."""
+    rig = Rig("demo")
+    rig.post(since=1.5, now=2.0, echo=False)
+    rig.output(b"\x1b[2J\x1b[H  Allow this command?\r\n  \xe2\x9d\xaf 1. Yes\r\n    2. No\r\n", 2.01)
+    rig.run_until(6.0, echo=False)
+    assert [w for _, w in rig.writes if w == b"\r"] == []
+    assert rig.done == [("not delivered", receipt.REASONS[receipt.DIALOG])]
+    assert b"wrapagent's message did not reach demo's composer" in rig.inj.screen_notice
 
 
 @pytest.mark.parametrize("screen", ["codex/0.169.0/empty-after-lookalike-reply.txt",

@@ -72,6 +72,8 @@ class World:
         for _ in range(100):
             if self.inj.state not in ("holding", "delivering", "settling") and not self.inj._keys.replay:
                 break
+            if self.inj.state == "settling":  # the composer shows the blocks (the receipt)
+                self.inj.on_output((self.inj.report.text or "").replace("\n", "\r\n").encode(), self.clock.t)
             self.clock.t += 0.05
             out += self.inj.poll(self.clock.t)
         return out + self.inj.on_input(b"\r", self.clock.t)

@@ -84,7 +84,9 @@ class World:
         for _ in range(100):
             if self.inj.state in ("holding", "delivering", "settling"):
                 self.clock.t += 0.05
-                self.inj.last_output = self.clock.t - 0.04  # the composer redrew after the delivery
+                # the composer shows what was written (the delivery's receipt)
+                self.inj.on_output((self.inj.report.text or "").replace("\n", "\r\n").encode(),
+                                   self.clock.t - 0.04)
             elif self.inj._keys.replay:  # released keys going out with their original gaps
                 self.clock.t = max(self.clock.t, self.inj._keys.replay[0][0])
             else:
@@ -234,6 +236,7 @@ def test_fast_typing_submit_then_reset_in_held_keys() -> None:
     assert w.inj.on_input(b"h", w.clock.t) == b""
     w.inj.poll(w.clock.t)
     w.inj.on_input(b"i\r/clear\r", w.clock.t)
+    w.inj.on_output(PREFIX.replace("\n", "\r\n").encode(), w.clock.t)  # the composer shows the blocks
     w.clock.t += 2
     assert w.inj.poll(w.clock.t) == b"hi\r/clear\r"
     assert w.resets == 1 and w.inj.state == "wait-ready"
@@ -259,6 +262,7 @@ def test_first_message_mode_is_unchanged() -> None:
     inj.poll(clock.t)
     inj.on_input(b"a", clock.t)
     inj.poll(clock.t)
+    inj.on_output(PREFIX.replace("\n", "\r\n").encode(), clock.t)  # the composer shows the blocks
     clock.t += 2
     inj.poll(clock.t)
     inj.on_input(b"\r", clock.t)
@@ -339,6 +343,32 @@ def test_esc_clears_when_the_adapter_says_so() -> None:
     assert w.send(b"foo") + w.send(b"\x1b") + w.send(b"/new\r") == b"foo\x1b/new\r"
     assert w.resets == 1 and w.inj.state == "wait-ready"
     assert isinstance(w.inj.adapter, base.Adapter)
+
+
+def test_compact_gives_the_next_message_fresh_blocks_in_the_same_conversation() -> None:
+    compacted: list[tuple[int, int]] = []
+    w = World()
+    w.inj.on_compaction = lambda c, m: (compacted.append((c, m)), setattr(w, "prefix", None))
+    w.ready()
+    assert w.message(b"hello") == PASTED + b"hello\r"
+    assert w.send(b"/compact keep the tests\r") == b"/compact keep the tests\r"
+    assert compacted == [(1, 2)] and w.inj.state == "wait-ready"
+    w.redraw()
+    w.prefix = PREFIX2
+    assert w.message(b"next") == b"\x1b[200~" + PREFIX2.encode() + b"\x1b[201~next\r"
+    assert w.message(b"after") == b"after\r"
+    assert [(r.conversation, r.message, r.compaction, r.status) for r in w.inj.reports] == [
+        (1, 1, False, "submitted"), (1, 2, True, "submitted")]
+    assert [(c["conversation"], c["how"]) for c in w.inj.compactions] == [(1, "/compact")]
+
+
+def test_compact_typed_after_other_text_is_no_compaction() -> None:
+    w = World()
+    w.inj.on_compaction = lambda c, m: pytest.fail("not a compaction")
+    w.ready()
+    w.message(b"hello")
+    assert w.send(b"x/compact\r") == b"x/compact\r"
+    assert w.inj.state == "chatting" and not w.inj.compactions
 
 
 def test_the_interrupt_watch_sees_keys_that_reach_the_tool_and_the_notice_after_them() -> None:

@@ -27,7 +27,7 @@ HOOKS = (
 
 def clock(n: int, turn: int, message: int, conversation: int, cwd: str, session: str) -> str:
     stdin = json.dumps({"project_root": cwd, "session_id": session, "tool": "demo",
-                        "is_resume": False, "cwd": cwd, "message": message,
+                        "is_resume": False, "compaction": False, "cwd": cwd, "message": message,
                         "conversation": conversation})
     return f'<prompt-guard name="clock">\nrun {n} turn {turn} {turn}\n{stdin}\n</prompt-guard>'
 

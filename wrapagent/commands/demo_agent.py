@@ -23,6 +23,10 @@ Enter that comes in the same read right after a paste's end is part of the
 paste (a newline), not a submission; tests use it to see held keys released
 as one burst.
 
+WRAPAGENT_DEMO_DROP_PASTES=N makes its composer drop its first N pastes
+without a trace (nothing drawn, nothing kept), like a composer that is not
+listening yet; tests use it to see the delivery receipt fail.
+
 It edits files on request, so diff, undo and redo can be tried with no
 coding CLI: a message `write PATH TEXT` writes TEXT and a newline to PATH,
 `rm PATH` removes it (PATH relative to the folder it runs in, never outside
@@ -262,6 +266,8 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
     in_paste = False
     interrupts = 0
     enter_joins_paste = os.environ.get("WRAPAGENT_DEMO_PASTE_ENTER") == "joins"
+    drops = _drops()
+    dropping = False
     while True:
         data = os.read(fd, 65536)
         if not data:
@@ -269,6 +275,13 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
         after_paste = False
         for tok in tokenize(data):
             kind = tok.kind
+            if dropping:
+                dropping = kind != PASTE_END
+                continue
+            if kind == PASTE_START and drops > 0:
+                drops -= 1
+                dropping = True
+                continue
             if kind == PASTE_START:
                 in_paste = True
                 continue
@@ -341,6 +354,12 @@ def _loop(agent: Agent, fd: int, out: TextIO) -> int:
                 out.flush()
                 return 0
         out.flush()
+
+
+def _drops() -> int:
+    """WRAPAGENT_DEMO_DROP_PASTES: how many pastes the composer drops (0 unless a number)."""
+    value = os.environ.get("WRAPAGENT_DEMO_DROP_PASTES", "")
+    return int(value) if value.isdigit() else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -394,6 +394,7 @@ def _last_session_facts(record: Mapping[str, Any] | None) -> dict[str, Any] | No
         "state": record.get("state"),
         "mode": record.get("mode"),
         "injection": inj,
+        "injections": list(record.get("injections") or []),
         "hooks": list(record.get("hooks") or []),
         "warnings": list(record.get("warnings") or []),
         "dir": record.get("_dir"),

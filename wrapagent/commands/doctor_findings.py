@@ -56,6 +56,7 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
                          f"runs it without wrapagent (`wrapagent shims install`, or "
                          f"`wrapagent init {tool['alias'].get('shell') or 'bash'}` in your shell rc)")
     from wrapagent.commands.doctor_readiness import fallback_message
+    from wrapagent.commands.sessions_show import undelivered
 
     for tool in report["tools"]:
         ready = tool.get("last_ready")
@@ -74,6 +75,11 @@ def findings(report: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str
             add(ERROR, f"the last session ({last['id']}, {last['tool']}) did not get the blocks: "
                        f"{notes or 'injection lost'}; `wrapagent doctor --probe {last['tool']}` checks "
                        f"whether wrapagent sees that tool's ready screen")
+        elif undelivered(last):
+            rows = undelivered(last)
+            add(ERROR, f"the last session ({last['id']}, {last['tool']}) sent {len(rows)} message(s) without "
+                       f"the blocks: the screen never showed them in the composer "
+                       f"(`wrapagent sessions show {last['id']}` says why)")
         elif status == "pending" and last.get("state") == "finished":
             add(WARNING, f"the last session ({last['id']}) ended with the injection still pending")
         elif status == "none" and inj.get("path") == "none" and inj.get("notes"):

@@ -108,7 +108,7 @@ def format_injected(record: Mapping[str, Any]) -> str:
     status = (record.get("injection") or {}).get("status")
     if status in INJECTED_STATUSES:
         return "yes"
-    if status in ("lost", "pending"):
+    if status in ("lost", "pending", "not delivered"):
         return f"no ({status})"
     return "no"
 
@@ -252,6 +252,38 @@ def _bytes(n: Any) -> str:
     return str(n)
 
 
+def compaction_rows(record: Mapping[str, Any]) -> list[str]:
+    """The conversations' compactions (their summary replaced the blocks; the next message got new ones)."""
+    rows = [c for c in record.get("compactions") or [] if isinstance(c, Mapping)]
+    if not rows:
+        return []
+    out = [f"Compactions: {len(rows)}"]
+    for c in rows:
+        out.append(f"  conversation {_cell(c.get('conversation', '?'))}: {_cell(c.get('how') or '-')} "
+                   f"at {_cell(format_time(c['at']) if c.get('at') else '-')}")
+    return out
+
+
+def undelivered(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The deliveries whose blocks the screen never showed in the composer (status `not delivered`)."""
+    injections = record.get("injections") or [record.get("injection") or {}]
+    return [i for i in injections if isinstance(i, Mapping) and i.get("status") == "not delivered"]
+
+
+def undelivered_rows(record: Mapping[str, Any]) -> list[str]:
+    """One line per message that went to the model without its blocks (the receipt failed)."""
+    rows = undelivered(record)
+    if not rows:
+        return []
+    out = [f"Undelivered blocks: {len(rows)}"]
+    for inj in rows:
+        why = next((str(n)[len("not delivered: "):] for n in inj.get("notes") or []
+                    if str(n).startswith("not delivered: ")), "-")
+        out.append(f"  conversation {_cell(inj.get('conversation', '?'))}, message {_cell(inj.get('message', 1))}: "
+                   f"{visible_text(why)}")
+    return out
+
+
 def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str | None,
                       tool: Any = None) -> list[str]:
     """One line per later delivery (a reset's conversation, an every_message guard's later message);
@@ -269,6 +301,9 @@ def _later_injections(injections: Sequence[Mapping[str, Any]], first_text: str |
         message = inj.get("message") or 1
         what = (f"Injection after reset, conversation {_cell(inj.get('conversation', '?'))}" if message == 1
                 else f"Injection for message {_cell(message)} of conversation {_cell(inj.get('conversation', '?'))}")
+        if inj.get("compaction"):
+            what = (f"Injection after compaction, message {_cell(message)} of conversation "
+                    f"{_cell(inj.get('conversation', '?'))}")
         out.append(f"{what}: {', '.join(details)}")
         out.extend(f"  note: {visible_text(str(n))}" for n in inj.get("notes") or [])
         text = inj.get("text")
@@ -419,6 +454,8 @@ def render_show(record: Mapping[str, Any], log: str | None) -> str:
     else:
         out.append("  (no injected text)")
     out.extend(_later_injections(record.get("injections") or [], text, record.get("transport")))
+    out.extend(undelivered_rows(record))
+    out.extend(compaction_rows(record))
     out.extend(_turn_rows(record))
     out.extend(_stop_check_rows(record))
     out.extend(_sent_rows(record))

@@ -15,8 +15,9 @@ class GuardContext(Frozen):
     and importing `dataclasses` costs ~15 ms there.
     """
 
-    __slots__ = ("project_root", "cwd", "tool", "session_id", "is_resume", "session_dir", "sessions_root")
-    _defaults = {"is_resume": False, "session_dir": None, "sessions_root": None}
+    __slots__ = ("project_root", "cwd", "tool", "session_id", "is_resume", "session_dir", "sessions_root",
+                 "compaction")
+    _defaults = {"is_resume": False, "session_dir": None, "sessions_root": None, "compaction": False}
 
     project_root: Path
     cwd: Path
@@ -25,3 +26,6 @@ class GuardContext(Frozen):
     is_resume: bool
     session_dir: Path | None
     sessions_root: Path | None
+    compaction: bool
+    """The blocks are for the message after a compaction (`/compact`, `/compress`, or the tool's
+    own): the conversation went on, but its summary replaced the blocks given before."""

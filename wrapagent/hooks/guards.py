@@ -66,11 +66,19 @@ def guard_stdin(ctx: GuardContext, message: MessageInfo | None = None) -> bytes:
         "session_id": ctx.session_id,
         "tool": ctx.tool,
         "is_resume": bool(ctx.is_resume),
+        "compaction": bool(ctx.compaction),
         "cwd": str(ctx.cwd),
     }
     if message is not None:
         payload.update(message=message.message, conversation=message.conversation)
     return json.dumps(payload).encode("utf-8")
+
+
+def guard_variables(ctx: GuardContext, turn: int | None = None) -> dict[str, str]:
+    """The hooks' placeholders for a guard's or pre_session's command, with `{compaction}`."""
+    from wrapagent.hooks.hook_runner import hook_variables
+
+    return {**hook_variables(ctx, turn=turn), "compaction": "true" if ctx.compaction else "false"}
 
 
 class MessageInfo:
@@ -117,13 +125,13 @@ def run_pre_session(
 ) -> GuardRun:
     """Run the global pre_session hook: prompt on stdin, WRAPAGENT_PROMPT_SOURCE and CSA_* in env,
     the hooks' placeholders in its command."""
-    from wrapagent.hooks.hook_runner import hook_env, hook_variables, run_command, substitute
+    from wrapagent.hooks.hook_runner import hook_env, run_command, substitute
 
     source = prompt_source if prompt_source in PROMPT_SOURCES else "none"
     env = hook_env(base_env, ctx, {"WRAPAGENT_PROMPT_SOURCE": source, **csa_env(ctx)})
     stdin = prompt.encode("utf-8", errors="replace")[:PROMPT_CAP] if prompt is not None else b""
     result = run_command(
-        substitute(hook.command, hook_variables(ctx)),
+        substitute(hook.command, guard_variables(ctx)),
         name="pre_session",
         kind="pre_session",
         cwd=ctx.project_root,
@@ -148,12 +156,12 @@ def run_command_guard(
     `{turn}` (and WRAPAGENT_TURN) is the turn an every_message guard's message
     starts; for the blocks of a conversation's first message it is empty.
     """
-    from wrapagent.hooks.hook_runner import hook_env, hook_variables, run_command, substitute
+    from wrapagent.hooks.hook_runner import hook_env, run_command, substitute
 
     turn = message.turn if message is not None and guard.every_message else None
     extra = {"WRAPAGENT_TURN": str(turn)} if turn is not None else None
     result = run_command(
-        substitute(guard.command or "", hook_variables(ctx, turn=turn)),
+        substitute(guard.command or "", guard_variables(ctx, turn=turn)),
         name=guard.name,
         kind="guard",
         cwd=ctx.project_root,
@@ -211,13 +219,14 @@ def collect(
     """Run pre_session (if it applies) then every guard in order; build the prefix.
 
     For a later message of a conversation (`message.message` > 1) only the
-    `every_message` guards run, and pre_session does not.
+    `every_message` guards run, and pre_session does not. After a compaction
+    (`ctx.compaction`) every guard and pre_session run again, as for a first message.
     """
     from wrapagent.inject.blocks import build_prefix
 
     runs: list[GuardRun] = []
     pre_session_body = ""
-    later = message is not None and message.message > 1
+    later = message is not None and message.message > 1 and not ctx.compaction
     hook = config.pre_session
     if not later and hook is not None and hook.enabled and hook.command and hook.applies_to(ctx.tool):
         run = run_pre_session(

@@ -39,7 +39,7 @@ _TEMPLATE = """\
 #   timeout_secs  give up after this many seconds (default 10)
 #
 # Command guards run with `sh -c` and read a JSON object on stdin:
-# {"project_root", "session_id", "tool", "is_resume", "cwd"}.
+# {"project_root", "session_id", "tool", "is_resume", "compaction", "cwd"}.
 # Placeholders such as {project_root} are substituted, already shell-quoted.
 
 # On main/master/dev/develop: ask the agent to create a branch before committing.

@@ -3,15 +3,25 @@
 HOLDING waits for the blocks (guards may still run; the wake fd says when
 they finish), DELIVERING writes them in chunks (`delivery.py`), SETTLING
 waits until the screen took them (output quiet `settle_secs`, at most
-`settle_max_secs`), then the held keys are released with their timing
-(`held.py`) and fed as if typed just now. A mixin of `FirstMessageInjector`:
-it shares the injector's state.
+`settle_max_secs`), the receipt is read from the screen (`receipt.py`: the
+blocks, or the tool's paste placeholder, drawn since the delivery began),
+then the held keys are released with their timing (`held.py`) and fed as if
+typed just now. Without a receipt the blocks are written once more if the
+tool drew nothing at all, else the report says `not delivered` and why, and
+the user sees one line. A mixin of `FirstMessageInjector`: it shares the
+injector's state.
 """
 
 from __future__ import annotations
 
 from wrapagent.inject.delivery import delivered_text, delivery_chunks, now_iso
 from wrapagent.inject.states import AWAIT_SUBMIT, DELIVERING, DONE, HOLD_STATES, SETTLING
+
+NOT_DELIVERED = "not delivered"
+"""The report's status when the screen never showed the blocks in the composer."""
+
+MAX_ATTEMPTS = 2
+"""The blocks are written at most twice per message (`receipt.retry_is_safe`)."""
 
 
 class BlocksDelivery:
@@ -35,11 +45,28 @@ class BlocksDelivery:
             # next message is armed once this one is submitted (finishing now would re-arm at once
             # and hold this message's own keys again, one at a time, never submitting it).
             return self._release(now, finished=not (self.whole_session and self.on_message is not None))
-        self.report.attempts += 1
         self.report.text = delivered_text(self.adapter, self._prefix)  # what the model will read
+        return self._write_blocks(now)
+
+    def _write_blocks(self, now: float) -> bytes:
+        """One attempt: a fresh emulator for the receipt, then the chunks."""
+        from wrapagent.inject.screen import Screen
+
+        assert self._prefix
+        self.report.attempts += 1
+        self._close_receipt()
+        self._receipt_screen = Screen(*self._size)
+        self._receipt_drawn = False
+        self._receipt_read_at = float("-inf")
         self._outbox = delivery_chunks(self.adapter, self._prefix, now)
         self.state = DELIVERING
         return self._due_chunks(now)
+
+    def _receipt_feed(self, data: bytes) -> None:
+        """The tool's output while the blocks go in and settle: what the receipt reads."""
+        if self._receipt_screen is not None and self.state in (DELIVERING, SETTLING):
+            self._receipt_screen.feed(data)
+            self._receipt_drawn = True
 
     def _due_chunks(self, now: float) -> bytes:
         out = bytearray()
@@ -52,14 +79,63 @@ class BlocksDelivery:
 
     def _maybe_release(self, now: float) -> bytes:
         assert self._delivered_at is not None
-        quiet = self._output_since_delivery and now - self.last_output >= self.adapter.settle_secs
-        timed_out = now - self._delivered_at >= self.adapter.settle_max_secs
+        from wrapagent.inject import receipt
+
+        quiet = self._output_since_receipt and now - self.last_output >= self.adapter.settle_secs
+        timed_out = now - self._delivered_at >= self._settle_limit()
         if not (quiet or timed_out):
             return b""
-        if timed_out and not self._output_since_delivery:
-            self._note("the screen did not change after delivery; released the keys anyway")
+
+        outcome = self._read_receipt()
+        if outcome != receipt.SHOWN and not timed_out:
+            # Quiet, but the composer does not show them yet: the tool may still be echoing
+            # (claude echoes typed input ~100 ms late, after other redraws). Wait for more
+            # output, at most until `settle_max_secs`.
+            self._receipt_read_at = self.last_output
+            return b""
+        self._close_receipt()
+        if outcome != receipt.SHOWN:
+            if receipt.retry_is_safe(outcome) and self.report.attempts < MAX_ATTEMPTS:
+                self._note(f"attempt {self.report.attempts}: {receipt.REASONS[outcome]}; writing the blocks again")
+                return self._write_blocks(now)
+            return self._not_delivered(now, receipt.REASONS[outcome])
         self.report.status = "delivered"
         self.report.at = now_iso()
+        return self._release(now, finished=False)
+
+    def _settle_limit(self) -> float:
+        """Seconds after the delivery by which the receipt is decided (longer while nothing was drawn)."""
+        from wrapagent.inject.receipt import settle_limit
+
+        return settle_limit(self.adapter.settle_max_secs, self._receipt_drawn)
+
+    @property
+    def _output_since_receipt(self) -> bool:
+        """Output since the delivery, and since the receipt was last read without success."""
+        return self._output_since_delivery and self.last_output > self._receipt_read_at
+
+    def _read_receipt(self) -> str:
+        """receipt.SHOWN, or why the screen does not show the blocks in the composer."""
+        from wrapagent.inject import receipt
+        from wrapagent.inject.readiness import looks_like_dialog
+
+        screen = self._receipt_screen
+        assert screen is not None and self.report.text is not None
+        text = screen.text()
+        return receipt.verdict(text, self._receipt_drawn, self.report.text, looks_like_dialog(text))
+
+    def _close_receipt(self) -> None:
+        if self._receipt_screen is not None:
+            self._receipt_screen.close()
+            self._receipt_screen = None
+
+    def _not_delivered(self, now: float, reason: str) -> bytes:
+        """No receipt: the message goes on without the blocks, and the user is told in one line."""
+        from wrapagent.inject.receipt import screen_notice
+
+        self.report.status = NOT_DELIVERED
+        self._note(f"not delivered: {reason}")
+        self.screen_notice = screen_notice(self.adapter.name, "the guard blocks", reason)
         return self._release(now, finished=False)
 
     def _release(self, now: float, *, finished: bool) -> bytes:
@@ -107,3 +183,4 @@ class BlocksDelivery:
         self._outbox.clear()
         self._delivered_at = None
         self.report.status = "pending"
+        self._close_receipt()

@@ -41,6 +41,13 @@ class Submission:
         """Typed text starting with a command prefix (`/`, `!`): not a message for the model."""
         return not self.pasted and self.text.lstrip(" ").startswith(prefixes)
 
+    def is_command_line(self, commands: tuple[str, ...]) -> bool:
+        """One of `commands` typed in full on an empty composer, maybe with arguments after a blank."""
+        if self.pasted or self.unknown:
+            return False
+        text = self.text.strip(" \t")
+        return any(text == c or text.startswith(c + " ") for c in commands)
+
     def is_command(self, commands: tuple[str, ...]) -> bool:
         """True when the composer held exactly one of `commands` (trailing blanks allowed)."""
         if self.pasted or self.unknown:
@@ -136,6 +143,11 @@ class Composer:
         """The screen shows the composer empty: its content is known again (nothing)."""
         if not self._in_paste:
             self.clear()
+
+    @property
+    def typed(self) -> str:
+        """The typed text since the last submission or clear (as far as the keys tell)."""
+        return self._buf.decode("utf-8", "replace")
 
     @property
     def in_paste(self) -> bool:

@@ -25,6 +25,11 @@ class Conversations:
         """A submission reached the child: a reset starts a new conversation, the rest are turns."""
         if not self.whole_session:
             return
+        if self.adapter.compact_commands and sub.is_command_line(self.adapter.compact_commands):
+            later = self._message > 1 and before in (ARMED, COMMAND)
+            if (before == CHATTING or later) and self.on_compaction is not None:
+                self._compacted(sub.text.strip().split()[0], now)
+            return
         if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
             later = self._message > 1 and before in (ARMED, COMMAND)  # armed for a later message
             if (before == CHATTING or later) and self.on_reset is not None:
@@ -57,6 +62,24 @@ class Conversations:
         self._wait_ready_again(now)
         self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
 
+    def _compacted(self, how: str, now: float) -> None:
+        """The conversation was compacted: its summary replaced the blocks, so the next message
+        gets fresh ones (guards and pre_session run again, `compaction` true), as after a reset,
+        in the same conversation."""
+        from wrapagent.inject.delivery import now_iso
+
+        assert self.on_compaction is not None
+        self.compactions.append({"conversation": self._conversation, "how": how, "at": now_iso()})
+        if self.report.status == "pending":
+            self.reports.remove(self.report)  # armed for a later message that never came
+        else:
+            self._message += 1
+        self.on_compaction(self._conversation, self._message)
+        self._open_report(conversation=self._conversation, message=self._message)
+        self.report.compaction = True
+        self._wait_ready_again(now)
+        self.log(f"injection: {how} compacted conversation {self._conversation}; the next message gets the blocks")
+
     def _next_message(self) -> None:
         """`every_message` guards: the next message of this conversation gets their blocks."""
         assert self.on_message is not None
@@ -64,6 +87,16 @@ class Conversations:
         self.on_message(self._conversation, self._message)
         self._open_report(conversation=self._conversation, message=self._message)
         self.state = ARMED
+
+    def _after_undelivered(self) -> None:
+        """The screen never showed the blocks and the message went without them: the next
+        message of this conversation gets the same blocks, once the composer shows again
+        (whatever took them, a dialog most likely, is answered by then)."""
+        self._message += 1
+        self._open_report(conversation=self._conversation, message=self._message)
+        self.report.notes.append("the message before went without the blocks (not delivered): "
+                                 "this one gets them")
+        self._wait_ready_again(self.clock())
 
     def _open_report(self, **where: int) -> None:
         """A fresh report and a fresh hold for the next delivery (a new conversation or message)."""

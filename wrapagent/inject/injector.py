@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from wrapagent.inject.dialog_watch import DialogWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
+    from wrapagent.inject.screen import Screen
 
     class TurnListener(Protocol):
         """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
@@ -104,6 +105,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                  turns: TurnListener | None = None,
                  on_reset: Callable[[], None] | None = None,
                  on_message: Callable[[int, int], None] | None = None,
+                 on_compaction: Callable[[int, int], None] | None = None,
                  outgoing: Outgoing | None = None,
                  interrupts: InterruptWatch | None = None,
                  prompt_given: bool = False) -> None:
@@ -121,14 +123,18 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.turns = turns
         self.on_reset = on_reset
         self.on_message = on_message
+        self.on_compaction = on_compaction
+        """Called with (conversation, next message) when it was compacted: its blocks are computed again."""
+        self.compactions: list[dict[str, object]] = []
+        """Each compaction seen: conversation, how (the command, or `automatic`), at."""
         """`every_message` guards: called with (conversation, message) when a later message is armed."""
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
         self.interrupts = interrupts
+        """Told every key that reaches the tool: did the user interrupt the agent (`interrupts.py`)."""
         self.prompt_given = prompt_given
         """The first message came on the command line (with its blocks): the tool submits it itself."""
-        """Told every key that reaches the tool: did the user interrupt the agent (`interrupts.py`)."""
-        self.whole_session = turns is not None or on_reset is not None
+        self.whole_session = turns is not None or on_reset is not None or on_compaction is not None
         from wrapagent.inject.screen_model import model_for
 
         self.model = model_for(adapter.name)
@@ -169,6 +175,16 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
+        self._typed_shown = False
+        """At the ready screen, text typed before it showed in it (`readiness._typed_on_screen`)."""
+        self._receipt_screen: Screen | None = None
+        """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
+        self._receipt_drawn = False
+        self._receipt_read_at = float("-inf")
+        """`last_output` when the receipt was last read and not there yet."""
+        self.screen_notice = b""
+        """One line for the user's terminal (a delivery without a receipt); the proxy writes
+        it after the tool's next output and empties it."""
 
     def _follow_screen(self, adapter: Adapter, rows: int, cols: int, outgoing: Outgoing | None):
         model = self.model
@@ -214,10 +230,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             return self._outbox[0][0]
         if self.state == SETTLING:
             assert self._delivered_at is not None
-            if self._output_since_delivery:
+            if self._output_since_receipt:
                 return min(self.last_output + self.adapter.settle_secs,
-                           self._delivered_at + self.adapter.settle_max_secs)
-            return self._delivered_at + self.adapter.settle_max_secs
+                           self._delivered_at + self._settle_limit())
+            return self._delivered_at + self._settle_limit()
         return None
 
     def on_resize(self, rows: int, cols: int) -> None:
@@ -314,6 +330,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.last_output = now
         if self.outgoing is not None:
             self.outgoing.on_output(data)
+        self._receipt_feed(data)
         if self.view is not None:
             self.view.feed(data)
         if self.state in (STARTING, WAIT_READY):
@@ -375,18 +392,19 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         command, and the one after it gets them.
         """
         composer = self._composer
+        typed_shown, self._typed_shown = self._typed_shown, False
         if not composer.in_paste:
             if composer.unknown and self.view is None:
                 # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
                 # composer: the ready screen is the composer's, empty (no screen model
                 # to ask at the first key).
                 composer.settled_empty()
-            if not (composer.has_text and self._ready_screen_holds_text()):
+            if not (typed_shown or (composer.has_text and self._ready_screen_holds_text())):
                 self.state = ARMED
                 return
             self.state = COMMAND
             self._begun_early = True
-            self._note("a message begun before the composer was ready goes without the blocks; "
+            self._note("a message typed before the composer was ready goes without the blocks; "
                        "the next message gets them")
             return
         self.state = COMMAND
@@ -430,7 +448,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             self.outgoing.close()
         if self.view is not None:
             self.view.close()
-        if report.message > 1 and self.state in (ARMED, COMMAND):
+        if report.message > 1 and self.state in (ARMED, COMMAND, WAIT_READY):
             self.reports.remove(report)  # armed for a later message that never came
             return self.reports[0]
         if report.status == "lost" or self.state not in (STARTING, WAIT_READY, ARMED, COMMAND, HOLDING):

@@ -145,7 +145,7 @@ class MessageKeys:
         if state == ARMED:
             if tok.kind == TEXT:
                 self.state = COMMAND
-            elif sub is not None and self._message == 1:
+            elif sub is not None and self._message == 1 and not sub.text.strip():
                 self._note("a submission with no typed text (history recall?) was not injected; "
                            "the next message gets the blocks")
         elif state == COMMAND:
@@ -154,10 +154,20 @@ class MessageKeys:
             if sub is not None and self.report.status == "none":
                 self._finish()  # no blocks for this message: the next one is armed
             elif sub is not None:
-                self.report.status = "submitted"
                 n, m = self.report.conversation, self.report.message
-                self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
-                         f"injection: conversation {n}, message {m}: submitted with the blocks")
+                if self.report.status == "not delivered":  # the screen never showed them: say so
+                    self.log(f"injection: conversation {n}, message {m}: submitted WITHOUT the blocks "
+                             "(not delivered)")
+                    if self.whole_session:
+                        self._after_undelivered()
+                        return
+                else:
+                    self.report.status = "submitted"
+                    # Messages of this conversation that went before it, bare (typed before the
+                    # ready screen): the record says so even though the blocks did arrive later.
+                    self.report.notes.extend(f"before this message: {why}" for why in dict.fromkeys(self._bare))
+                    self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
+                             f"injection: conversation {n}, message {m}: submitted with the blocks")
                 self._finish()
             elif self._clears(tok):
                 self._note("composer cleared before submit; injection re-armed")
@@ -171,6 +181,9 @@ class MessageKeys:
         if before == ARMED:
             if sub.unknown:  # (blank text or a blank paste is no message)
                 self._bare.append("a message was submitted with no typed text (history recall?)")
+            elif (sub.text.strip() or sub.pasted) and not sub.is_command_like(self.adapter.command_prefixes):
+                # Text in the composer while armed was typed before: no key of it triggered.
+                self._bare.append("a message typed before the composer was ready was submitted")
         elif before == COMMAND and early:
             self._bare.append("a message begun before the composer was ready was submitted")
         elif before == WAIT_READY and not sub.is_command_like(self.adapter.command_prefixes):

@@ -19,6 +19,10 @@ configured it. The rules, measured on the four CLIs (docs/cli-behaviour.md):
 - The user's keys during the delivery are held and follow the Enter, in
   order, RELEASE_GAP_SECS later (never in the Enter's write): the message
   cannot be cut in half.
+- No Enter without a receipt (`receipt.py`): the screen drawn since the text
+  was written must show it (or the tool's paste placeholder) by
+  `settle_max_secs`; else the message is `not delivered` (the reason given,
+  one line on the terminal), and no Enter goes where it may answer a dialog.
 
 Requests come from any thread (`post`); everything else runs on the
 proxy's thread under its lock, called by the injector.
@@ -30,6 +34,7 @@ import threading
 from collections import deque
 from time import monotonic as _monotonic
 
+from wrapagent.inject import receipt
 from wrapagent.inject.delivery import delivery_chunks, now_iso
 
 TYPE_CHECKING = False
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from typing import Callable
 
     from wrapagent.inject.adapters.base import Adapter
+    from wrapagent.inject.screen import Screen
 
 IDLE_COMPOSER = {
     # opencode's `Ask anything…` placeholder is gone after the first turn; the composer then
@@ -125,6 +131,11 @@ class Outgoing:
         self._enter_at = 0.0
         self.held = bytearray()
         self._generic = False
+        self._receipt: Screen | None = None
+        self._receipt_drawn = False
+        self._receipt_read_at = float("-inf")
+        self.notice = b""
+        """One line for the user's terminal (a message without a receipt); the injector hands it on."""
         self._retry_since: float | None = None
         self._retry_at: float | None = None
 
@@ -149,6 +160,9 @@ class Outgoing:
     def on_output(self, data: bytes) -> None:
         if self.screen is not None:
             self.screen.feed(data)
+        if self._receipt is not None and self.state in (DELIVERING, SETTLING):
+            self._receipt.feed(data)
+            self._receipt_drawn = True
 
     def on_resize(self, rows: int, cols: int) -> None:
         self._size = (rows, cols)
@@ -160,10 +174,10 @@ class Outgoing:
             return self._outbox[0][0]
         if self.state == SETTLING:
             assert self._delivered_at is not None
-            if last_output > self._delivered_at:
-                return min(last_output + self.adapter.settle_secs,
-                           self._delivered_at + self.adapter.settle_max_secs)
-            return self._delivered_at + self.adapter.settle_max_secs
+            limit = receipt.settle_limit(self.adapter.settle_max_secs, self._receipt_drawn)
+            if last_output > self._delivered_at and last_output > self._receipt_read_at:
+                return min(last_output + self.adapter.settle_secs, self._delivered_at + limit)
+            return self._delivered_at + limit
         if self.state == ENTER_DUE:
             return self._enter_at
         if self.state == RELEASING:
@@ -187,10 +201,18 @@ class Outgoing:
             return self._due(now), False
         if self.state == SETTLING:
             assert self._delivered_at is not None
-            took = last_output > self._delivered_at and now - last_output >= self.adapter.settle_secs
-            if took or now - self._delivered_at >= self.adapter.settle_max_secs:
-                if not took:
-                    self.log("outgoing: the screen did not change after the text; Enter anyway")
+            took = (last_output > self._delivered_at and last_output > self._receipt_read_at
+                    and now - last_output >= self.adapter.settle_secs)
+            timed_out = now - self._delivered_at >= receipt.settle_limit(self.adapter.settle_max_secs,
+                                                                         self._receipt_drawn)
+            if took or timed_out:
+                outcome = self._read_receipt()
+                if outcome != receipt.SHOWN and not timed_out:
+                    self._receipt_read_at = last_output  # still echoing: wait for more output
+                    return b"", False
+                self._close_receipt()
+                if outcome != receipt.SHOWN:
+                    return self._not_delivered(receipt.REASONS[outcome]), False
                 self.state = ENTER_DUE
                 gap = ENTER_GAPS.get(self.adapter.name, ENTER_GAP_SECS)
                 self._enter_at = max(now, self._last_text_at + gap)
@@ -205,6 +227,30 @@ class Outgoing:
             request.done("delivered", "", now_iso())
             return b"\r", True
         return b"", False
+
+    def _read_receipt(self) -> str:
+        from wrapagent.inject.readiness import looks_like_dialog
+
+        assert self._receipt is not None and self.current is not None
+        text = self._receipt.text()
+        return receipt.verdict(text, self._receipt_drawn, self.current.text, looks_like_dialog(text))
+
+    def _close_receipt(self) -> None:
+        if self._receipt is not None:
+            self._receipt.close()
+            self._receipt = None
+
+    def _not_delivered(self, reason: str) -> bytes:
+        """No receipt: no Enter (it could answer whatever took the text); the request says why."""
+        request = self.current
+        assert request is not None
+        self.current = None
+        self.state = RELEASING if self.held else IDLE
+        self._enter_at = self._last_text_at
+        self.log(f"outgoing: not delivered: {reason}")
+        self.notice = receipt.screen_notice(self.adapter.name, "wrapagent's message", reason)
+        request.done("not delivered", reason, None)
+        return b""
 
     def take_held(self) -> bytes:
         held = bytes(self.held)
@@ -244,7 +290,13 @@ class Outgoing:
             self.log(f"outgoing: not sent: {reason}")
             request.done("cancelled", reason, None)
             return b""
+        from wrapagent.inject.screen import Screen
+
         self.current = request
+        self._close_receipt()
+        self._receipt = Screen(*self._size)
+        self._receipt_drawn = False
+        self._receipt_read_at = float("-inf")
         self._outbox = delivery_chunks(self.adapter, request.text, now)
         self.state = DELIVERING
         return self._due(now)

@@ -44,6 +44,8 @@ class OutgoingHooks:
         # Unknown content (a key the keys cannot read) counts as text unless the screen can tell.
         unknown = self._composer.unknown and outgoing.screen is None
         out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text or unknown)
+        if outgoing.notice:
+            self.screen_notice, outgoing.notice = outgoing.notice, b""
         if submitted and self.turns is not None:
             self.turns.submitted(now)
         if not outgoing.busy and outgoing.held:

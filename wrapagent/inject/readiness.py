@@ -122,10 +122,40 @@ class Readiness:
 
         if not any(tok.kind in (TEXT, PASTE_START) for tok in tokenize(data)):
             return False
+        if self._markers_in_part():
+            return False
         if not self._generic_ready(quiet=True):
             return False
         self._became_ready(now, "generic", at_key=True)
         return True
+
+    def _typed_on_screen(self) -> bool:
+        """Text the user typed before the ready screen shows in it: a message has begun.
+
+        The blocks cannot go in front of it (measured: claude, `typed at o` typed on its first
+        frame, then ready, then the next key: `typed at o<system-reminder>…nce`). Text that is
+        not on the screen went elsewhere (a start-up dialog's answer) and begins nothing.
+        Fewer than 3 characters are never taken for a message: a one-key answer looks alike.
+        """
+        typed = self._composer.typed.strip()
+        if len(typed) < 3 or self._composer.in_paste:
+            return False
+        lines = typed.splitlines()
+        return bool(lines) and lines[-1].strip()[-30:] in self.screen.text()
+
+    def _markers_in_part(self) -> bool:
+        """Some of the markers show, not all: the tool's own screen, still being drawn.
+
+        claude 2.1.330 draws its composer (`❯`) and the mode first, runs its start-up checks
+        (a question may come up over the composer), and only then its footer's key hint: a
+        key on that first frame is no reason to fall back, the rest of the screen is coming.
+        """
+        patterns = self._current_patterns()
+        if len(patterns) < 2:
+            return False
+        text = self.screen.text()
+        shown = sum(1 for p in patterns if p.search(text))
+        return 0 < shown < len(patterns)
 
     def _current_patterns(self) -> list[re.Pattern[str]]:
         return self._reset_patterns if self.state == WAIT_READY else self._patterns
@@ -175,6 +205,7 @@ class Readiness:
         self._screen_dirty = False
         self._next_check = None
         self.watch_output = self._keep_watching
+        self._typed_shown = self._typed_on_screen()
         self.screen.close()
         self.report.ready_by = by
         if by == "generic" and self._current_patterns():

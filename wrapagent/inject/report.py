@@ -26,7 +26,10 @@ class InjectionReport:
     conversation: int = 1
     """1 for the session's first conversation, +1 after each reset command."""
     message: int = 1
-    """Which message of its conversation got these blocks (>1: `every_message` guards only)."""
+    """Which message of its conversation got these blocks (>1: `every_message` guards, or the
+    message after a compaction or after an undelivered one)."""
+    compaction: bool = False
+    """These blocks follow a compaction of the conversation (`/compact`, `/compress`)."""
 
 
 def close_unsubmitted(report: InjectionReport, *, unfinished: str | None, bare: list[str]) -> str:

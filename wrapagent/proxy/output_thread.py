@@ -146,6 +146,13 @@ class OutputCopier:
                         to_child.output(icpt, bytes(mv[:got]))
                     else:
                         icpt.last_output = monotonic()  # the steady state: nothing more
+                    notice = getattr(icpt, "screen_notice", b"")
+                    if notice and st.stdout_ok:
+                        # One line the interceptor has for the user (a delivery without a
+                        # receipt): written here, between two of the tool's writes, never
+                        # inside one of its escape sequences.
+                        icpt.screen_notice = b""
+                        st.stdout_ok = write_all(stdout_fd, notice)
                 if self.on_output is not None:
                     self.on_output(bytes(mv[:got]))
                 if st.reaped_at is not None:

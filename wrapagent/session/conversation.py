@@ -213,6 +213,7 @@ class Conversation:
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
             on_reset=self._new_conversation if resets else None,
+            on_compaction=self._compacted if resets and adapter.compact_commands else None,
             on_message=self._next_message if every else None, outgoing=self.outgoing,
             interrupts=interrupts, prompt_given=prompt_given)
         self._watch_dialogs()
@@ -287,6 +288,16 @@ class Conversation:
         self._conversation += 1
         self._run_guards(replace(self.live.ctx, is_resume=False), generation,
                          self._message_info(1, self._conversation))
+
+    def _compacted(self, conversation: int, message: int) -> None:
+        """A compaction replaced the conversation with a summary: the guards and pre_session run
+        again for the next message (`compaction` true in their stdin JSON, `{compaction}`)."""
+        from wrapagent.values import replace
+
+        self.live.record.log("compaction: running the guards again for the next message")
+        generation = self.prefix.reset()
+        self._run_guards(replace(self.live.ctx, is_resume=False, compaction=True), generation,
+                         self._message_info(message, conversation))
 
     def _next_message(self, conversation: int, message: int) -> None:
         """A later message is armed: its every_message guards run when its first key comes."""
@@ -401,15 +412,17 @@ class Conversation:
             notes = inj.get("notes", []) + first.pop("notes")
             inj.update(first)
             inj["notes"] = notes
-            if first["status"] == "lost":
+            if first["status"] in ("lost", "not delivered"):
                 live.failures.append("injection not delivered")
         if self.plan is not None:
             later = [asdict(r) for r in interceptor.reports[1:]]
             if not any(g.every_message for g in live.cfg.guards):  # armed only for an undo block
                 later = [r for r in later if r["status"] != "none"]
             record["injections"] = [dict(inj, conversation=1, message=1), *later]
-            if any(r["status"] == "lost" for r in later):
+            if any(r["status"] in ("lost", "not delivered") for r in later):
                 live.failures.append("injection after a reset not delivered")
+        if interceptor.compactions:
+            record["compactions"] = list(interceptor.compactions)
         self.turns.record_into(record)
         if self.turn_checkpoints is not None:  # before the session's `after` snapshot
             self.turn_checkpoints.close()

@@ -112,6 +112,7 @@ class Adapter(Frozen):
         "env_for_child",
         "quit_keys",
         "reset_commands",
+        "compact_commands",
         "reset_ready_patterns",
         "reset_quiet_secs",
         "wait_quiet_secs",
@@ -137,6 +138,7 @@ class Adapter(Frozen):
         "env_for_child": None,
         "quit_keys": (b"\x03\x03",),
         "reset_commands": ("/clear", "/new", "/reset"),
+        "compact_commands": (),
         "reset_ready_patterns": (),
         "reset_quiet_secs": 0.3,
         "wait_quiet_secs": 3.0,
@@ -180,6 +182,10 @@ class Adapter(Frozen):
     """How `doctor --probe` quits the tool cleanly."""
     reset_commands: tuple[str, ...]
     """Commands that throw the conversation away: submitted in full, they re-arm injection."""
+    compact_commands: tuple[str, ...]
+    """Commands that replace the conversation with a summary (`/compact`, gemini's `/compress`),
+    and with it the blocks: submitted on an empty composer (arguments allowed), the next message
+    gets fresh blocks, as after a reset, in the same conversation."""
     reset_ready_patterns: tuple[str, ...]
     """After a reset, regexes that the tool's fresh drawing must show before the next message
     gets the blocks (codex may show a dialog first). Empty: output quiet `reset_quiet_secs`

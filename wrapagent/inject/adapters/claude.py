@@ -14,7 +14,13 @@ from wrapagent.inject.adapters.base import Adapter, ArgvGrammar
 ADAPTER = Adapter(
     name="claude",
     aliases=("claude-code",),
-    ready_patterns=(r"❯", r"for shortcuts|shift\+tab to cycle|bypass permissions|accept edits|plan mode"),
+    # The footer's key hint, not the mode's name: claude's first frame shows the composer and
+    # the mode alone (`⏵⏵ accept edits on`, `⏸ plan mode on`), then runs its start-up checks,
+    # which may put a dialog over the composer (on a fresh profile with a non-auto default mode:
+    # "Make auto mode your default permission mode?"), and only then draws the full footer
+    # (`? for shortcuts` in manual mode, `(shift+tab to cycle)` in the others). Keys written
+    # into that first frame went into the dialog (measured on 2.1.330 in every permission mode).
+    ready_patterns=(r"❯", r"\? for shortcuts|shift\+tab to cycle"),
     delivery="typed",
     typed_chunk_bytes=256,
     typed_gap_secs=0.03,
@@ -61,5 +67,6 @@ ADAPTER = Adapter(
         }),
     ),
     quit_keys=(b"\x03", b"\x03"),
+    compact_commands=("/compact",),
     reset_commands=("/clear",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
 )

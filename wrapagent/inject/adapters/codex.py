@@ -69,6 +69,7 @@ ADAPTER = Adapter(
         prompt_subcommands={"exec": EXEC, "e": EXEC, "resume": RESUME},
     ),
     quit_keys=(b"\x03",),
+    compact_commands=("/compact",),
     reset_commands=("/new",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
     # In a git repository `/new` first asks where the new chat runs; the placeholder shows
     # again once the composer is back.

@@ -19,6 +19,7 @@ ADAPTER = Adapter(
     ),
     quit_keys=(b"\x04",),
     reset_commands=("/clear", "/new"),
+    compact_commands=("/compact",),
     reset_ready_patterns=(r"(?m)^demo>",),
     wait_quiet_secs=2.0,  # its thinking spinner ticks every 0.1 s
 )

@@ -40,5 +40,6 @@ ADAPTER = Adapter(
                                 "hook", "gemma"}),
     ),
     quit_keys=(b"\x03", b"\x03"),
+    compact_commands=("/compress",),
     reset_commands=("/clear",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
 )

@@ -80,5 +80,6 @@ ADAPTER = Adapter(
         prompt_subcommands={"run": RUN},
     ),
     quit_keys=(b"\x03",),
+    compact_commands=("/compact", "/summarize"),
     reset_commands=("/new",),  # starts a fresh conversation (measured, docs/cli-behaviour.md)
 )
