@@ -108,7 +108,9 @@ def test_codex_0_140_with_the_markers_of_before(make_cli_env, older_cli_bin_dir,
     """The reported case: codex < 0.150 never shows `Ask Codex to do anything`.
 
     Before the fallback: no blocks for the whole session, the record said `lost: the tool never
-    showed its ready screen`. Now the generic rule finds the composer, at start and after `/new`.
+    showed its ready screen`. Now the screen model finds codex's composer by its structure at start
+    (the last `›` line at the bottom: recorded as the marker rule, although the marker text is not
+    there), and the generic rule finds it after `/new`.
     The first message is typed as a person would, once the screen has settled (0.6 s of quiet),
     without waiting for wrapagent's word: the first key fires the generic rule when the bound
     is not over yet.
@@ -116,7 +118,7 @@ def test_codex_0_140_with_the_markers_of_before(make_cli_env, older_cli_bin_dir,
     cli_env = make_cli_env(tool, bin_dir=older_cli_bin_dir)
     term = cli_env.spawn_wrapagent([tool, *cli_env.interactive_args()], cols=120, rows=40,
                                    python_args=("-c", ADAPTER_OF_BEFORE))
-    first_message_and_reset(cli_env, term, tool, ("generic", "generic"), wait_for_ready_line=False)
+    first_message_and_reset(cli_env, term, tool, ("marker", "generic"), wait_for_ready_line=False)
 
 
 def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str], *,
