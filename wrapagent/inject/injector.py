@@ -69,7 +69,6 @@ __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND",
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from wrapagent.inject.dialog_watch import DialogWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
     from wrapagent.inject.screen import Screen
@@ -140,8 +139,6 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.model = model_for(adapter.name)
         """The tool's screen model: readiness, dialogs, the composer (`screen_model.py`)."""
         self.view = self._follow_screen(adapter, rows, cols, outgoing)
-        self.dialogs: DialogWatch | None = None
-        """Set by the session when waiting_for_input is configured and the screen is followed."""
         """The screen followed all session (a tool with a screen shape, whole session): the
         composer's content when the keys cannot tell (`composer_screen.py`)."""
         self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
@@ -209,10 +206,6 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
-        if self.dialogs is not None:
-            seen = self.dialogs.deadline(self.last_output)
-            if seen is not None and (theirs is None or seen < theirs):
-                theirs = seen
         if own is None or theirs is None:
             return theirs if own is None else own
         return min(own, theirs)
@@ -297,8 +290,6 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 out += self._poll_outgoing(now)
             out = self._to_tool(out, now, command)
             if self.turns is not None and self.state != STARTING:
-                if self.dialogs is not None:
-                    self.dialogs.poll(now, self.last_output)
                 self.turns.poll(now, self.last_output)
                 self._stop_watching_for_notice()
             return out
