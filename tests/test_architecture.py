@@ -8,6 +8,7 @@ cycle through them is still a cycle a newcomer has to untangle.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -311,3 +312,25 @@ def test_mirror_rule_finds_the_test_files(tmp_path: Path):
         (tests / name).write_text("")
     # c's test is in the wrong folder and d's in a subpackage d is not in: neither counts.
     assert _mirrored(pkg, tests) == (["a.py", "sub/b.py"], ["d.py", "sub/c.py"])
+
+
+_OUTSIDE = re.compile(r"\.\./shared/|/work/shared|\bissues? #?\d+\b", re.IGNORECASE)
+"""What a reader of the repository cannot follow: notes beside it, an issue tracker's numbers."""
+
+
+def _outside_references(text: str) -> list[int]:
+    return [n for n, line in enumerate(text.splitlines(), 1) if _OUTSIDE.search(line)]
+
+
+def test_the_package_and_docs_point_only_inside_the_repository():
+    """A docstring or page says why in its own words, or names a file of the repository (docs/, bench/)."""
+    found = []
+    for path in sorted([*PACKAGE_DIR.rglob("*.py"), *(PACKAGE_DIR.parent / "docs").rglob("*.md"),
+                        PACKAGE_DIR.parent / "README.md"]):
+        found += [f"{path.relative_to(PACKAGE_DIR.parent)}:{n}" for n in _outside_references(path.read_text())]
+    assert found == []
+
+
+def test_outside_reference_finder_finds_them():
+    text = "see ../shared/clis.md\nfixed (issue 25 §3)\nissue #7\nthe issues 12\nan issue with keys\nv1.25\n"
+    assert _outside_references(text) == [1, 2, 3, 4]

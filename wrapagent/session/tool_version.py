@@ -2,7 +2,7 @@
 
 The record says which release ran (`tool_version`) so that a screen the
 adapter no longer recognises can be tied to the release that changed it
-(issue 25). Finding it must cost the user nothing:
+(`doctor` names it). Finding it must cost the user nothing:
 
 - it starts in a thread only once the tool has been spawned (`Lookup`);
 - a cache in the state folder maps the binary the session ran (real path,
