@@ -8,37 +8,35 @@ from pathlib import Path
 
 import pytest
 
+from builtin_repos import ctx_for, run
 from wrapagent.hooks.builtins import environment, run_builtin
-from wrapagent.hooks.context import GuardContext
 
-PINNED = datetime(2026, 3, 9, 14, 5, tzinfo=timezone(timedelta(hours=5, minutes=30), "IST"))
+PINNED = datetime(2026, 3, 4, 5, 6, tzinfo=timezone(timedelta(hours=1), "CET"))
 
 
-@pytest.fixture
-def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_date(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(environment, "_now", lambda: PINNED)
+    monkeypatch.setenv("TZ", "Europe/Paris")
+    assert run("date", tmp_path) == "Today's date: 2026-03-04 (Wednesday), time zone Europe/Paris (UTC+01:00)."
 
 
-def ctx_for(root: Path) -> GuardContext:
-    return GuardContext(project_root=root, cwd=root / "sub", tool="codex", session_id="s1")
-
-
-def test_the_date_line_names_the_weekday_and_the_zone(pinned, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setenv("TZ", "Asia/Kolkata")
-    assert run_builtin("date", {}, ctx_for(tmp_path)) == \
-        "Today's date: 2026-03-09 (Monday), time zone Asia/Kolkata (UTC+05:30)."
-
-
-def test_without_an_iana_name_the_abbreviation_is_used(pinned, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setenv("TZ", "IST-5:30")
-    assert "time zone IST (UTC+05:30)" in run_builtin("date", {}, ctx_for(tmp_path))
-
-
-def test_the_environment_says_where_the_agent_runs(pinned, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(environment, "_now", lambda: PINNED)
+    monkeypatch.setenv("TZ", "CET")
     monkeypatch.setenv("SHELL", "/bin/zsh")
-    monkeypatch.setenv("TZ", "Asia/Kolkata")
-    lines = run_builtin("environment", {}, ctx_for(tmp_path)).splitlines()
-    assert lines[0].startswith(f"OS: {os.uname().sysname} ")
-    assert lines[1:] == [f"Architecture: {os.uname().machine}", "Shell: /bin/zsh",
-                         f"Working directory: {tmp_path / 'sub'}", f"Project root: {tmp_path}",
-                         "Date: 2026-03-09 14:05 (Monday), time zone Asia/Kolkata (UTC+05:30)"]
+    sub = tmp_path / "src"
+    out = run_builtin("environment", {}, ctx_for(tmp_path, cwd=sub)).splitlines()
+    assert out[0].startswith(f"OS: {os.uname().sysname} ")
+    assert out[1:] == [
+        f"Architecture: {os.uname().machine}",
+        "Shell: /bin/zsh",
+        f"Working directory: {sub}",
+        f"Project root: {tmp_path}",
+        "Date: 2026-03-04 05:06 (Wednesday), time zone CET (UTC+01:00)",
+    ]
+
+
+def test_without_an_iana_name_the_abbreviation_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(environment, "_now", lambda: PINNED)
+    monkeypatch.setenv("TZ", "CET-1")
+    assert "time zone CET (UTC+01:00)" in run("date", tmp_path)

@@ -1,56 +1,117 @@
-"""directory_listing outside git (a shallow walk) and prompt_files (only files inside the project)."""
+"""The project file built-ins: directory_listing (git's files, or a shallow walk) and prompt_files
+(only files inside the project)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from wrapagent.hooks.builtins import run_builtin
-from wrapagent.hooks.context import GuardContext
+from builtin_repos import commit, isolated_git, make_repo, run  # noqa: F401 - isolated_git: autouse
+from wrapagent.hooks.builtins import TRUNCATED
 
 
-def ctx_for(root: Path) -> GuardContext:
-    return GuardContext(project_root=root, cwd=root, tool="codex", session_id="s1")
+# --------------------------------------------------------------------------- directory_listing
 
 
-def test_a_folder_outside_git_is_walked_a_few_levels_without_dot_folders_or_node_modules(tmp_path: Path) -> None:
-    for name in ("src/app/main.py", "src/app/deep/er/x.py", "README.md", ".secret/key", "node_modules/m/i.js"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("x")
-    body = run_builtin("directory_listing", {"depth": 2}, ctx_for(tmp_path))
-    assert body.startswith(f"Project files under {tmp_path} (2 levels; dot-directories skipped):")
-    assert "README.md" in body and "app/" in body
-    assert ".secret" not in body and "node_modules" not in body and "er/" not in body
+def test_directory_listing_in_git_ignores_ignored(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for name in ("src/pkg/a.py", "src/pkg/b.py", "src/pkg/deep/c.py", "src/main.py", "docs/x.md"):
+        commit(repo, name, "x\n", f"add {name}")
+    (repo / ".gitignore").write_text("node_modules/\n*.log\n")
+    (repo / "node_modules" / "lib").mkdir(parents=True)
+    (repo / "node_modules" / "lib" / "i.js").write_text("")
+    (repo / "debug.log").write_text("")
+    (repo / "new.txt").write_text("")
+    assert run("directory_listing", repo) == "\n".join(
+        [
+            f"Project files under {repo} (2 levels; files tracked or not ignored by git):",
+            "docs/",
+            "  x.md",
+            "src/",
+            "  pkg/ (3 files)",
+            "  main.py",
+            ".gitignore",
+            "README.md",
+            "new.txt",
+        ]
+    )
 
 
-def test_a_listing_too_long_is_made_shallower_before_it_is_cut(tmp_path: Path) -> None:
-    for d in range(5):
-        for f in range(10):
-            (tmp_path / f"d{d}").mkdir(exist_ok=True)
-            (tmp_path / f"d{d}" / f"f{f}.txt").write_text("x")
-    body = run_builtin("directory_listing", {"depth": 2, "max_entries": 10}, ctx_for(tmp_path))
-    assert "(1 level, reduced from 2 to fit 10 entries;" in body.splitlines()[0]
-    assert "f0.txt" not in body
+def test_directory_listing_reduces_depth_then_truncates(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for d in range(3):
+        for f in range(5):
+            (repo / f"d{d}").mkdir(exist_ok=True)
+            (repo / f"d{d}" / f"f{f}.txt").write_text("")
+    out = run("directory_listing", repo, max_entries=6).splitlines()
+    assert out[0] == f"Project files under {repo} (1 level, reduced from 2 to fit 6 entries; files tracked or not ignored by git):"
+    assert out[1:] == ["d0/ (5 files)", "d1/ (5 files)", "d2/ (5 files)", "README.md"]
+    out = run("directory_listing", repo, max_entries=2, depth=1).splitlines()
+    assert out[1:] == ["d0/ (5 files)", "d1/ (5 files)", "… (truncated: 2 more entries)"]
 
 
-def test_prompt_files_reads_the_named_files_in_order_under_a_header_each(tmp_path: Path) -> None:
-    (tmp_path / "AGENTS.md").write_text("be brief\n")
+def test_directory_listing_outside_git_walks_and_skips_dot_dirs(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    for name in ("a/b/c/deep.txt", "a/top.txt", ".cache/x", "node_modules/m/i.js", "z.txt", ".env"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    (root / "emptydir").mkdir()
+    assert run("directory_listing", root) == "\n".join(
+        [
+            f"Project files under {root} (2 levels; dot-directories skipped):",
+            "a/",
+            "  b/",
+            "  top.txt",
+            "emptydir/",
+            ".env",
+            "z.txt",
+        ]
+    )
+
+
+def test_directory_listing_non_ascii(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "données").mkdir()
+    (repo / "données" / "été.csv").write_text("")
+    assert "données/\n  été.csv" in run("directory_listing", repo)
+
+
+# --------------------------------------------------------------------------- prompt_files
+
+
+def test_prompt_files_headers_and_missing_skipped(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("Use tabs.\n")
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "style.md").write_text("tabs\n")
-    body = run_builtin("prompt_files", {"files": ["docs/style.md", "missing.md", "AGENTS.md"]}, ctx_for(tmp_path))
-    assert body == "== docs/style.md ==\ntabs\n\n== AGENTS.md ==\nbe brief"
+    (tmp_path / "docs" / "STYLE.md").write_text("Be brief.\n\n")
+    out = run("prompt_files", tmp_path, files=["AGENTS.md", "MISSING.md", "docs/STYLE.md"])
+    assert out == "== AGENTS.md ==\nUse tabs.\n\n== docs/STYLE.md ==\nBe brief."
 
 
-def test_prompt_files_never_reads_outside_the_project_or_a_binary(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    (tmp_path / "secret.txt").write_text("password")
-    (project / "link.md").symlink_to(tmp_path / "secret.txt")
-    (project / "blob.md").write_bytes(b"\0\1\2")
-    body = run_builtin("prompt_files", {"files": ["link.md", "blob.md"]}, ctx_for(project))
-    assert body == ""
+def test_prompt_files_nothing_found(tmp_path: Path) -> None:
+    assert run("prompt_files", tmp_path, files=["AGENTS.md"]) == ""
 
 
-def test_prompt_files_keeps_to_its_cap(tmp_path: Path) -> None:
-    (tmp_path / "big.md").write_text("line\n" * 2000)
-    body = run_builtin("prompt_files", {"files": ["big.md"], "max_bytes": 300}, ctx_for(tmp_path))
-    assert len(body.encode()) <= 300 and body.endswith("(truncated)")
+def test_prompt_files_refuses_symlink_escaping_root(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (tmp_path / "secret.txt").write_text("secret\n")
+    (root / "AGENTS.md").symlink_to(tmp_path / "secret.txt")
+    (root / "inside.md").write_text("ok\n")
+    (root / "LINK.md").symlink_to(root / "inside.md")
+    out = run("prompt_files", root, files=["AGENTS.md", "LINK.md"])
+    assert out == "== LINK.md ==\nok"
+
+
+def test_prompt_files_skips_binary_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "bin.md").write_bytes(b"\x00\x01")
+    (tmp_path / "dir.md").mkdir()
+    assert run("prompt_files", tmp_path, files=["bin.md", "dir.md"]) == ""
+
+
+def test_prompt_files_capped(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("".join(f"rule {i}\n" for i in range(1000)))
+    (tmp_path / "B.md").write_text("never reached\n")
+    out = run("prompt_files", tmp_path, files=["AGENTS.md", "B.md"], max_bytes=100)
+    assert len(out.encode()) <= 100
+    assert out.startswith("== AGENTS.md ==\nrule 0\nrule 1\n")
+    assert out.endswith("\n" + TRUNCATED)
+    assert "B.md" not in out
