@@ -31,8 +31,8 @@ def test_exit_column(record: dict, text: str) -> None:
 
 
 def test_whether_the_blocks_went_in() -> None:
-    assert injected({"injection": {"status": "submitted"}}) and format_injected({"injection": {"status": "delivered"}}) \
-        == "yes"
+    assert injected({"injection": {"status": "submitted"}})
+    assert format_injected({"injection": {"status": "delivered"}}) == "yes"
     assert format_injected({"injection": {"status": "lost"}}) == "no (lost)" and format_injected({}) == "no"
 
 

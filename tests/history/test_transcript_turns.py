@@ -40,7 +40,8 @@ def test_claude_leaves_out_tool_results_slash_command_echoes_and_side_chains() -
     data = jsonl(entry("user", "hello"), entry("assistant", [{"type": "text", "text": "hi there"},
                                                              {"type": "tool_use", "name": "ls"}]),
                  entry("user", [{"type": "tool_result", "content": "a.txt"}]),
-                 entry("assistant", [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "anything else?"}]),
+                 entry("assistant", [{"type": "thinking", "thinking": "hm"},
+                                     {"type": "text", "text": "anything else?"}]),
                  entry("user", "<command-name>/model</command-name>"), entry("user", "side", isSidechain=True),
                  entry("user", "bye"), entry("assistant", [{"type": "text", "text": "ok"}]))
     assert claude_turns(data) == TURNS

@@ -37,7 +37,8 @@ def test_past_the_cap_problems_are_counted_in_one_closing_line() -> None:
     reported = check.reported()
     assert len(reported) == MAX_PROBLEMS + 1 and check.errors == MAX_PROBLEMS + 7
     assert reported[-1].severity == "error"
-    assert reported[-1].message == f"7 errors and 2 warnings more, not listed (only the first {MAX_PROBLEMS} problems are)"
+    assert reported[-1].message == \
+        f"7 errors and 2 warnings more, not listed (only the first {MAX_PROBLEMS} problems are)"
     assert check.did_you_mean("comand", ("command",)) == ""  # no hint work for a problem only counted
 
 
