@@ -52,6 +52,7 @@ from pathlib import Path
 import pytest
 
 from .clienv import TOOLS, CliEnv
+from .cpu_time import CpuTime
 from .install_clis import SETS, InstallError, bin_dir, ensure_installed
 from .mock_server import MockServer
 
@@ -59,6 +60,12 @@ __all__ = ["TOOLS"]
 
 
 _install_waited = False
+
+
+def pytest_configure(config):
+    """Print the CPU time of each half at the end of a run (see cpu_time.py)."""
+    if not config.pluginmanager.has_plugin("wrapagent-cpu-time"):
+        config.pluginmanager.register(CpuTime(), "wrapagent-cpu-time")
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
