@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from demo_sessions import wait_for_log
+from pty_session import session_env, spawn_wrapagent, wait_for_log
 
 FIRST = "first message about pelicans"
 SECOND = "second message on walruses"
@@ -38,20 +37,10 @@ class World:
             f'[[prompt_guard]]\nname = "g"\ncommand = "echo {GUARD}"\n')
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        for var in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT"):
-            env.pop(var, None)
-        env.update(HOME=str(self.tmp / "home"), XDG_CONFIG_HOME=str(self.config),
-                   XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(self.tmp / "data"),
-                   TERM="xterm-256color")
-        return env
+        return session_env(self.tmp)
 
     def spawn(self, *args: str, cwd: Path | None = None, dimensions=(30, 100)) -> pexpect.spawn:
-        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", *args], env=self.env(),
-                              cwd=str(cwd or self.project), dimensions=dimensions, timeout=60)
-        child.delayafterclose = 0
-        child.delayafterterminate = 0
-        return child
+        return spawn_wrapagent(*args, env=self.env(), cwd=cwd or self.project, dimensions=dimensions)
 
     def run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "wrapagent", *args], env=self.env(),

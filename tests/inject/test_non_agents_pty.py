@@ -14,7 +14,8 @@ import sys
 import pexpect
 import pytest
 
-from test_injection_pty import type_text, world  # noqa: F401
+from pty_session import spawn_wrapagent, type_text
+from test_injection_pty import world  # noqa: F401
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -24,11 +25,7 @@ def guard_printing(world, line: str) -> None:
 
 
 def spawn(world, *argv: str) -> pexpect.spawn:
-    child = pexpect.spawn(sys.executable, ["-m", "wrapagent", *argv], env=world.env(PS1="$ "),
-                          cwd=str(world.project), dimensions=(30, 100), timeout=30)
-    child.delayafterclose = 0
-    child.delayafterterminate = 0
-    return child
+    return spawn_wrapagent(*argv, env=world.env(PS1="$ "), cwd=world.project, timeout=30)
 
 
 def test_bash_gets_nothing_typed(world, tmp_path) -> None:

@@ -11,7 +11,8 @@ import time
 
 from wrapagent.commands.sessions_show import render_show
 
-from test_turns_pty import World, quit_demo, ready, say, type_text, world  # noqa: F401 - fixture
+from pty_session import quit_demo, say, type_text
+from test_turns_pty import World, ready, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 

@@ -4,7 +4,7 @@ The shape of the floor of a Python proxy (bench/loop_shapes.py `threads`):
 one blocking read of the master into a reused buffer (no allocation per
 read), one write of what it returned. No wait before the read, no read that
 comes back empty, no accumulation across reads: each chunk goes out while
-the child writes the next one (bench/ptybench.py, issue 21).
+the child writes the next one (measured by bench/ptybench.py, docs/performance.md).
 
 Output ends when the master reports EIO: the last holder of the terminal
 closed it (every byte of a fast-exiting child is read first), never on

@@ -18,7 +18,7 @@ def stderr_line(line: str) -> None:
     """One line for the user on stderr (never while the tool's screen is up), printed inert.
 
     It names the tool, paths and what hooks said: `visible` escapes what
-    could act on the terminal (issue 20 §5).
+    could act on the terminal (docs/security.md).
     """
     from wrapagent.visible import field
 
