@@ -55,7 +55,7 @@ from wrapagent.inject.block_delivery import BlocksDelivery
 from wrapagent.inject.composer import Composer
 from wrapagent.inject.conversations import Conversations
 from wrapagent.inject.held import HeldKeys
-from wrapagent.inject.keys import tokenize
+from wrapagent.inject.keys import REPLY, tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import READY_CHECK_INTERVAL, Readiness
@@ -69,6 +69,7 @@ __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND",
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from wrapagent.inject.dialog_watch import DialogTurn, DialogWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
     from wrapagent.inject.screen import Screen
@@ -141,6 +142,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.view = self._follow_screen(adapter, rows, cols, outgoing)
         """The screen followed all session (a tool with a screen shape, whole session): the
         composer's content when the keys cannot tell (`composer_screen.py`)."""
+        self.dialogs: DialogWatch | None = None
+        """Set by the session when waiting_for_input is configured and the screen is followed."""
+        self.last_user_key = float("-inf")
+        """When the user's latest key came (kept while `dialogs` is set)."""
         self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
@@ -206,6 +211,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
+        if self.dialogs is not None:
+            seen = self.dialogs.deadline(self.last_output)
+            if seen is not None and (theirs is None or seen < theirs):
+                theirs = seen
         if own is None or theirs is None:
             return theirs if own is None else own
         return min(own, theirs)
@@ -253,6 +262,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
 
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
+            self._note_key(data, now)
             if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
                 self._keys.queue(data, now)
                 return b""
@@ -260,6 +270,22 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             return self._to_tool(self._on_input(data, now), now, command)
         except Exception as exc:
             return self._fail(exc, data)
+
+    def _note_key(self, data: bytes, now: float) -> None:
+        """The user's latest key (a terminal's reply to a query is none): a dialog shown after
+        it may be its doing (`dialog_watch.py`)."""
+        if self.dialogs is not None and any(tok.kind != REPLY for tok in tokenize(data)):
+            self.last_user_key = now
+
+    def dialog_turn(self, turns) -> DialogTurn:
+        """The turn under way as the dialog watch sees it: the tracker's, this injector's keys."""
+        from wrapagent.inject.dialog_watch import DialogTurn
+
+        prefixes = self.adapter.command_prefixes
+        return DialogTurn(turns.working, lambda: turns.started_at,
+                          lambda: any(turns.text.lstrip().startswith(p) for p in prefixes),
+                          lambda: self.last_user_key,
+                          lambda: self.state in (CHATTING, ARMED))
 
     def _holds_command(self) -> bool:
         return self.interrupts is not None and self._composer.holds_command(self.adapter.command_prefixes)
@@ -290,6 +316,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 out += self._poll_outgoing(now)
             out = self._to_tool(out, now, command)
             if self.turns is not None and self.state != STARTING:
+                if self.dialogs is not None:
+                    self.dialogs.poll(now, self.last_output)
                 self.turns.poll(now, self.last_output)
                 self._stop_watching_for_notice()
             return out

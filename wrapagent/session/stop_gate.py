@@ -44,13 +44,15 @@ MAX_SENT_RECORDED = 500
 class Send:
     """One message from `wrapagent send`; `reply(dict)` answers a waiting sender (or does nothing)."""
 
-    __slots__ = ("text", "arrived", "entry", "reply")
+    __slots__ = ("text", "arrived", "entry", "reply", "deferred")
 
     def __init__(self, text: str, arrived: float, entry: dict, reply: Callable[[dict], None]) -> None:
         self.text = text
         self.arrived = arrived  # monotonic
         self.entry = entry      # its item in the record's `sent`
         self.reply = reply
+        self.deferred = ""
+        """Why it was last put back to wait for a stop ("" never): said if the session ends first."""
 
 
 class StopGate:
@@ -173,9 +175,29 @@ class StopGate:
             if len(self.sent) < MAX_SENT_RECORDED:
                 self.sent.append(send.entry)
             self._queue.append(send)
-            if self._idle_turn is not None and self._idle_turn == self.tracker.turn \
-                    and self.tracker.interrupted_turn != self._idle_turn:  # after an interrupt: the user first
+            if self._waits_locked():
                 self._send_next_locked(max(self._idle_since, time.monotonic()))
+
+    def _waits_locked(self) -> bool:
+        """The agent waits after its latest turn: stopped, not resumed since (an answer to its
+        dialog puts it back to work until the next stop), and not interrupted (the user first)."""
+        tracker = self.tracker
+        return (self._idle_turn is not None and self._idle_turn == tracker.turn
+                and tracker.working() is None and tracker.interrupted_turn != self._idle_turn)
+
+    def same_wait(self, turn: int) -> None:
+        """(The proxy's thread.) An Enter re-armed the turn but the tool drew nothing after it: the
+        agent still waits, so a message deferred by that key goes now instead of at a stop that
+        will not come."""
+        import time
+
+        with self._lock:
+            if self._running or turn != self.tracker.turn or self.tracker.interrupted_turn == turn:
+                return
+            self._idle_turn = turn
+            if self._queue and self._sending is None:
+                self.live.record.log("send: the agent still waits after that key: trying the queued message again")
+            self._send_next_locked(time.monotonic())
 
     def _send_next_locked(self, since: float) -> bool:
         if self._sending is not None or not self._queue or self.outgoing is None:
@@ -187,7 +209,7 @@ class StopGate:
         def done(status: str, reason: str, at: str | None) -> None:
             self._send_done(send, status, reason, at)
 
-        self.outgoing.post(Request(send.text, max(since, send.arrived), done))
+        self.outgoing.post(Request(send.text, max(since, send.arrived), done, patient=True))
         return True
 
     def _send_done(self, send: Send, status: str, reason: str, at: str | None) -> None:
@@ -196,6 +218,7 @@ class StopGate:
             self._sending = None
             if status == "cancelled":
                 self._idle_turn = None  # the user has the keyboard: the next stop
+                send.deferred = reason
                 self.live.record.log(f"send: deferred to the next stop: {reason}")
                 return
             self._queue.remove(send)
@@ -217,7 +240,8 @@ class StopGate:
             queued, self._queue = self._queue, []
         for send in queued:
             if send.entry.get("status") == "queued":
-                self._fail_send(send, "the session ended")
+                why = f" (it waited for the agent's next stop: {send.deferred})" if send.deferred else ""
+                self._fail_send(send, "the session ended" + why)
 
     # -- the proxy's thread again (Outgoing calls `done`) ----------------------------
 
