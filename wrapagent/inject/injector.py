@@ -177,6 +177,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
+        self._typed_on_drawn = False
+        """A key came while an unknown TUI's screen was drawn but not yet quiet (`_quiet_enough`):
+        at readiness, its text is a begun message if the screen shows it at the cursor, else
+        it answered whatever was drawn (`readiness._typed_at_cursor`)."""
         self._typed_shown = False
         """At the ready screen, text typed before it showed in it (`readiness._typed_on_screen`)."""
         self._receipt_screen: Screen | None = None
@@ -367,9 +371,12 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self._outgoing_holds(data, now):
             return b""
         if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
-            # The composer is drawn but its quiet period is not over: a key now
-            # starts a message, so the blocks must go before it, not after.
-            self._became_ready(now, "marker" if self._current_patterns() else "generic")
+            if self._quiet_enough(now):
+                # The composer is drawn but its quiet period is not over: a key now
+                # starts a message, so the blocks must go before it, not after.
+                self._became_ready(now, "marker" if self._current_patterns() else "generic")
+            else:
+                self._typed_on_drawn = True
         elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             self._ready_on_key(data, now)
         if self.state == STARTING:
@@ -412,6 +419,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """
         composer = self._composer
         typed_shown, self._typed_shown = self._typed_shown, False
+        if self._typed_on_drawn and not typed_shown and not composer.in_paste:
+            composer.settled_empty()  # keys on a screen not quiet yet that it does not show: an answer
+        self._typed_on_drawn = False
         if not composer.in_paste:
             if composer.unknown and self.view is None:
                 # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
@@ -431,6 +441,16 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._begun_early = True
         self._note("a paste begun before the composer was ready goes without the blocks; "
                    "the next message gets them")
+
+    def _quiet_enough(self, now: float) -> bool:
+        """A key on a drawn screen may make it ready before its quiet period is over only for a
+        tool whose markers showed: an unknown TUI's screen that merely has something drawn may
+        be a start-up question (`(Y)es/(N)o`, drawn 50 ms ago) the key answers. Its key waits
+        for the quiet check like the timer; text it leaves in the composer begins a message
+        that goes without the blocks (the next one gets them)."""
+        if self.state != STARTING or self._patterns:
+            return True  # (after a reset: the tool's own rules, `_wait_ready_again`)
+        return now - self.last_output >= self.adapter.ready_quiet_secs
 
     def _ready_screen_holds_text(self) -> bool:
         """Keys typed before readiness: the ready screen shows them in the tool's composer (by

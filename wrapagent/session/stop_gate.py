@@ -18,6 +18,13 @@ wait for a stop the agent may stop at: then the oldest one is submitted
 instead of waiting_for_input firing, one per stop; one that comes while the
 agent already waits goes at once. A key of the user's since the stop (or
 since the message came, whichever is later) defers it to the next stop.
+"Waits" means stopped and not resumed since: the user's answer to a dialog
+(an Enter, a one-key answer) puts the agent back to work in the same turn,
+and a message waits for that turn's stop. An answer the tool ignored (it drew
+nothing after it) leaves the agent waiting: what that key deferred goes then
+(`same_wait`). A send whose empty composer the screen does not show yet is
+tried again until it does or the user types (`Request.patient`); nothing
+queued is dropped silently: at the session's end its sender hears why.
 
 A stop the user caused (they interrupted the agent: the tracker's
 `interrupted_turn`, decided by `inject/interrupts.py`) is theirs: the check
