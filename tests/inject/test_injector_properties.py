@@ -333,6 +333,8 @@ class Loop:
         if self.prefix is None:
             self.guards_done()
         self.advance(10.0)
+        # Every change of state the injector made is one its table lists (states.TRANSITIONS).
+        assert self.injector.unexpected_transitions == []
         return bytes(self.to_tool)
 
 

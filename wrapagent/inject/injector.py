@@ -61,7 +61,7 @@ from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import READY_CHECK_INTERVAL, Readiness
 from wrapagent.inject.report import InjectionReport, close_unsubmitted
 from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLDING,
-                                     SETTLING, STARTING, WAIT_READY)
+                                     SETTLING, STARTING, WAIT_READY, allowed)
 
 __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOLDING", "DELIVERING",
            "SETTLING", "AWAIT_SUBMIT", "CHATTING", "DONE"]
@@ -149,6 +149,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
+        self.unexpected_transitions: list[tuple[str, str]] = []
+        """Changes of state the table (`states.TRANSITIONS`) does not list: none, or a bug."""
         self.state = STARTING
         self.done = False
         self.watch_output = True
@@ -200,6 +202,19 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
 
         shared = outgoing.screen if outgoing is not None else None
         return ComposerScreen.create(model, rows, cols, shared)
+
+    @property
+    def state(self) -> str:
+        """Where the injector is (`states.py`); every change is checked against its table."""
+        return self._state
+
+    @state.setter
+    def state(self, new: str) -> None:
+        old = getattr(self, "_state", None)
+        if old is not None and not allowed(old, new):
+            self.unexpected_transitions.append((old, new))
+            self.log(f"injection: unexpected change of state {old} -> {new} (not in the table)")
+        self._state = new
 
     # -- Interceptor protocol -------------------------------------------------
 
