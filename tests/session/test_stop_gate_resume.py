@@ -55,3 +55,38 @@ def test_the_session_ending_says_why_a_deferred_send_waited() -> None:
     gate.close()
     assert replies == [{"error": "the session ended (it waited for the agent's next stop: "
                                  "you typed after the agent stopped)"}]
+
+
+def test_a_continuation_the_tool_did_not_take_is_a_stop_like_any_other() -> None:
+    """No receipt, no Enter: nothing was submitted, so waiting_for_input fires and a queued send
+    goes (before: the gate waited for a stop that never came, the send with it)."""
+    from wrapagent.hooks.config_model import StopCheckSpec
+
+    tracker, gate, outgoing, fired = world(interrupted=set())
+    gate.spec = StopCheckSpec(command="exit 2")
+    gate.entry = {"command": "exit 2", "max_continues": 3, "runs": [], "continuations": []}
+    tracker.fire = None                                  # the stop, without running the check here
+    tracker.submitted(0.0)
+    tracker.poll(10.0, 1.0)
+    gate.enqueue(send("from outside", []))
+    assert outgoing.requests == []
+    with gate._lock:
+        gate._running = True                             # the check asked for a continuation
+    gate._done(1, "go on", "not delivered", "the composer did not show the text after it was written", None)
+    assert fired == [] and [r.text for r in outgoing.requests] == ["from outside"]
+    assert not gate._running
+
+
+def test_a_send_the_tool_did_not_take_lets_the_next_one_go() -> None:
+    tracker, gate, outgoing, fired = world(interrupted=set())
+    replies: list = []
+    tracker.submitted(0.0)
+    tracker.poll(10.0, 1.0)
+    gate.enqueue(send("one", replies))
+    gate.enqueue(send("two", replies))
+    assert [r.text for r in outgoing.requests] == ["one"]
+    outgoing.requests[0].done("not delivered", "the composer did not show the text after it was written", None)
+    assert replies == [{"error": "the composer did not show the text after it was written"}]
+    assert [r.text for r in outgoing.requests] == ["one", "two"]
+    outgoing.requests[1].done("not delivered", "the tool ended", None)
+    assert len(outgoing.requests) == 2                   # the session is over: nothing more posted

@@ -498,7 +498,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """
         report = self.report
         if self.outgoing is not None:
-            self.outgoing.cancel_all("the tool ended")
+            from wrapagent.inject.outgoing import TOOL_ENDED
+
+            self.outgoing.cancel_all(TOOL_ENDED)
             self.outgoing.close()
         if self.view is not None:
             self.view.close()

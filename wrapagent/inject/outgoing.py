@@ -85,6 +85,9 @@ SLOW_RETRY_SECS = 2.0
 """A patient request (a send) after SCREEN_RETRY_SECS: tried this often until it goes or the user types."""
 
 RELEASE_GAP_SECS = 0.05
+
+TOOL_ENDED = "the tool ended"
+"""The reason given to every request still queued when the tool exits (`cancel_all`)."""
 """The user's keys held during a delivery go this long after the Enter: never in its write."""
 
 IDLE = "idle"

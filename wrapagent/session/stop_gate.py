@@ -234,8 +234,17 @@ class StopGate:
             send.entry.update(status="delivered", delivered_at=at, turn=self.tracker.turn + 1)
             send.reply({"delivered_at": at})
             self.live.record.log(f"send: message submitted (turn {self.tracker.turn + 1})")
-        else:
-            self._fail_send(send, reason)
+            return
+        self._fail_send(send, reason)
+        import time
+
+        from wrapagent.inject.outgoing import TOOL_ENDED
+
+        if reason == TOOL_ENDED:
+            return
+        with self._lock:  # nothing was submitted: the agent still waits, the next one may go
+            if self._waits_locked():
+                self._send_next_locked(time.monotonic())
 
     def _fail_send(self, send: Send, reason: str) -> None:
         send.entry.update(status="not delivered", reason=reason)
@@ -265,8 +274,13 @@ class StopGate:
             return
         self.entry.setdefault("not_sent", []).append({"after_turn": turn, "status": status, "reason": reason})
         self.live.record.log(f"stop_check: continuation not sent: {reason}")
-        if status == "cancelled":
-            self._may_stop(turn)  # the user took over: a stop like any other
+        from wrapagent.inject.outgoing import TOOL_ENDED
+
+        if status == "cancelled" or status == "not delivered" and reason != TOOL_ENDED:
+            # The user took over, or the text was not taken (no Enter went): either way nothing
+            # was submitted and the agent waits, a stop like any other (waiting_for_input, the
+            # next queued send), not one that holds every later stop and send.
+            self._may_stop(turn)
         else:
             with self._lock:
                 self._running = False
