@@ -38,7 +38,8 @@ class Conversations:
         if self.turns is None:
             return
         if sub.empty:
-            self.turns.resumed(now)
+            if before != WAIT_READY:  # (a new conversation has no turn to resume: the Enter
+                self.turns.resumed(now)  # answered the reset's own question, codex's `/new`)
         else:
             self.turns.submitted(now, sub.text)
 

@@ -51,6 +51,14 @@ class Screen:
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self._screen.display)
 
+    def before_cursor(self) -> str:
+        """The cursor's line up to the cursor: where a composer without a known shape shows
+        what was just typed into it."""
+        if self._closed:
+            return ""
+        cursor = self._screen.cursor
+        return self._screen.display[cursor.y][:cursor.x].rstrip()
+
     def close(self) -> None:
         """Drop the emulator's buffers once injection no longer needs them."""
         self._closed = True
