@@ -5,8 +5,6 @@ tool's environment carries WRAPAGENT_SESSION_ID) while the record module
 (json, datetime, pathlib) is imported only once the tool runs.
 """
 
-from __future__ import annotations
-
 import os
 import time
 

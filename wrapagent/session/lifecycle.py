@@ -57,9 +57,7 @@ class Session:
         opened: list = []  # the Live, once its record exists (the tool-first order makes it in a callback)
         try:
             if cfg is None or tool_goes_first(launch, cfg):
-                from wrapagent.session.starting import spawn_first
-
-                started = spawn_first(launch, session_id)
+                started = _spawn_first(launch, session_id)
                 if started is not None and _exec_succeeded(started[0]):
                     return _run_tool_first(launch, cfg, session_id, started, opened)
             if cfg is None:
@@ -143,6 +141,45 @@ def _signal_module():
         return signal
 
 
+def _spawn_first(launch: Launch, session_id: str):
+    """The tool, started before the record exists (`planning.tool_goes_first`); (child, start time) or None.
+
+    None when its record folder cannot be made: the usual order then
+    reports it (the tool runs without a record). Whether the tool's exec
+    succeeded is checked by the caller (`Child.check_exec`) once it has
+    loaded what it needs meanwhile. Here rather than in `starting`, the
+    start phase of the usual order: one module fewer before the tool starts.
+    """
+    import time
+
+    from wrapagent.paths import make_session_dir, sessions_root_str
+
+    # The one thing of the record that can fail for the user to fix: before the tool.
+    try:
+        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id, launch.env)
+    except Exception as exc:
+        if _is_wrapagent_error(exc):
+            return None
+        raise
+
+    from wrapagent.proxy import spawn
+
+    started = time.time()
+    try:
+        return spawn.start(launch.argv, env=launch.child_env), started
+    except Exception as exc:
+        if _is_wrapagent_error(exc):
+            return None
+        raise
+
+
+def _is_wrapagent_error(exc: BaseException) -> bool:
+    """`isinstance(exc, WrapagentError)`, its module loaded only when something failed."""
+    from wrapagent.errors import WrapagentError
+
+    return isinstance(exc, WrapagentError)
+
+
 def _exec_succeeded(child) -> bool:
     """Whether a tool started first exec'd; else the usual order reports the failure in the record.
 
@@ -154,9 +191,7 @@ def _exec_succeeded(child) -> bool:
     try:
         child.check_exec()
     except Exception as exc:
-        from wrapagent.errors import WrapagentError
-
-        if isinstance(exc, WrapagentError):
+        if _is_wrapagent_error(exc):
             return False
         raise
     return True
