@@ -108,6 +108,31 @@ def test_a_deferred_recorder_keeps_what_came_before_its_file(tmp_path: Path) -> 
     assert stat.S_IMODE(os.stat(recording.recordings_dir(env)).st_mode) == 0o700
 
 
+def test_chunks_that_come_while_the_file_is_made_are_kept_in_order(tmp_path: Path) -> None:
+    """The output thread feeds the recorder while the session's setup opens it: nothing lost or swapped."""
+    import threading
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    rec = recording.prepare("01ARZ3NDEKTSV4RRFFQ69G5FAV", env, 24, 80)
+    sent = [f"{n};".encode() for n in range(3000)]
+    started = threading.Event()
+
+    def feed() -> None:
+        for n, chunk in enumerate(sent):
+            rec(chunk)
+            if n == 100:
+                started.set()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    assert started.wait(30)
+    assert recording.open_prepared(rec, env, 0) is None
+    feeder.join(30)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert "".join(e[2] for e in events if e[1] == "o") == b"".join(sent).decode()
+
+
 def test_a_deferred_recorder_whose_file_cannot_be_made_takes_nothing_more(tmp_path: Path) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     (tmp_path / "state" / "wrapagent").mkdir(parents=True)
@@ -117,7 +142,7 @@ def test_a_deferred_recorder_whose_file_cannot_be_made_takes_nothing_more(tmp_pa
     why = recording.open_prepared(rec, env, 0)
     assert why is not None and "not a folder" in why
     rec(b"after")
-    assert rec.stopped and rec._queue.empty()
+    assert rec.stopped and rec._queue is None and rec._early == []
     assert not list(tmp_path.glob("*.cast*"))
 
 
@@ -137,7 +162,7 @@ def test_the_recorder_loads_json_only_with_its_file(tmp_path: Path) -> None:
     code = ("import sys; from wrapagent.history import recording; "
             f"rec = recording.prepare('01ARZ3NDEKTSV4RRFFQ69G5FAV', {{'XDG_STATE_HOME': {str(tmp_path)!r}}}, 24, 80); "
             "rec(b'x'); "
-            "print(' '.join(m for m in ('json', 're', 'enum', 'threading', 'queue', 'wrapagent.history.private_files') "
+            "print(' '.join(m for m in ('json', 're', 'enum', 'threading', 'queue', '_queue', 'wrapagent.history.private_files') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(Path(recording.__file__).parents[2]), timeout=60).stdout

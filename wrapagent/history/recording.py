@@ -93,9 +93,11 @@ class Recorder:
         """A recorder whose file is created now, or with `deferred` by `open()` (OSError if it cannot be).
 
         Deferred, chunks queue from now on (timed from now, as they come) and
-        nothing else happens: no file, no thread, no import of `json`.
+        nothing else happens: no file, no thread, no import of `json`, not
+        even of `_queue` (a shared library to load): a list holds them until
+        `open` hands them to the writer's queue, in order.
         """
-        from _queue import SimpleQueue  # `queue` would load threading and heapq
+        import _thread
 
         self.path = path
         self.max_bytes = max_bytes
@@ -106,8 +108,12 @@ class Recorder:
         if title:
             self._header["title"] = title
         self.fd = -1
-        self._queue: SimpleQueue = SimpleQueue()
-        self._put = self._queue.put
+        self._queue = None  # the writer's SimpleQueue, from `open` on
+        self._early: list = []
+        """What came before `open`, in order (with `_early_lock`: `open` may run beside the output thread)."""
+        self._early_lock = _thread.allocate_lock()
+        self._put = self._put_early
+        """Puts one item for the writer: `_put_early` until `open`, then the queue's own `put` (C)."""
         self.queued = 0
         """Output thread: bytes of output queued (with `taken`: the backlog)."""
         self.taken = 0
@@ -151,6 +157,15 @@ class Recorder:
         self._quote = encode_basestring
         """JSON string quoting (C): the event line without an encoder object per event."""
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        from _queue import SimpleQueue  # `queue` would load threading and heapq
+
+        with self._early_lock:
+            queue = SimpleQueue()
+            for item in self._early:
+                queue.put(item)
+            self._early = []
+            self._queue = queue
+            self._put = queue.put
         self._done = _thread.allocate_lock()
         self._done.acquire()
         _thread.start_new_thread(self._run, ())
@@ -160,12 +175,26 @@ class Recorder:
         self.stopped = True
         self._discard_queued()
 
+    def _put_early(self, item: tuple) -> None:
+        with self._early_lock:
+            if self.stopped:
+                return
+            if self._queue is None:
+                self._early.append(item)
+            else:  # `open` ran since this call looked up `_put`
+                self._queue.put(item)
+
     def _discard_queued(self) -> None:
+        with self._early_lock:
+            self._early = []
+            queue = self._queue
+        if queue is None:
+            return
         from _queue import Empty
 
         try:
             while True:
-                self._queue.get_nowait()
+                queue.get_nowait()
         except Empty:
             pass
 

@@ -180,7 +180,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
             on_spawn(tool)
         portable.prepare_sweep()  # (the master stays blocking: see to_child._write)
         with terminal.raw_mode(stdin_fd) as saved:
-            loop.job.saved = saved  # job control gives the terminal back with these
+            loop.saved = saved  # job control gives the terminal back with these
             try:
                 loop.run(sigpipe, after_start)
             finally:

@@ -29,13 +29,13 @@ from wrapagent.proxy import terminal
 from wrapagent.proxy.input_thread import InputCopier
 from wrapagent.proxy.loop_state import CopyThread, LoopState, drain_pipe, killpg, poke
 from wrapagent.proxy.output_thread import DRAIN_QUIET_SECS, OutputCopier, wake
-from wrapagent.proxy.job_control import JobControl
 from wrapagent.proxy.spawn import FORWARDED_SIGNALS, JOB_SIGNALS, usable_size
 from wrapagent.proxy.to_child import ToChild
 
 if TYPE_CHECKING:
     from typing import Callable
 
+    from wrapagent.proxy.job_control import JobControl
     from wrapagent.proxy.spawn import SignalPipe
     from wrapagent.proxy.to_child import Interceptor
 
@@ -68,14 +68,27 @@ class Supervisor:
         self.output = OutputCopier(st, self.to_child, on_output)
         self.input = InputCopier(st, self.to_child)
         self.threads = [CopyThread(self.output.run), CopyThread(self.input.run)]
-        self.job = JobControl(st, pid, self.output.modes)
-        self.job.tool_pgid = self.tool_pgid
+        self._job: "JobControl | None" = None
+        self.saved: "list | None" = None
+        """The user's terminal settings (`pty_loop` sets them): job control gives the terminal back with these."""
         self.status: "int | None" = None
         self.rusage: "object | None" = None
         self.kill_deadline: "float | None" = None
         self.result_signals: "list[int]" = []
         self.killed = False
         self.output_abandoned = False
+
+    @property
+    def job(self) -> "JobControl":
+        """Job control, made with its module on the first stop or job signal: a start never waits for it."""
+        if self._job is None:
+            from wrapagent.proxy.job_control import JobControl
+
+            job = JobControl(self.st, self.pid, self.output.modes)
+            job.tool_pgid = self.tool_pgid
+            job.saved = self.saved
+            self._job = job
+        return self._job
 
     def threads_alive(self) -> bool:
         return any(thread.is_alive() for thread in self.threads)
@@ -118,8 +131,9 @@ class Supervisor:
         self.result_signals.append(sig)
         if self.status is None:
             killpg(self.tool_pgid, sig)
-            if self.job.tool_stopped:  # a stopped tool acts on it once continued (as `kill` in a shell)
-                self.job.tool_stopped = False
+            job = self._job
+            if job is not None and job.tool_stopped:  # a stopped tool acts on it once continued (as `kill` in a shell)
+                job.tool_stopped = False
                 killpg(self.tool_pgid, signal.SIGCONT)
                 killpg(self.pid, signal.SIGCONT)
             if self.kill_deadline is None:
@@ -257,7 +271,8 @@ class Supervisor:
     def stop(self) -> None:
         """Stop both copy threads and wait for them (also on the exception path)."""
         st = self.st
-        self.job.release()
+        if self._job is not None:
+            self._job.release()
         st.stop_input = st.stop_output = True
         poke(st.in_w)
         poke(st.out_w)
