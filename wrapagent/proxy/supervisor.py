@@ -24,9 +24,7 @@ except ImportError:  # pragma: no cover - an interpreter without it
     import signal  # type: ignore[no-redef]
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent import portable
 from wrapagent.proxy import terminal
-from wrapagent.proxy.input_thread import InputCopier
 from wrapagent.proxy.loop_state import CopyThread, LoopState, drain_pipe, killpg, poke
 from wrapagent.proxy.output_thread import DRAIN_QUIET_SECS, OutputCopier, wake
 from wrapagent.proxy.spawn import FORWARDED_SIGNALS, JOB_SIGNALS, usable_size
@@ -35,6 +33,7 @@ from wrapagent.proxy.to_child import ToChild
 if TYPE_CHECKING:
     from typing import Callable
 
+    from wrapagent.proxy.input_thread import InputCopier
     from wrapagent.proxy.job_control import JobControl
     from wrapagent.proxy.spawn import SignalPipe
     from wrapagent.proxy.to_child import Interceptor
@@ -66,8 +65,10 @@ class Supervisor:
         self.kill_grace = kill_grace
         self.to_child = ToChild(st, interceptor)
         self.output = OutputCopier(st, self.to_child, on_output)
-        self.input = InputCopier(st, self.to_child)
-        self.threads = [CopyThread(self.output.run), CopyThread(self.input.run)]
+        self.input: "InputCopier | None" = None
+        """The key copier, made by `run` once the output thread runs (`_start_input`)."""
+        self.threads = [CopyThread(self.output.run)]
+        """The output thread, then the input thread."""
         self._job: "JobControl | None" = None
         self.saved: "list | None" = None
         """The user's terminal settings (`pty_loop` sets them): job control gives the terminal back with these."""
@@ -210,13 +211,16 @@ class Supervisor:
         and the copy of its first bytes. Signals that come meanwhile wait on
         the pipe.
         """
-        for thread in self.threads:
-            thread.start()
+        self.threads[0].start()  # first: the tool's first bytes wait for nothing else
+        self._start_input()
         self.copy_whole_size()
         st, to_child = self.st, self.to_child
         pending = after_start
         pending_until = time.monotonic() + AFTER_START_WAIT_SECS
         first_seen = False
+        from wrapagent import portable
+
+        portable.prepare_sweep()
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
         while (st.master_open and not self.output_abandoned) or self.status is None or pending is not None:
@@ -255,6 +259,20 @@ class Supervisor:
                 self.kill_deadline = None
         if st.error is not None:
             raise st.error
+
+    def _start_input(self) -> None:
+        """Load and start the key copier (and `portable`, its wait) once the output thread runs.
+
+        Keys typed meanwhile wait in the user's terminal, lost by no one; the
+        tool's first output is copied while these modules load (the output
+        thread takes the interpreter lock at each of the import's system calls).
+        """
+        from wrapagent.proxy.input_thread import InputCopier
+
+        self.input = InputCopier(self.st, self.to_child)
+        thread = CopyThread(self.input.run)
+        self.threads.append(thread)
+        thread.start()
 
     def copy_whole_size(self) -> None:
         """Give the child the user's terminal size with its pixels (`spawn` set rows and cols).
