@@ -58,8 +58,12 @@ class Session:
         try:
             if cfg is None or tool_goes_first(launch, cfg):
                 started = _spawn_first(launch, session_id)
-                if started is not None and _exec_succeeded(started[0]):
-                    return _run_tool_first(launch, cfg, session_id, started, opened)
+                if started is not None:
+                    recorder = _early_recorder(launch, cfg, session_id)  # made while the exec runs
+                    if _exec_succeeded(started[0]):
+                        return _run_tool_first(launch, cfg, session_id, started, recorder, opened)
+                    if recorder is not None:
+                        recorder.discard()  # nothing was written: it had no file yet
             if cfg is None:
                 cfg = load_config(launch)  # no file: nothing printed, the defaults
             return _run_in_order(launch, cfg, session_id, opened)
@@ -197,18 +201,26 @@ def _exec_succeeded(child) -> bool:
     return True
 
 
-def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list) -> int:
+def _early_recorder(launch: Launch, cfg, session_id: str):
+    """The recorder of a tool that goes first (`recorded.early_recorder`), or None when `cfg` wants none.
+
+    With `cfg` None (the defaults, not loaded yet) it is made, and dropped
+    later if the config says so (`recorded.open_early`).
+    """
+    from wrapagent.session.recorded import early_recorder, wants_recording
+
+    return early_recorder(session_id, launch) if cfg is None or wants_recording(launch, cfg) else None
+
+
+def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, opened: list) -> int:
     """The session of a tool already started: record, sweep and context once its first output is out.
 
     `cfg` is None when it is the defaults (`planning.config_can_wait`): it
-    is made then too. The recording starts with the tool, its file then.
+    is made then too. The recording (`recorder`, or None) starts with the tool, its file then.
     """
     from wrapagent.proxy import pty_loop
 
-    from wrapagent.session.recorded import early_recorder, wants_recording
-
     child, started_at = started
-    recorder = early_recorder(session_id, launch) if cfg is None or wants_recording(launch, cfg) else None
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too
         from wrapagent.session.live import look_up_version, open_live
