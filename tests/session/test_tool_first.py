@@ -113,7 +113,7 @@ def test_a_tool_that_cannot_start_still_gets_its_record(tmp_path: Path, run_wrap
 
 HEAVY_BEFORE_THE_TOOL = ("signal", "enum", "re", "json", "pathlib", "typing", "dataclasses", "subprocess",
                          "threading", "datetime", "functools", "collections", "struct", "select", "fcntl",
-                         "__future__", "_queue", "wrapagent.errors", "wrapagent.portable",
+                         "__future__", "_queue", "wrapagent.errors", "wrapagent.portable", "wrapagent.history",
                          "wrapagent.inject.adapters", "wrapagent.history.records", "wrapagent.session.tool_version",
                          "wrapagent.session.starting", "wrapagent.hooks.config_loader", "wrapagent.hooks.config_model",
                          "wrapagent.hooks.hook_runner", "wrapagent.history.recording", "wrapagent.proxy.pty_loop")

@@ -46,7 +46,7 @@ class Session:
         return 128 + terminated.signum  # not reached: `_TerminatedRaised` re-sends the signal
 
     def _run(self) -> int:
-        from wrapagent.history.ids import new_session_id
+        from wrapagent.paths import new_session_id  # (`history.ids`: two modules more before the tool)
 
         launch = self.launch
         find_project_root(launch)
