@@ -89,6 +89,86 @@ def test_start_refuses_a_recordings_folder_that_is_a_link(tmp_path: Path) -> Non
     assert recorder is None and "not a folder" in why
 
 
+def test_a_deferred_recorder_keeps_what_came_before_its_file(tmp_path: Path) -> None:
+    """A tool that goes first is recorded from its first byte; the file comes once that byte is out."""
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm"}
+    rec = recording.prepare("01ARZ3NDEKTSV4RRFFQ69G5FAV", env, 24, 80, title="t")
+    rec(b"first ")
+    time.sleep(0.02)
+    rec(b"bytes")
+    assert not os.path.exists(recording.recordings_dir(env))  # nothing on disk yet
+    assert recording.open_prepared(rec, env, 0) is None
+    rec(b"\r\nlater")
+    info = rec.close(0)
+    header, events = lines_of(info["file"])
+    assert header["title"] == "t" and header["term"]["type"] == "xterm"
+    outputs = [e for e in events if e[1] == "o"]
+    assert "".join(e[2] for e in outputs) == "first bytes\r\nlater"
+    assert outputs[1][0] >= 0.02  # timed as they came, not when the file was made
+    assert stat.S_IMODE(os.stat(recording.recordings_dir(env)).st_mode) == 0o700
+
+
+def test_chunks_that_come_while_the_file_is_made_are_kept_in_order(tmp_path: Path) -> None:
+    """The output thread feeds the recorder while the session's setup opens it: nothing lost or swapped."""
+    import threading
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    rec = recording.prepare("01ARZ3NDEKTSV4RRFFQ69G5FAV", env, 24, 80)
+    sent = [f"{n};".encode() for n in range(3000)]
+    started = threading.Event()
+
+    def feed() -> None:
+        for n, chunk in enumerate(sent):
+            rec(chunk)
+            if n == 100:
+                started.set()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    assert started.wait(30)
+    assert recording.open_prepared(rec, env, 0) is None
+    feeder.join(30)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert "".join(e[2] for e in events if e[1] == "o") == b"".join(sent).decode()
+
+
+def test_a_deferred_recorder_whose_file_cannot_be_made_takes_nothing_more(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    (tmp_path / "state" / "wrapagent").mkdir(parents=True)
+    os.symlink(tmp_path, tmp_path / "state" / "wrapagent" / "recordings")
+    rec = recording.prepare("01ARZ3NDEKTSV4RRFFQ69G5FAV", env, 24, 80)
+    rec(b"queued")
+    why = recording.open_prepared(rec, env, 0)
+    assert why is not None and "not a folder" in why
+    rec(b"after")
+    assert rec.stopped and rec._queue is None and rec._early == []
+    assert not list(tmp_path.glob("*.cast*"))
+
+
+def test_a_recorder_never_opened_closes_without_a_file(tmp_path: Path) -> None:
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0, deferred=True)
+    rec(b"x")
+    info = rec.close(0)
+    assert info["events"] == 0 and "never created" in info["error"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_recorder_loads_json_only_with_its_file(tmp_path: Path) -> None:
+    """Made before the tool's first byte, it must not load what `json` pulls in (re, enum: ~10 ms)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from wrapagent.history import recording; "
+            f"rec = recording.prepare('01ARZ3NDEKTSV4RRFFQ69G5FAV', {{'XDG_STATE_HOME': {str(tmp_path)!r}}}, 24, 80); "
+            "rec(b'x'); "
+            "print(' '.join(m for m in ('json', 're', 'enum', 'threading', 'queue', '_queue', 'wrapagent.history.private_files') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(Path(recording.__file__).parents[2]), timeout=60).stdout
+    assert out.split() == []
+
+
 def test_marker_labels_are_one_short_line() -> None:
     assert marker_label(2, "fix the\nlogin  bug please") == "turn 2: fix the login bug please"
     assert marker_label(1, "") == "turn 1"

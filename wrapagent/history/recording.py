@@ -22,19 +22,19 @@ The file is `<state>/recordings/<session id>.cast` while the session runs
 (0600, created with O_EXCL | O_NOFOLLOW), gzip-compressed to
 `<session id>.cast.gz` when it ends; recordings older than the checkpoints'
 `keep_days` are deleted at a later session's end (`expire`).
+
+A recorder may be made before its file (`Recorder(…, deferred=True)`, then
+`open()`): chunks queue from the first one, and the file, its header, the
+writer thread and the JSON module come once the tool's first bytes are on
+the screen (`session/recorded.py`).
 """
 
-from __future__ import annotations
-
-import json
 import os
 import time
 from time import monotonic
 
-from wrapagent.history.private_files import create_private, private_dir
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing, json and the private-files module load once the file is opened:
+if TYPE_CHECKING:  # a tool that goes first is recorded from its first byte, before they are needed
     from typing import Mapping
 
 RECORDINGS_DIR = "recordings"
@@ -59,14 +59,14 @@ MARKER_WORDS = 8
 MARKER_CHARS = 60
 
 
-def recordings_dir(env: Mapping[str, str] | None = None) -> str:
+def recordings_dir(env: "Mapping[str, str] | None" = None) -> str:
     """`$XDG_STATE_HOME/wrapagent/recordings`: outside the sessions repositories (never committed)."""
     from wrapagent.paths import state_dir_str
 
     return os.path.join(state_dir_str(env), RECORDINGS_DIR)
 
 
-def recording_path(session_id: str, env: Mapping[str, str] | None = None) -> str | None:
+def recording_path(session_id: str, env: "Mapping[str, str] | None" = None) -> "str | None":
     """The session's recording on disk (compressed, else the raw one of a session that never ended)."""
     base = os.path.join(recordings_dir(env), session_id)
     for path in (base + ".cast.gz", base + ".cast"):
@@ -75,7 +75,7 @@ def recording_path(session_id: str, env: Mapping[str, str] | None = None) -> str
     return None
 
 
-def marker_label(turn: int, text: str, by: str | None = None) -> str:
+def marker_label(turn: int, text: str, by: "str | None" = None) -> str:
     """`turn N: first words` of a message, on one line, short."""
     words = " ".join(text.split()[:MARKER_WORDS])
     words = "".join(ch if ch.isprintable() else " " for ch in words)
@@ -88,17 +88,32 @@ def marker_label(turn: int, text: str, by: str | None = None) -> str:
 class Recorder:
     """Writes one session's asciicast in a thread; fed by the proxy's threads (module docstring)."""
 
-    def __init__(self, path: str, rows: int, cols: int, *, max_bytes: int, term_type: str | None = None,
-                 title: str | None = None) -> None:
+    def __init__(self, path: str, rows: int, cols: int, *, max_bytes: int, term_type: "str | None" = None,
+                 title: "str | None" = None, deferred: bool = False) -> None:
+        """A recorder whose file is created now, or with `deferred` by `open()` (OSError if it cannot be).
+
+        Deferred, chunks queue from now on (timed from now, as they come) and
+        nothing else happens: no file, no thread, no import of `json`, not
+        even of `_queue` (a shared library to load): a list holds them until
+        `open` hands them to the writer's queue, in order.
+        """
         import _thread
-        from queue import SimpleQueue
 
         self.path = path
         self.max_bytes = max_bytes
         self.started = monotonic()
-        self.fd = create_private(path)
-        self._queue: SimpleQueue = SimpleQueue()
-        self._put = self._queue.put
+        self._header: dict = {"version": 3, "term": {"cols": cols, "rows": rows}, "timestamp": int(time.time())}
+        if term_type:
+            self._header["term"]["type"] = term_type
+        if title:
+            self._header["title"] = title
+        self.fd = -1
+        self._queue = None  # the writer's SimpleQueue, from `open` on
+        self._early: list = []
+        """What came before `open`, in order (with `_early_lock`: `open` may run beside the output thread)."""
+        self._early_lock = _thread.allocate_lock()
+        self._put = self._put_early
+        """Puts one item for the writer: `_put_early` until `open`, then the queue's own `put` (C)."""
         self.queued = 0
         """Output thread: bytes of output queued (with `taken`: the backlog)."""
         self.taken = 0
@@ -114,21 +129,74 @@ class Recorder:
         self._noted_dropped = 0
         self._last = 0.0
         """Seconds since `started` of the last event written (intervals are relative)."""
-        header: dict = {"version": 3, "term": {"cols": cols, "rows": rows}, "timestamp": int(time.time())}
-        if term_type:
-            header["term"]["type"] = term_type
-        if title:
-            header["title"] = title
-        self._write_line(json.dumps(header, ensure_ascii=False))
+        self._done = None
+        if not deferred:
+            self.open()
+
+    def open(self) -> None:
+        """Create the file (0600, never through a link), write the header, start the writer thread.
+
+        On an OSError nothing more is queued, what was is dropped, and the error is raised.
+        """
+        import _thread
         import codecs
+        import json
         from json.encoder import encode_basestring
 
+        from wrapagent.history.private_files import create_private
+
+        try:
+            self.fd = create_private(self.path)
+            self._write_line(json.dumps(self._header, ensure_ascii=False))
+        except OSError:
+            self.discard()
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
+            raise
         self._quote = encode_basestring
         """JSON string quoting (C): the event line without an encoder object per event."""
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        from _queue import SimpleQueue  # `queue` would load threading and heapq
+
+        with self._early_lock:
+            queue = SimpleQueue()
+            for item in self._early:
+                queue.put(item)
+            self._early = []
+            self._queue = queue
+            self._put = queue.put
         self._done = _thread.allocate_lock()
         self._done.acquire()
         _thread.start_new_thread(self._run, ())
+
+    def discard(self) -> None:
+        """No recording after all (not wanted, or its file cannot be made): what was queued is dropped."""
+        self.stopped = True
+        self._discard_queued()
+
+    def _put_early(self, item: tuple) -> None:
+        with self._early_lock:
+            if self.stopped:
+                return
+            if self._queue is None:
+                self._early.append(item)
+            else:  # `open` ran since this call looked up `_put`
+                self._queue.put(item)
+
+    def _discard_queued(self) -> None:
+        with self._early_lock:
+            self._early = []
+            queue = self._queue
+        if queue is None:
+            return
+        from _queue import Empty
+
+        try:
+            while True:
+                queue.get_nowait()
+        except Empty:
+            pass
 
     # -- the proxy's side: never blocks ------------------------------------------------
 
@@ -210,24 +278,26 @@ class Recorder:
         self._flush(lines)
         return more
 
-    def _flush(self, lines: list[str]) -> None:
+    def _flush(self, lines: "list[str]") -> None:
         """Write the lines gathered (one write: the lock is released while it runs)."""
         if lines and not self.stopped:
             self._write_line("\n".join(lines))
         lines.clear()
 
-    def _output(self, lines: list[str], at: float, run: list[bytes]) -> None:
+    def _output(self, lines: "list[str]", at: float, run: "list[bytes]") -> None:
         text = self._decoder.decode(b"".join(run))
         if text:
             self._event(lines, at, "o", text)
 
-    def _event(self, lines: list[str], at: float, code: str, data: str) -> None:
+    def _event(self, lines: "list[str]", at: float, code: str, data: str) -> None:
         if self.stopped:
             return
         rel = max(at - self.started, self._last)
         line = f'[{round(rel - self._last, 6)!r}, "{code}", {self._quote(data)}]'  # = json.dumps of the list
         self._last = rel
         if self.max_bytes and self.written + sum(len(x) + 1 for x in lines) + len(line) > self.max_bytes:
+            import json
+
             lines.append(json.dumps([0.0, "m", f"recording stopped: its size cap of {self.max_bytes} bytes "
                                      "was reached ([record] max_bytes)"]))
             self.stopped = True
@@ -247,8 +317,13 @@ class Recorder:
 
     # -- the end -----------------------------------------------------------------------
 
-    def close(self, exit_code: int | None) -> dict:
+    def close(self, exit_code: "int | None") -> dict:
         """Write what is queued and the exit event, compress; what the record says about it."""
+        if self._done is None:  # never opened: no file, nothing to say but that
+            self.discard()
+            return {"events": 0, "markers": 0, "bytes": 0, "error": "the file was never created"}
+        import json
+
         self._put(None)
         finished = self._done.acquire(timeout=JOIN_SECS)
         info: dict = {"events": self.events, "markers": self.markers, "bytes": self.written}
@@ -281,6 +356,8 @@ def _compress(path: str) -> dict:
     import gzip
     import shutil
 
+    from wrapagent.history.private_files import create_private
+
     target = path + ".gz"
     try:
         fd = create_private(target)
@@ -297,20 +374,38 @@ def _compress(path: str) -> dict:
     return {"file": target, "gz_bytes": os.path.getsize(target)}
 
 
-def start(session_id: str, settings, env: Mapping[str, str], rows: int, cols: int,
-          title: str | None = None) -> tuple[Recorder | None, str | None]:
+def start(session_id: str, settings, env: "Mapping[str, str]", rows: int, cols: int,
+          title: "str | None" = None) -> "tuple[Recorder | None, str | None]":
     """The session's recorder, or (None, why not) when it cannot be created."""
+    recorder = prepare(session_id, env, rows, cols, title=title)
+    why_not = open_prepared(recorder, env, settings.max_bytes)
+    return (None, why_not) if why_not is not None else (recorder, None)
+
+
+def prepare(session_id: str, env: "Mapping[str, str]", rows: int, cols: int,
+            title: "str | None" = None) -> "Recorder":
+    """The session's recorder before its file (`open_prepared` makes it): chunks queue meanwhile."""
+    path = os.path.join(recordings_dir(env), session_id + ".cast")
+    return Recorder(path, rows, cols, max_bytes=0, term_type=env.get("TERM"), title=title, deferred=True)
+
+
+def open_prepared(recorder: "Recorder", env: "Mapping[str, str]", max_bytes: int) -> "str | None":
+    """Make the recordings folder and the file of a `prepare`d recorder, capped at `max_bytes`
+    (0: no cap); why not, when they cannot be made (the recorder then takes nothing more)."""
+    from wrapagent.history.private_files import private_dir
+
+    recorder.max_bytes = max_bytes
     try:
-        folder = private_dir(recordings_dir(env))
-        recorder = Recorder(os.path.join(folder, session_id + ".cast"), rows, cols,
-                            max_bytes=settings.max_bytes, term_type=env.get("TERM"), title=title)
+        private_dir(recordings_dir(env))
+        recorder.open()
     except OSError as exc:
-        return None, f"recording: not recorded: {exc}"
-    return recorder, None
+        recorder.discard()
+        return f"recording: not recorded: {exc}"
+    return None
 
 
-def expire(keep_days: float, env: Mapping[str, str], *, now: float | None = None,
-           force: bool = False) -> list[str]:
+def expire(keep_days: float, env: "Mapping[str, str]", *, now: "float | None" = None,
+           force: bool = False) -> "list[str]":
     """Delete recordings of sessions older than `keep_days` (0 = keep all); the ids deleted.
 
     At most once a day (a mark file's mtime) unless `force`: one `stat` per session end.
@@ -349,7 +444,7 @@ def expire(keep_days: float, env: Mapping[str, str], *, now: float | None = None
     return gone
 
 
-def drop(session_ids: list[str], env: Mapping[str, str]) -> int:
+def drop(session_ids: "list[str]", env: "Mapping[str, str]") -> int:
     """Delete these sessions' recordings (`sessions prune` dropped their checkpoints); how many."""
     folder = recordings_dir(env)
     gone = 0
@@ -365,7 +460,7 @@ def drop(session_ids: list[str], env: Mapping[str, str]) -> int:
     return gone
 
 
-def ulid_seconds(session_id: str) -> float | None:
+def ulid_seconds(session_id: str) -> "float | None":
     """Seconds since the epoch in a ULID's first 10 characters, or None if it is not one."""
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
     if len(session_id) != 26:
