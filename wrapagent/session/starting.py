@@ -58,6 +58,10 @@ def history_before(live: Live) -> None:
         checkpoints.begin(live.record.record, live.cfg.checkpoints, live.launch.root_str, live.env)
     except Exception as exc:  # never the end of the session
         live.record.warn(f"checkpoints: {exc!r}")
+    if (live.record.record.get("checkpoints") or {}).get("status") == "taken":
+        # The running record names its store and `before`: `sessions diff/undo ID --turn N`
+        # reach a running session's turns through it (the record is otherwise saved at the end).
+        live.record.save(durable=False)
 
 
 def run_tool(live: Live):
