@@ -92,12 +92,29 @@ def undo_block(what: str, received: str, typed: str) -> str:
     return block
 
 
+GUARD = '[[prompt_guard]]\nname = "g"\ncommand = "echo first only"\n'
+FIRST_BLOCK = '<prompt-guard name="g">\nfirst only\n</prompt-guard>\n\n'
+
+
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
 def test_undo_and_redo_a_turn_the_agent_wrote(cli_env, tool):
+    """No hook configured at all: the undo block is the only thing wrapagent ever types."""
+    undo_and_redo(cli_env, tool, guard=False)
+
+
+@pytest.mark.parametrize("tool", [pytest.param(t, marks=pytest.mark.timeout(TIMEOUT[t]), id=t)
+                                  for t in ("codex", "claude")])
+def test_undo_block_beside_a_configured_guard(cli_env, tool):
+    """A guard on the first message: the undo block comes alone, later, as with no guard."""
+    undo_and_redo(cli_env, tool, guard=True)
+
+
+def undo_and_redo(cli_env, tool: str, guard: bool) -> None:
     spec = SPECS[tool]
     mock = cli_env.mock
     a, b = cli_env.cwd / "a.txt", cli_env.cwd / "b.txt"
-    cli_env.write_wrapagent_config(hooks_toml='[[prompt_guard]]\nname = "g"\ncommand = "echo first only"\n')
+    if guard:
+        cli_env.write_wrapagent_config(hooks_toml=GUARD)
     term = cli_env.spawn(cli_env.interactive_args(NO_APPROVAL[tool]))
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
     term.wait_quiet(spec.settle, timeout=10)
@@ -105,8 +122,9 @@ def test_undo_and_redo_a_turn_the_agent_wrote(cli_env, tool):
     mark = mock.mark()
 
     # 1. two turns, each writing through the agent's own tool
-    first = turn(cli_env, term, mark, 1, f"(write {a} one) start turn one", "start turn one")
-    assert first.endswith("start turn one") and first.startswith('<prompt-guard name="g">'), first
+    typed = f"(write {a} one) start turn one"
+    first = turn(cli_env, term, mark, 1, typed, "start turn one")
+    assert first == (FIRST_BLOCK if guard else "") + typed
     assert a.read_bytes() == b"one\n" and not b.exists()
     turn(cli_env, term, mark, 2, f"(write {a} two) (write {b} second file) go turn two", "go turn two")
     assert (a.read_bytes(), b.read_bytes()) == (b"two\n", b"second file\n")
@@ -142,8 +160,10 @@ def test_undo_and_redo_a_turn_the_agent_wrote(cli_env, tool):
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)
 
-    # 6. the record: each turn's files; a turn's diff by the session's id after it ended
+    # 6. the record: each turn's files, the two undo blocks; a turn's diff by the session's id
     record = cli_env.wait_session_record(cli_env.interactive_args(NO_APPROVAL[tool]))
+    later = [i for i in record.get("injections") or [] if i.get("message", 1) > 1]
+    assert [(i["message"], i["status"]) for i in later] == [(3, "submitted"), (4, "submitted")], record.get("injections")
     files = {t["n"]: t.get("files") for t in record["turns"]}
     assert files[1] == ["a.txt"] and sorted(files[2]) == ["a.txt", "b.txt"], record["turns"]
     diff = wrapagent(cli_env, "sessions", "diff", record["id"], "--turn", "1")
