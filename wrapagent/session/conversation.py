@@ -104,6 +104,13 @@ class _Prefix:
                     pass
 
 
+def undo_notices(live: Live) -> bool:
+    """An interactive session with turn checkpoints: `wrapagent undo` may leave its next message a
+    block even when no guard or pre_session is configured (later messages are armed for it)."""
+    info = live.record.record.get("checkpoints")
+    return bool(live.launch.interactive) and isinstance(info, dict) and info.get("status") == "taken"
+
+
 def undo_notice(live: Live) -> str:
     """The `<prompt-guard name="undo">` block, once, when `wrapagent undo`/`redo` changed files
     while this session ran (the notice it left in the session folder, taken and removed here)."""
@@ -169,7 +176,7 @@ class Conversation:
     """The interceptor of a terminal session and everything it drives, until `report`."""
 
     def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
-                 sends: bool = False) -> None:
+                 sends: bool = False, undo: bool = False) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
         from wrapagent.proxy.spawn import start_size
 
@@ -206,8 +213,8 @@ class Conversation:
             except OSError as exc:
                 live.record.warn(f"send: cannot take messages: {exc}")
         prompt_given = plan is not None and plan.kind == "argv" and not plan.oneshot
-        every = (first or resets or prompt_given) and (any(g.every_message for g in live.cfg.guards)
-                                                       or self.turn_checkpoints is not None)  # the undo block
+        every = ((first or resets or prompt_given) and any(g.every_message for g in live.cfg.guards)) \
+            or ((first or resets or prompt_given or undo) and self.turn_checkpoints is not None)  # the undo block
         interrupts = self._interrupt_watch(adapter.name)
         self.interceptor = FirstMessageInjector(
             adapter, rows=rows, cols=cols,
@@ -243,14 +250,15 @@ class Conversation:
                 stop_check, sends = None, False
         every = (plan is not None and plan.kind == "argv" and not plan.oneshot
                  and any(g.every_message for g in live.cfg.guards))
-        if (first or resets or every or stop_check is not None or sends) and not _types_into(live):
-            first = resets = every = sends = False
+        undo = undo_notices(live)
+        if (first or resets or every or stop_check is not None or sends or undo) and not _types_into(live):
+            first = resets = every = sends = undo = False
             stop_check = None
         if not (first or resets or every or wait_hook is not None or stop_check is not None or sends
-                or live.recorder is not None):  # a recording marks each turn's start
+                or undo or live.recorder is not None):  # a recording marks each turn's start
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
-                   sends=sends)
+                   sends=sends, undo=undo)
 
     # -- per conversation ----------------------------------------------------------
 
@@ -414,13 +422,15 @@ class Conversation:
             inj["notes"] = notes
             if first["status"] in ("lost", "not delivered"):
                 live.failures.append("injection not delivered")
+        later = [asdict(r) for r in interceptor.reports[1:]]
+        if not any(g.every_message for g in live.cfg.guards):  # armed only for an undo block
+            later = [r for r in later if r["status"] != "none"]
         if self.plan is not None:
-            later = [asdict(r) for r in interceptor.reports[1:]]
-            if not any(g.every_message for g in live.cfg.guards):  # armed only for an undo block
-                later = [r for r in later if r["status"] != "none"]
             record["injections"] = [dict(inj, conversation=1, message=1), *later]
-            if any(r["status"] in ("lost", "not delivered") for r in later):
-                live.failures.append("injection after a reset not delivered")
+        elif later:  # no blocks configured: only undo blocks went in
+            record["injections"] = later
+        if any(r["status"] in ("lost", "not delivered") for r in later):
+            live.failures.append("injection after a reset not delivered")
         if interceptor.compactions:
             record["compactions"] = list(interceptor.compactions)
         self.turns.record_into(record)

@@ -28,13 +28,17 @@ def history_before(live: "Live") -> None:
         checkpoints.begin(live.record.record, live.cfg.checkpoints, live.launch.root_str, live.env)
     except Exception as exc:  # never the end of the session
         live.record.warn(f"checkpoints: {exc!r}")
+    if (live.record.record.get("checkpoints") or {}).get("status") == "taken":
+        # The running record names its store and `before`: `sessions diff/undo ID --turn N`
+        # reach a running session's turns through it (the record is otherwise saved at the end).
+        live.record.save(durable=False)
 
 
 def run_tool(live: "Live"):
     """Start the tool in the planned mode and proxy it to its end; the result, in the record."""
     from wrapagent.proxy import passthrough
     from wrapagent.proxy import pty_loop
-    from wrapagent.session.conversation import Conversation, collect_blocks
+    from wrapagent.session.conversation import Conversation, collect_blocks, undo_notices
     from wrapagent.session.finishing import tool_ended
     from wrapagent.session.live import look_up_version
     from wrapagent.session.planning import prompt_plan, wants_injection
@@ -47,8 +51,8 @@ def run_tool(live: "Live"):
         if plan.reason:
             inj["notes"].append(plan.reason)
         live.child_env = launch.adapter.child_env(live.child_env)
-    elif (live.cfg.stop_check is not None or live.cfg.send) and launch.interactive:
-        # A continuation is delivered like the blocks: the same settings (opencode's paste).
+    elif (live.cfg.stop_check is not None or live.cfg.send or undo_notices(live)) and launch.interactive:
+        # A continuation or an undo block is delivered like the blocks: the same settings (opencode's paste).
         live.child_env = launch.adapter.child_env(live.child_env)
     env = live.child_env
     argv = list(launch.argv)
