@@ -69,6 +69,7 @@ __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND",
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
     from wrapagent.inject.screen import Screen
@@ -141,6 +142,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.view = self._follow_screen(adapter, rows, cols, outgoing)
         """The screen followed all session (a tool with a screen shape, whole session): the
         composer's content when the keys cannot tell (`composer_screen.py`)."""
+        self.compaction_watch = self._watch_compaction(on_compaction, clock)
+        """The tool's own compaction notices on the followed screen (`compaction_watch.py`)."""
         self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
@@ -192,6 +195,16 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         shared = outgoing.screen if outgoing is not None else None
         return ComposerScreen.create(model, rows, cols, shared)
 
+    def _watch_compaction(self, on_compaction: Callable[[int, int], None] | None,
+                          clock: Callable[[], float]) -> CompactionWatch | None:
+        if self.view is None or on_compaction is None or not self.model.knows_compaction:
+            return None
+        from wrapagent.inject.compaction_watch import CompactionWatch
+
+        watch = CompactionWatch(self.model, clock)
+        self.view.observe(watch.observe)
+        return watch
+
     # -- Interceptor protocol -------------------------------------------------
 
     def wake_fd(self) -> int | None:
@@ -235,6 +248,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             self.outgoing.on_resize(rows, cols)
         if self.view is not None:
             self.view.resize(rows, cols)
+        if self.compaction_watch is not None:
+            self.compaction_watch.resized()
         if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
@@ -246,6 +261,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def on_output(self, data: bytes, now: float) -> None:
         try:
             self._on_output(data, now)
+            self._check_compaction(now)
             if self.interrupts is not None and self.interrupts.wants_output:
                 self.interrupts.output(data)
         except Exception as exc:
@@ -256,6 +272,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
                 self._keys.queue(data, now)
                 return b""
+            self._check_compaction(now)
             command = self._holds_command()
             return self._to_tool(self._on_input(data, now), now, command)
         except Exception as exc:
@@ -283,6 +300,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 # One wake pipe for the guards and the outgoing queue: drained before
                 # either looks, so a wake-up that comes after its look is never lost.
                 self._drain_wake()
+            self._check_compaction(now)
             command = self._holds_command()
             out = self._due_replay(now) if self._keys.replay else b""
             out += self._poll(now)
