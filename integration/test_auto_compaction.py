@@ -93,7 +93,7 @@ def test_automatic_compaction_gives_the_next_message_the_blocks(cli_env, tool):
     record = cli_env.sessions()[-1]
     assert [(c["conversation"], c["how"]) for c in record["compactions"]] == [(1, "automatic")]
     assert [(i["message"], i["compaction"], i["status"]) for i in record["injections"]] == [
-        (1, False, "submitted"), (2, True, "submitted")]
+        (1, False, "submitted"), (after + 1, True, "submitted")]
 
 
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
