@@ -112,7 +112,13 @@ def test_messages_quoting_the_notices_are_no_compaction(cli_env, tool):
             assert time.monotonic() < end, mock.summary()
             time.sleep(0.2)
         term.wait_quiet(3.0, timeout=90)
-    assert ours(mock.user_texts(api=spec.api), messages) == [block("false") + messages[0], messages[1]]
+    texts = ours(mock.user_texts(api=spec.api), messages)
+    assert texts[0] == block("false") + messages[0], mock.summary()
+    # No compaction blocks, ever. (The second message may carry the first one's blocks again
+    # when the delivery receipt missed them on a loaded machine: that is no compaction.)
+    assert texts[1] in (messages[1], block("false") + messages[1]), mock.summary()
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
     record = cli_env.sessions()[-1]
     assert not record.get("compactions"), record.get("compactions")
+    assert not any(i.get("compaction") for i in record["injections"]), record["injections"]
