@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from wrapagent.inject.dialog_watch import DialogTurn, DialogWatch
+    from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
     from wrapagent.inject.screen import Screen
@@ -146,6 +147,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """Set by the session when waiting_for_input is configured and the screen is followed."""
         self.last_user_key = float("-inf")
         """When the user's latest key came (kept while `dialogs` is set)."""
+        self.compaction_watch = self._watch_compaction(on_compaction, clock)
+        """The tool's own compaction notices on the followed screen (`compaction_watch.py`)."""
         self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
@@ -215,6 +218,15 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             self.unexpected_transitions.append((old, new))
             self.log(f"injection: unexpected change of state {old} -> {new} (not in the table)")
         self._state = new
+    def _watch_compaction(self, on_compaction: Callable[[int, int], None] | None,
+                          clock: Callable[[], float]) -> CompactionWatch | None:
+        if self.view is None or on_compaction is None or not self.model.knows_compaction:
+            return None
+        from wrapagent.inject.compaction_watch import CompactionWatch
+
+        watch = CompactionWatch(self.model, clock)
+        self.view.observe(watch.observe)
+        return watch
 
     # -- Interceptor protocol -------------------------------------------------
 
@@ -263,6 +275,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             self.outgoing.on_resize(rows, cols)
         if self.view is not None:
             self.view.resize(rows, cols)
+        if self.compaction_watch is not None:
+            self.compaction_watch.resized()
         if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
@@ -274,6 +288,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def on_output(self, data: bytes, now: float) -> None:
         try:
             self._on_output(data, now)
+            self._check_compaction(now)
             if self.interrupts is not None and self.interrupts.wants_output:
                 self.interrupts.output(data)
         except Exception as exc:
@@ -285,6 +300,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
                 self._keys.queue(data, now)
                 return b""
+            self._check_compaction(now)
             command = self._holds_command()
             return self._to_tool(self._on_input(data, now), now, command)
         except Exception as exc:
@@ -328,6 +344,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 # One wake pipe for the guards and the outgoing queue: drained before
                 # either looks, so a wake-up that comes after its look is never lost.
                 self._drain_wake()
+            self._check_compaction(now)
             command = self._holds_command()
             out = self._due_replay(now) if self._keys.replay else b""
             out += self._poll(now)

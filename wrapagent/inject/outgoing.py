@@ -411,6 +411,7 @@ class FollowedScreen:
         self._busy = False
         self._restart = False
         self._rows_cols = (rows, cols)
+        self._observer: Callable[[str], None] | None = None
         threading.Thread(target=self._work, name="wrapagent-screen", daemon=True).start()
 
     def feed(self, data: bytes) -> None:
@@ -481,9 +482,24 @@ class FollowedScreen:
                 self._screen.resize(*size)
             if data:
                 self._screen.feed(data)
+            self._tell_observer()
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def observe(self, observer: Callable[[str], None]) -> None:
+        """Hand `observer` the screen's text each time the emulator has caught up (its thread)."""
+        self._observer = observer
+
+    def _tell_observer(self) -> None:
+        """(The emulator's thread, `_busy` set: nobody else reads the screen now.)"""
+        observer = self._observer
+        if observer is None or self._pending or self._closed:
+            return
+        try:
+            observer(self._screen.text())
+        except Exception:  # an observer's bug must never stop the screen being followed
+            self._observer = None
 
     def _wait_for_a_pause(self) -> None:
         """(Lock held.) Until the output paused FOLLOW_QUIET_SECS, `text` wants the screen, or close."""

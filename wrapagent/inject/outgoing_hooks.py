@@ -49,6 +49,8 @@ class OutgoingHooks:
         out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text or unknown)
         if outgoing.notice:
             self.screen_notice, outgoing.notice = outgoing.notice, b""
+        if submitted and self.compaction_watch is not None:
+            self.compaction_watch.submitted()  # its turn may compact the conversation too
         if submitted and self.turns is not None:
             self.turns.submitted(now)
         if not outgoing.busy and outgoing.held:
