@@ -55,7 +55,7 @@ from wrapagent.inject.block_delivery import BlocksDelivery
 from wrapagent.inject.composer import Composer
 from wrapagent.inject.conversations import Conversations
 from wrapagent.inject.held import HeldKeys
-from wrapagent.inject.keys import REPLY, tokenize
+from wrapagent.inject.keys import PASTE_START, REPLY, TEXT, tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import READY_CHECK_INTERVAL, Readiness
@@ -188,6 +188,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         it answered whatever was drawn (`readiness._typed_at_cursor`)."""
         self._typed_shown = False
         """At the ready screen, text typed before it showed in it (`readiness._typed_on_screen`)."""
+        self._typed_at = float("-inf")
+        """When a key typed on the tool's composer, before it was ready, last reached it
+        (`readiness._typed_unseen`)."""
         self._receipt_screen: Screen | None = None
         """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
         self._receipt_drawn = False
@@ -402,7 +405,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def _on_input(self, data: bytes, now: float) -> bytes:
         if self._outgoing_holds(data, now):
             return b""
-        if self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready():
+        if (self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready()
+                and not self._typed_unseen(now)):
             if self._quiet_enough(now):
                 # The composer is drawn but its quiet period is not over: a key now
                 # starts a message, so the blocks must go before it, not after.
@@ -414,6 +418,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.state == STARTING:
             self._composer.now = now
             for tok in tokenize(data):
+                if tok.kind in (TEXT, PASTE_START) and self._composer_drawn():
+                    self._typed_at = now  # (readiness._typed_unseen waits for its echo)
                 sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
                 if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
                     self._bare.append("a message was submitted before the tool's ready screen was seen")
