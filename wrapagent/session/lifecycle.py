@@ -161,10 +161,15 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
     """The session of a tool already started: record, sweep and context while it starts up."""
     from wrapagent.proxy import pty_loop
 
+    from wrapagent.session.late_turns import LateInterceptor
     from wrapagent.session.recorded import make_recorder
 
     child, started_at = started
     recorder, why_not = make_recorder(session_id, launch, cfg)
+    # A recording marks each turn: the interceptor that follows them comes with the record,
+    # and catches up on what it missed (`late_turns`); nothing is loaded for it before.
+    stand_in = LateInterceptor() if recorder is not None else None
+    conversation: list = []
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too
         from wrapagent.session.live import look_up_version, open_live
@@ -173,13 +178,22 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
         live = open_live(launch, cfg, session_id, started_at)
         opened.append(live)
         live.recorder = recorder
+        live.record.log(f"{launch.name} started first: nothing had to come before it")
         if why_not is not None:
             live.record.warn(why_not)
         look_up_version(live)
         history_before(live)  # records why there is no checkpoint
+        if stand_in is not None:
+            from wrapagent.session.late_turns import follow_turns
+
+            conversation.append(follow_turns(live, stand_in))
 
     try:
-        result = pty_loop.proxy(child, after_start=setup, on_output=recorder)
+        try:
+            result = pty_loop.proxy(child, after_start=setup, on_output=recorder, interceptor=stand_in)
+        finally:
+            if conversation and conversation[0] is not None:
+                conversation[0].report()
     except BaseException as exc:
         if opened:
             from wrapagent.session.finishing import tool_failed

@@ -24,9 +24,8 @@ def make_recorder(session_id: str, launch, cfg):
     """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else.
 
     Needs no record: a tool that goes first (`planning.tool_goes_first`) is
-    recorded from its first byte, before its record exists. Its recording has
-    no turn markers: turns are followed only where an interceptor watches the
-    keys (a git project, hooks), which is what makes the tool wait.
+    recorded from its first byte, before its record exists. Its turns are
+    followed by an interceptor attached once the record exists (`late_turns`).
     """
     if not wants_recording(launch, cfg):
         return None, None
