@@ -132,3 +132,31 @@ def test_give_up_without_an_interceptor_to_come() -> None:
     stand_in = LateInterceptor()
     stand_in.give_up("nothing follows the turns")
     assert stand_in.done and stand_in.gave_up == "nothing follows the turns"
+
+
+class _Launch:
+    def __init__(self, name: str, interactive: bool = True) -> None:
+        self.interactive = interactive
+        self.adapter = type("Adapter", (), {"name": name})()
+
+
+def _cfg(enabled: bool = True, agents: tuple[str, ...] = ()):
+    from wrapagent.hooks.config_loader import load_config
+
+    cfg = load_config("/nonexistent-project", env={"HOME": "/nonexistent-home"})
+    from wrapagent.values import replace
+
+    return replace(cfg, record=replace(cfg.record, enabled=enabled), agents=agents)
+
+
+def test_turns_are_marked_for_agent_programs_only() -> None:
+    """A shell or `cat` has no turns, and looking for its composer would emulate every byte."""
+    from wrapagent.session.recorded import marks_turns
+
+    assert marks_turns(_Launch("demo"), _cfg())
+    assert marks_turns(_Launch("aider"), _cfg())  # a known agent without an adapter of its own
+    assert not marks_turns(_Launch("sh"), _cfg())
+    assert not marks_turns(_Launch("cat"), _cfg())
+    assert marks_turns(_Launch("my-agent"), _cfg(agents=("my-agent",)))
+    assert not marks_turns(_Launch("demo"), _cfg(enabled=False))
+    assert not marks_turns(_Launch("demo", interactive=False), _cfg())

@@ -162,13 +162,13 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
     from wrapagent.proxy import pty_loop
 
     from wrapagent.session.late_turns import LateInterceptor
-    from wrapagent.session.recorded import make_recorder
+    from wrapagent.session.recorded import make_recorder, marks_turns
 
     child, started_at = started
     recorder, why_not = make_recorder(session_id, launch, cfg)
     # A recording marks each turn: the interceptor that follows them comes with the record,
     # and catches up on what it missed (`late_turns`); nothing is loaded for it before.
-    stand_in = LateInterceptor() if recorder is not None else None
+    stand_in = LateInterceptor() if recorder is not None and marks_turns(launch, cfg) else None
     conversation: list = []
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too

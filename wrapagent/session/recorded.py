@@ -37,6 +37,22 @@ def make_recorder(session_id: str, launch, cfg):
     return recording.start(session_id, cfg.record, launch.env, rows, cols, title=title)
 
 
+def marks_turns(launch, cfg) -> bool:
+    """Whether a recording follows the turns of this tool: an agent program (`inject/agents.py`:
+    the known CLIs and those `[agents] programs` names) in a terminal session with `[record]`.
+
+    A turn is a message submitted to an agent's composer. A shell, a pager or `cat` has
+    none, and the interceptor that would look for one feeds its screen emulator every byte
+    until a composer shows, which for them is never (~150 KB/s: a `cat` of a big file would
+    crawl).
+    """
+    if not wants_recording(launch, cfg):
+        return False
+    from wrapagent.inject.agents import is_agent
+
+    return is_agent(launch.adapter.name, cfg.agents)
+
+
 def start_recording(live: Live) -> None:
     """Create the recorder of a terminal session (`live.recorder`), at the tool's start size."""
     recorder, why_not = make_recorder(live.record.id, live.launch, live.cfg)
