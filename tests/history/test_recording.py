@@ -188,6 +188,7 @@ def cast_lines(path: Path) -> list[list]:
 def test_a_burst_is_spooled_raw_and_encoded_in_order_once_output_is_quiet(tmp_path: Path, monkeypatch) -> None:
     """While the tool floods its terminal the writer encodes nothing: the bytes wait in the spool."""
     monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)  # past what is held in memory: the spool file
     cast, spool = tmp_path / "s.cast", tmp_path / "s.cast.spool"
     seen: list[tuple] = []
     unspool = Recorder._unspool
@@ -215,8 +216,29 @@ def test_a_burst_is_spooled_raw_and_encoded_in_order_once_output_is_quiet(tmp_pa
     assert not spool.exists()
 
 
+def test_a_short_burst_is_held_in_memory_and_never_written_raw(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    cast = tmp_path / "s.cast"
+    seen: list[list] = []
+    unspool = Recorder._unspool
+
+    def watched(self: Recorder) -> None:
+        seen.append(cast_lines(cast))
+        unspool(self)
+
+    monkeypatch.setattr(Recorder, "_unspool", watched)
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"q" * 1500)
+    wait_until(lambda: bool(seen))
+    assert seen == [[]] and not (tmp_path / "s.cast.spool").exists()
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events] == [["o", "q" * 1500], ["x", "0"]]
+
+
 def test_what_is_spooled_at_the_end_is_encoded_before_the_exit(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(recording, "BURST_BYTES", 100)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)
     monkeypatch.setattr(recording, "QUIET_SECS", 3600.0)  # never quiet: only the end encodes it
     cast, spool = tmp_path / "s.cast", tmp_path / "s.cast.spool"
     rec = Recorder(str(cast), 24, 80, max_bytes=0)
@@ -231,6 +253,7 @@ def test_what_is_spooled_at_the_end_is_encoded_before_the_exit(tmp_path: Path, m
 def test_a_spool_past_its_bound_is_encoded_during_the_burst(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(recording, "BURST_BYTES", 100)
     monkeypatch.setattr(recording, "SPOOL_MAX_BYTES", 300)
+    monkeypatch.setattr(recording, "HELD_BYTES", 200)  # 400 in one batch: past it, to the file
     monkeypatch.setattr(recording, "QUIET_SECS", 3600.0)
     cast = tmp_path / "s.cast"
     rec = Recorder(str(cast), 24, 80, max_bytes=0)
