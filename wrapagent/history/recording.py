@@ -64,8 +64,9 @@ BURST_BYTES = 512 * 1024
 """A batch (BATCH_SECS of output) this large is a burst (~10 MB/s): spooled raw, encoded after it."""
 QUIET_SECS = 0.2
 """Spooled events are encoded once no output came for this long (or a batch is no burst)."""
-SPOOL_MAX_BYTES = 64 * 1024 * 1024
-"""A spool this large is encoded even while the burst goes on: what a crash can lose, bounded."""
+SPOOL_MAX_BYTES = 256 * 1024 * 1024
+"""A spool this large is encoded even while the burst goes on: what a crash can lose, bounded.
+With a size cap (the default 64 MiB) the spool never gets past the cap: see `_spool`."""
 HELD_BYTES = 1024 * 1024
 """The first this-much of a burst stays in memory as it came (the chunks the queue held anyway);
 a longer burst goes on to the spool file. Not more: chunks kept alive make every new chunk of
@@ -77,7 +78,10 @@ IOV_MAX = 512
 SPOOL_READ_BYTES = 4 * 1024 * 1024
 """The spool is read back and encoded this much at a time (memory, not speed)."""
 JOIN_SECS = 5.0
-"""At the end, how long the writer gets to write what is queued."""
+"""At the end, how long the writer gets to write what is queued (plus ENCODE_SECS_PER_MB)."""
+ENCODE_SECS_PER_MB = 0.1
+"""…and this long per MB still queued or spooled: a burst that just ended is encoded now
+(~3.5 ns a byte, 10x that allowed for a loaded machine)."""
 COMPRESS_LEVEL = 1
 """gzip's fastest level: terminal output still shrinks 5-10x, and a recording at its 64 MiB cap
 is compressed in well under a second while the user waits for their prompt."""
@@ -372,10 +376,12 @@ class Recorder:
     def close(self, exit_code: int | None) -> dict:
         """Write what is queued and the exit event, compress; what the record says about it."""
         self._put(None)
-        finished = self._done.acquire(timeout=JOIN_SECS)
+        pending = max(self.queued - self.taken, 0) + self._spool_bytes  # (the writer's, read as a hint)
+        wait = JOIN_SECS + pending / 1e6 * ENCODE_SECS_PER_MB
+        finished = self._done.acquire(timeout=wait)
         info: dict = {"events": self.events, "markers": self.markers, "bytes": self.written}
         if not finished:
-            info["note"] = f"the writer did not finish within {JOIN_SECS:g} s: the recording is cut"
+            info["note"] = f"the writer did not finish within {wait:.3g} s: the recording is cut"
         elif exit_code is not None and not self.stopped and self.error is None:
             try:
                 self._write_line(json.dumps([round(max(monotonic() - self.started - self._last, 0.0), 6),
