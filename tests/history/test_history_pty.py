@@ -261,3 +261,15 @@ def test_keys_typed_are_not_recorded_only_what_the_screen_showed(tmp_path: Path)
     assert "password: " in shown and "got-15-chars" in shown
     assert b"typed-secret" not in gzip.decompress(path.read_bytes())
     assert not [e for e in events if e[1] == "i"]
+
+
+def test_the_recording_plays_in_asciinema_player(session: World) -> None:
+    """asciinema's own player (its parser and driver; skipped where it is not installed)."""
+    from asciinema_player import play
+
+    _, events, path = cast_of(session)
+    seen = play(path)
+    assert seen["errors"] == [] and seen["ended"]
+    assert seen["output"] == "".join(e[2] for e in events if e[1] == "o")
+    assert seen["markers"] == [f"turn 1: {FIRST}", f"turn 2: {SECOND}"]
+    assert [110, 32] in seen["resizes"]

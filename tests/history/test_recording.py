@@ -274,3 +274,27 @@ def test_the_size_cap_holds_for_a_spooled_burst(tmp_path: Path, monkeypatch) -> 
     assert info["capped"] is True and "size cap of 2000 bytes" in events[-1][2]
     assert len(gzip.decompress(Path(info["file"]).read_bytes())) <= 2000 + 200
     assert not (tmp_path / "s.cast.spool").exists()
+
+
+def test_what_the_player_of_asciinema_plays_is_what_the_tool_wrote(tmp_path: Path, monkeypatch) -> None:
+    """Every kind of byte, a burst through the spool, markers and a resize: asciinema-player (where
+    it is installed) plays the same text, markers and sizes."""
+    from asciinema_player import play
+
+    monkeypatch.setattr(recording, "BURST_BYTES", 4096)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0, term_type="xterm-256color")
+    odd = 'quote " backslash \\ tab \t esc \x1b[1mbold\x1b[0m nul-ish \x01\x7f emoji 😀 é\r\n'.encode()
+    rec(odd)
+    rec.marker("turn 1: a \"quoted\" message")
+    rec(b"\xff\xfe not utf-8\r\n")
+    rec(b"x" * 10000 + "€".encode()[:2])  # a burst, a character cut at its end
+    rec("€".encode()[2:] + b"\r\n")
+    rec.resized(30, 100)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    seen = play(Path(info["file"]))
+    assert seen["errors"] == [] and seen["ended"]
+    assert seen["output"] == "".join(e[2] for e in events if e[1] == "o")
+    assert "😀 é" in seen["output"] and "x" * 10000 + "€\r\n" in seen["output"]
+    assert seen["markers"] == ['turn 1: a "quoted" message'] and [100, 30] in seen["resizes"]
