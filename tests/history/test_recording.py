@@ -252,3 +252,129 @@ def test_the_record_table_is_checked_key_by_key(tmp_path: Path) -> None:
     assert cfg.record.max_bytes == DEFAULT_RECORD_MAX_BYTES
     problems = {p.key: p.severity for p in cfg.problems}
     assert problems["record.max_bytes"] == "error" and problems["record.enable"] == "warning"
+
+
+def wait_until(check, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def cast_lines(path: Path) -> list[list]:
+    return [json.loads(r) for r in path.read_text().splitlines()[1:]]
+
+
+def test_a_burst_is_spooled_raw_and_encoded_in_order_once_output_is_quiet(tmp_path: Path, monkeypatch) -> None:
+    """While the tool floods its terminal the writer encodes nothing: the bytes wait in the spool."""
+    monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)  # past what is held in memory: the spool file
+    cast, spool = tmp_path / "s.cast", tmp_path / "s.cast.spool"
+    seen: list[tuple] = []
+    unspool = Recorder._unspool
+
+    def watched(self: Recorder) -> None:  # what was on disk when the encoding began, and after
+        before = (cast_lines(cast), spool.read_bytes())
+        unspool(self)
+        seen.append((*before, spool.stat().st_size))
+
+    monkeypatch.setattr(Recorder, "_unspool", watched)
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"a" * 600 + "é".encode()[:1])  # a character cut between two chunks, both in the burst
+    rec.marker("turn 1: in the burst")
+    rec("é".encode()[1:] + b"b" * 600)
+    rec.resized(30, 100)
+    wait_until(lambda: bool(seen))  # QUIET_SECS without output: the spool is encoded
+    ((encoded_before, spooled, spool_after),) = seen
+    assert encoded_before == []  # nothing encoded during the burst
+    assert spooled == b"a" * 600 + "é".encode() + b"b" * 600 and spool_after == 0  # raw, then emptied
+    rec(b"after")  # no burst: written as it comes, after the spooled events
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events] == [["o", "a" * 600], ["m", "turn 1: in the burst"], ["o", "é" + "b" * 600],
+                                       ["r", "100x30"], ["o", "after"], ["x", "0"]]
+    assert not spool.exists()
+
+
+def test_a_short_burst_is_held_in_memory_and_never_written_raw(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    cast = tmp_path / "s.cast"
+    seen: list[list] = []
+    unspool = Recorder._unspool
+
+    def watched(self: Recorder) -> None:
+        seen.append(cast_lines(cast))
+        unspool(self)
+
+    monkeypatch.setattr(Recorder, "_unspool", watched)
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"q" * 1500)
+    wait_until(lambda: bool(seen))
+    assert seen == [[]] and not (tmp_path / "s.cast.spool").exists()
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events] == [["o", "q" * 1500], ["x", "0"]]
+
+
+def test_what_is_spooled_at_the_end_is_encoded_before_the_exit(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 100)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)
+    monkeypatch.setattr(recording, "QUIET_SECS", 3600.0)  # never quiet: only the end encodes it
+    cast, spool = tmp_path / "s.cast", tmp_path / "s.cast.spool"
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"x" * 500)
+    wait_until(lambda: spool.exists() and spool.stat().st_size == 500)  # it stays: never quiet
+    info = rec.close(7)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events] == [["o", "x" * 500], ["x", "7"]]
+    assert not spool.exists()
+
+
+def test_a_spool_past_its_bound_is_encoded_during_the_burst(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 100)
+    monkeypatch.setattr(recording, "SPOOL_MAX_BYTES", 300)
+    monkeypatch.setattr(recording, "HELD_BYTES", 200)  # 400 in one batch: past it, to the file
+    monkeypatch.setattr(recording, "QUIET_SECS", 3600.0)
+    cast = tmp_path / "s.cast"
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"y" * 400)
+    wait_until(lambda: any(e[1] == "o" for e in cast_lines(cast)))  # encoded without any quiet
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert "".join(e[2] for e in events if e[1] == "o") == "y" * 400
+
+
+def test_the_size_cap_holds_for_a_spooled_burst(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 100)
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=2000)
+    for _ in range(10):
+        rec(b"z" * 1000)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert info["capped"] is True and "size cap of 2000 bytes" in events[-1][2]
+    assert len(gzip.decompress(Path(info["file"]).read_bytes())) <= 2000 + 200
+    assert not (tmp_path / "s.cast.spool").exists()
+
+
+def test_what_the_player_of_asciinema_plays_is_what_the_tool_wrote(tmp_path: Path, monkeypatch) -> None:
+    """Every kind of byte, a burst through the spool, markers and a resize: asciinema-player (where
+    it is installed) plays the same text, markers and sizes."""
+    from asciinema_player import play
+
+    monkeypatch.setattr(recording, "BURST_BYTES", 4096)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0, term_type="xterm-256color")
+    odd = 'quote " backslash \\ tab \t esc \x1b[1mbold\x1b[0m nul-ish \x01\x7f emoji 😀 é\r\n'.encode()
+    rec(odd)
+    rec.marker("turn 1: a \"quoted\" message")
+    rec(b"\xff\xfe not utf-8\r\n")
+    rec(b"x" * 10000 + "€".encode()[:2])  # a burst, a character cut at its end
+    rec("€".encode()[2:] + b"\r\n")
+    rec.resized(30, 100)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    seen = play(Path(info["file"]))
+    assert seen["errors"] == [] and seen["ended"]
+    assert seen["output"] == "".join(e[2] for e in events if e[1] == "o")
+    assert "😀 é" in seen["output"] and "x" * 10000 + "€\r\n" in seen["output"]
+    assert seen["markers"] == ['turn 1: a "quoted" message'] and [100, 30] in seen["resizes"]

@@ -236,6 +236,8 @@ class Conversation:
         (after an argv prompt too: it is the first); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
+        from wrapagent.session.recorded import marks_turns
+
         first = plan is not None and plan.kind == "interactive"
         resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
                   and bool(live.launch.adapter.reset_commands))
@@ -255,7 +257,7 @@ class Conversation:
             first = resets = every = sends = undo = False
             stop_check = None
         if not (first or resets or every or wait_hook is not None or stop_check is not None or sends
-                or undo or live.recorder is not None):  # a recording marks each turn's start
+                or undo or (live.recorder is not None and marks_turns(live.launch, live.cfg))):  # a marker per turn
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
                    sends=sends, undo=undo)

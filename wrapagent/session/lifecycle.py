@@ -220,7 +220,13 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, ope
     """
     from wrapagent.proxy import pty_loop
 
+    from wrapagent.session.late_turns import LateInterceptor
+
     child, started_at = started
+    # A recording marks each turn: the interceptor that follows them comes with the record,
+    # and catches up on what it missed (`late_turns`); until then a stand-in keeps what it sees.
+    stand_in = LateInterceptor() if recorder is not None else None
+    conversation: list = []
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too
         from wrapagent.session.live import look_up_version, open_live
@@ -231,15 +237,22 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, ope
         config = defaults_config(launch) if cfg is None else cfg
         live = open_live(launch, config, session_id, started_at)
         opened.append(live)
+        live.record.log(f"{launch.name} started first: nothing had to come before it")
         if recorder is not None:
             live.recorder, why_not = open_early(recorder, launch, config)
             if why_not is not None:
                 live.record.warn(why_not)
         look_up_version(live)
         history_before(live)  # records why there is no checkpoint
+        if stand_in is not None:
+            _follow_late_turns(live, config, stand_in, conversation)
 
     try:
-        result = pty_loop.proxy(child, after_start=setup, on_output=recorder)
+        try:
+            result = pty_loop.proxy(child, after_start=setup, on_output=recorder, interceptor=stand_in)
+        finally:
+            if conversation and conversation[0] is not None:
+                conversation[0].report()
     except BaseException as exc:
         if opened:
             from wrapagent.session.finishing import tool_failed
@@ -252,6 +265,21 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, ope
     tool_ended(live, result)
     after(live, result.exit_code)
     return result.exit_code
+
+
+def _follow_late_turns(live, config, stand_in, conversation: list) -> None:
+    """A tool that went first: its turns followed from here (`late_turns`), if its recording marks them;
+    else the stand-in is told no interceptor comes, and the proxy drops it."""
+    from wrapagent.session.recorded import marks_turns
+
+    if live.recorder is None:
+        stand_in.give_up("no recording")
+    elif not marks_turns(live.launch, config):
+        stand_in.give_up("not an agent program: its recording has no turns")
+    else:
+        from wrapagent.session.late_turns import follow_turns
+
+        conversation.append(follow_turns(live, stand_in))
 
 
 def _run_in_order(launch: Launch, cfg, session_id: str, opened: list) -> int:

@@ -19,7 +19,12 @@ def wants_recording(launch, cfg) -> bool:
 
 
 def make_recorder(session_id: str, launch, cfg):
-    """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else."""
+    """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else.
+
+    A tool that goes first (`planning.tool_goes_first`) gets an `early_recorder`
+    instead, recording from its first byte before its record exists; its turns
+    are followed by an interceptor attached once the record exists (`late_turns`).
+    """
     if not wants_recording(launch, cfg):
         return None, None
     from wrapagent.history import recording
@@ -34,8 +39,8 @@ def early_recorder(session_id: str, launch):
     Only its queue exists until `open_early` (after the tool's first
     output, with the config, which may not be loaded yet, and the record):
     the file, the writer thread and `json` do not hold the first byte back.
-    Its recording has no turn markers: turns are followed only where an
-    interceptor watches the keys (a git project, hooks), which is what makes the tool wait.
+    Its turns are marked once the record exists (`late_turns`: a stand-in
+    interceptor keeps what the proxy sees until then).
     """
     from wrapagent.history import recording
 
@@ -63,6 +68,22 @@ def _start_size() -> "tuple[int, int]":
 
 def _title(launch) -> str:
     return f"{launch.name} in {launch.root_str}"
+
+
+def marks_turns(launch, cfg) -> bool:
+    """Whether a recording follows the turns of this tool: an agent program (`inject/agents.py`:
+    the known CLIs and those `[agents] programs` names) in a terminal session with `[record]`.
+
+    A turn is a message submitted to an agent's composer. A shell, a pager or `cat` has
+    none, and the interceptor that would look for one feeds its screen emulator every byte
+    until a composer shows, which for them is never (~150 KB/s: a `cat` of a big file would
+    crawl).
+    """
+    if not wants_recording(launch, cfg):
+        return False
+    from wrapagent.inject.agents import is_agent
+
+    return is_agent(launch.adapter.name, cfg.agents)
 
 
 def start_recording(live: "Live") -> None:
