@@ -6,8 +6,8 @@ The tracker and the gate are driven directly (no tool).
 
 from __future__ import annotations
 
-from test_stop_gate_interrupt import send
-from test_stop_gate_interrupt import world as bare_world
+from test_stop_gate import send
+from test_stop_gate import world as bare_world
 
 
 def world(interrupted: set[int]):
