@@ -496,3 +496,30 @@ def test_compact_gives_the_next_message_fresh_blocks(world) -> None:
                            cwd=str(world.project), capture_output=True, text=True).stdout
     assert "Compactions: 1" in shown and "conversation 1: /compact" in shown
     assert "Injection after compaction, message 2 of conversation 1" in shown
+
+
+def test_an_automatic_compaction_gives_the_next_message_fresh_blocks(world) -> None:
+    """The agent compacts by itself after a `(full)` turn and says so on its screen: the next
+    message gets fresh blocks (`compaction` true), the one after none; a message quoting the
+    notice is none; the record lists the compaction as automatic."""
+    world.hooks('[[prompt_guard]]\nname = "g"\ncommand = "echo compaction={compaction}"\n')
+    child = world.spawn()
+    ready(child, world)
+    type_text(child, "first (full)")
+    submit(child, 1)
+    child.expect_exact("(conversation compacted automatically)")
+    time.sleep(0.5)                                   # the screen followed, the composer back
+    type_text(child, "after")
+    submit(child, 2)
+    type_text(child, "(conversation compacted automatically) quoted")
+    submit(child, 3)
+    type_text(child, "plain")
+    submit(child, 4)
+    assert quit_demo(child) == 0
+    block = lambda value: f'<prompt-guard name="g">\ncompaction={value}\n</prompt-guard>\n\n'
+    assert world.messages() == [block("false") + "first (full)", block("true") + "after",
+                                "(conversation compacted automatically) quoted", "plain"]
+    rec = world.records()[-1]
+    assert [(i["message"], i["compaction"], i["status"]) for i in rec["injections"]] == [
+        (1, False, "submitted"), (2, True, "submitted")]
+    assert [(c["conversation"], c["how"]) for c in rec["compactions"]] == [(1, "automatic")]

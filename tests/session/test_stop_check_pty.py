@@ -122,6 +122,41 @@ def test_a_key_while_the_check_runs_cancels_the_continuation(world: World) -> No
     assert not_sent["status"] == "cancelled" and "typed" in not_sent["reason"]
 
 
+def test_a_continuation_the_users_command_overtook_lets_the_agent_stop_at_once(world: World) -> None:
+    """With `every_message` guards the next message is armed after a stop; a command typed
+    while the check runs (not submitted) puts the injector in another state. The continuation
+    is cancelled at once, so waiting_for_input fires while the command is still in the
+    composer (before: it sat in the queue until the composer was free, and every later stop
+    was skipped meanwhile)."""
+    go = world.tmp / "go"
+    decide = (f"while [ ! -e {go} ]; do sleep 0.05; done; echo 'go on'; exit 2")
+    world.hooks(WAITING.format(events=world.events) + toml_check(world.events, decide)
+                + '[[prompt_guard]]\nname = "each"\nevery_message = true\ncommand = "echo each"\n')
+    child = world.spawn()
+    ready(child)
+    type_text(child, "first")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("MOCK-REPLY-1")
+    world.wait_event("check 1 0")                  # the check runs (and waits for `go`)
+    type_text(child, "/mo")                        # a command, left in the composer
+    child.expect_exact("/mo")
+    go.touch()
+    world.wait_event("fired 1")                    # at once, the command still unsubmitted
+    for _ in range(3):
+        child.send("\x7f")
+    type_text(child, "second")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("MOCK-REPLY-2")
+    assert quit_demo(child) == 0
+    assert world.messages()[1].endswith("\nsecond")   # the user's message, with its block
+    rec = world.record()
+    assert rec["stop_check"]["continuations"] == []
+    (not_sent,) = rec["stop_check"]["not_sent"]
+    assert not_sent["status"] == "cancelled" and "typed" in not_sent["reason"]
+
+
 def test_text_left_in_the_composer_is_never_submitted(world: World) -> None:
     """Typed before the stop (the echo is the last output): the composer is not empty."""
     world.hooks(WAITING.format(events=world.events) + toml_check(world.events, ALWAYS_FAIL))

@@ -219,3 +219,37 @@ def test_a_waiting_hook_still_running_when_the_tool_quits_is_ended(world: World)
             os.killpg(pgid, 9)
         except ProcessLookupError:
             pass
+
+
+REASONS = '[waiting_for_input]\ncommand = "echo fired {{turn}} {{reason}} >> {events}"\nquiet_secs = 2\n'
+
+
+def wait_log(world: World, text: str, timeout: float = 60.0) -> None:
+    """Wait (generously) until the session log says `text`."""
+    end = time.monotonic() + timeout
+    while True:
+        logs = list(world.state.glob("wrapagent/projects/*/*/session.log"))
+        if logs and text in logs[0].read_text(errors="replace"):
+            return
+        assert time.monotonic() < end, f"{text!r} never in the session log"
+        time.sleep(0.05)
+
+
+def test_a_dialog_fires_at_once_with_reason_dialog_and_once(world: World) -> None:
+    world.hooks(REASONS.format(events=world.events))
+    child = world.spawn()
+    ready(child)
+    type_text(child, "(ask) run the tests")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("press Enter to allow")
+    world.wait_event("fired 1 dialog")
+    # the quiet wait that follows is the same wait: no second run for it
+    wait_log(world, "waiting_for_input already fired for the dialog")
+    child.send("\r")                          # allow: the agent works again, then replies
+    child.expect("MOCK-REPLY-1")
+    world.wait_event("fired 1 idle")
+    assert quit_demo(child) == 0
+    assert world.event_lines() == ["fired 1 dialog", "message 1", "reply 1", "fired 1 idle"]
+    (entry,) = [h for h in world.record()["hooks"] if h["name"] == "waiting_for_input"]
+    assert entry["runs"] == 2 and entry["reasons"] == {"dialog": 1, "idle": 1}
