@@ -1,4 +1,4 @@
-"""Hooks can always be stopped, and none outlives wrapagent (issue 20 §6).
+"""Hooks can always be stopped, and none outlives wrapagent.
 
 * The proxy's copy threads block HUP, INT, QUIT, TERM, WINCH; a guard thread
   started from one (after a conversation reset) handed that mask to every
