@@ -92,3 +92,25 @@ def test_export_md_same_shape_for_every_cli(cli_env, tool):
     seconds = sum(e[0] for e in events)
     print(f"\n{tool}: recording {info['bytes']} bytes ({info['gz_bytes']} gzip) over {seconds:.1f} s "
           f"= {info['bytes'] * 3600 / seconds / 1e6:.2f} MB/h raw, {info['gz_bytes'] * 3600 / seconds / 1e6:.2f} MB/h gzip")
+
+
+@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
+def test_a_cli_that_starts_first_gets_its_turn_marker(cli_env, tool):
+    """Nothing has to come before the tool (no hooks, checkpoints off): it starts before the
+    session's record, and the watch that marks turns comes later and catches up on its screen."""
+    spec = SPECS[tool]
+    cli_env.write_wrapagent_config(hooks_toml="[checkpoints]\nenabled = false\n")
+    args = cli_env.interactive_args()
+    term = cli_env.spawn(args)
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    converse(cli_env, term, FIRST)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap, timeout=60) == 0
+    record = cli_env.wait_session_record(args, timeout=60)
+    log = (Path(record["_path"]).parent / "session.log").read_text(errors="replace")
+    assert f"{tool} started first: nothing had to come before it" in log, log
+    path = Path((record.get("recording") or {}).get("file", ""))
+    _, events = cast_events(path)
+    markers = [e[2] for e in events if e[1] == "m"]
+    assert any(m.startswith("turn 1: export me the word") for m in markers), (markers, log)
+    assert record["turns"] and record["turns"][0]["n"] == 1, record.get("turns")

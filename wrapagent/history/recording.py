@@ -74,7 +74,7 @@ the copy fresh memory (page faults, cache misses), and a 30 MB `cat` held in mem
 slower than one spooled to the file, in the same run."""
 SPOOL_SUFFIX = ".spool"
 IOV_MAX = 512
-"""Chunks per `writev` (Linux allows 1024, macOS 1024)."""
+"""Chunks per `writev` (Linux and macOS both allow 1024)."""
 SPOOL_READ_BYTES = 4 * 1024 * 1024
 """The spool is read back and encoded this much at a time (memory, not speed)."""
 JOIN_SECS = 5.0
@@ -161,7 +161,8 @@ class Recorder:
         self._noted_dropped = 0
         self._spool_fd: int | None = None
         self._spooled: list[tuple] = []
-        """Writer thread: the events of the spool, in order: (at, length) for output, else as queued."""
+        """Writer thread: the spooled events, in order: output as (at, chunk) held in memory or
+        (at, length) in the spool file; resizes and markers as queued."""
         self._spool_bytes = 0
         self._spool_in_file = False
         """Some of the spooled output is in the spool file (the rest of the burst goes there too)."""
