@@ -8,7 +8,7 @@ clock like test_whole_session.py.
 
 from __future__ import annotations
 
-from test_whole_session import READY_SCREEN, Clock, Turns
+from test_conversations import READY_SCREEN, Clock, Turns
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.injector import FirstMessageInjector

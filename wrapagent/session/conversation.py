@@ -202,8 +202,9 @@ class Conversation:
 
             self.outgoing = Outgoing(adapter, rows, cols, wake=self.prefix.poke, log=live.record.log)
             self.gate = StopGate(live, stop_check, self.turns, self.outgoing,
-                                 self.firer.fire if self.firer is not None else None, sends=sends)
+                                 self._fire_idle if self.firer is not None else None, sends=sends)
             self.turns.fire = self.gate.stopped
+            self.turns.on_same_wait = self.gate.same_wait
         if sends:
             from wrapagent.session.send_channel import SendServer
 
@@ -223,6 +224,7 @@ class Conversation:
             on_compaction=self._compacted if resets and adapter.compact_commands else None,
             on_message=self._next_message if every else None, outgoing=self.outgoing,
             interrupts=interrupts, prompt_given=prompt_given)
+        self._watch_dialogs()
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -234,6 +236,8 @@ class Conversation:
         (after an argv prompt too: it is the first); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
+        from wrapagent.session.recorded import marks_turns
+
         first = plan is not None and plan.kind == "interactive"
         resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
                   and bool(live.launch.adapter.reset_commands))
@@ -253,7 +257,7 @@ class Conversation:
             first = resets = every = sends = undo = False
             stop_check = None
         if not (first or resets or every or wait_hook is not None or stop_check is not None or sends
-                or undo or live.recorder is not None):  # a recording marks each turn's start
+                or undo or (live.recorder is not None and marks_turns(live.launch, live.cfg))):  # a marker per turn
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
                    sends=sends, undo=undo)
@@ -360,6 +364,27 @@ class Conversation:
         self.turns.on_turn = on_turn
         return turns
 
+    def _watch_dialogs(self) -> None:
+        """With waiting_for_input and a followed screen, a dialog mid-turn fires it at once."""
+        view = self.interceptor.view
+        if self.firer is None or view is None:
+            return
+        from wrapagent.inject.dialog_watch import DialogWatch
+
+        firer, interceptor = self.firer, self.interceptor
+        interceptor.dialogs = DialogWatch(view, interceptor.dialog_turn(self.turns),
+                                          lambda turn: firer.fire(turn, "dialog"), log=self.live.record.log)
+
+    def _fire_idle(self, turn: int) -> None:
+        """The quiet wait: waiting_for_input with reason idle, unless it already fired for the
+        dialog still on screen (one notification per wait)."""
+        assert self.firer is not None
+        dialogs = self.interceptor.dialogs if hasattr(self, "interceptor") else None
+        if dialogs is not None and dialogs.showing:
+            self.live.record.log(f"turns: turn {turn}: waiting_for_input already fired for the dialog")
+            return
+        self.firer.fire(turn, "idle")
+
     def _turn_tracker(self, wait_hook, stop_check):
         from wrapagent.session.turns import TurnTracker
 
@@ -369,7 +394,7 @@ class Conversation:
         from wrapagent.session.recorded import on_turn
 
         tracker = TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
-                              self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+                              self._fire_idle if self.firer is not None else None, log=self.live.record.log)
         tracker.on_marker = on_turn(self.live)
         return tracker
 

@@ -69,3 +69,24 @@ def test_working(path: Path) -> None:
 def test_may_type_only_into_an_idle_empty_composer(path: Path) -> None:
     reading = model_for(path.parts[-3]).read(path.read_text(encoding="utf-8"))
     assert reading.idle_empty == (_state(path) == "empty"), reading
+
+
+def _compactions(path: Path) -> int:
+    """`auto-compacted` in a name: the screen shows the tool's own notice once (a `lookalike`
+    part after it only quotes the words); `compacting`: claude's spinner line while it compacts."""
+    return 1 if "auto-compacted" in path.stem or "compacting" in path.stem else 0
+
+
+def test_the_corpus_has_each_cli_s_compaction_notice_and_its_lookalike() -> None:
+    for tool in ("codex", "claude", "gemini", "opencode"):
+        mine = [p for p in SCREENS if p.parts[-3] == tool]
+        assert any(_compactions(p) for p in mine), tool
+        assert any("compacted-lookalike" in p.stem or "then-lookalike" in p.stem for p in mine), tool
+
+
+@pytest.mark.parametrize("path", SCREENS, ids=_id)
+def test_compaction_notices(path: Path) -> None:
+    """The tool's own compaction line where it drew one; never a user's message or a reply that
+    quotes it (the `lookalike` screens), never any other screen."""
+    model = model_for(path.parts[-3])
+    assert model.compaction_notices(path.read_text(encoding="utf-8")) == _compactions(path)

@@ -1,6 +1,6 @@
 """The injector for a whole session: resets re-arm injection, submissions are reported as turns.
 
-Driven with a fake clock, like test_injection.py; the PTY versions are in test_resets_pty.py.
+Driven with a fake clock, like test_injector.py; the PTY versions are in test_turns_pty.py.
 """
 
 from __future__ import annotations
@@ -360,6 +360,51 @@ def test_compact_gives_the_next_message_fresh_blocks_in_the_same_conversation() 
     assert [(r.conversation, r.message, r.compaction, r.status) for r in w.inj.reports] == [
         (1, 1, False, "submitted"), (1, 2, True, "submitted")]
     assert [(c["conversation"], c["how"]) for c in w.inj.compactions] == [(1, "/compact")]
+
+
+def auto_world() -> tuple[World, list[tuple[int, int]]]:
+    compacted: list[tuple[int, int]] = []
+    w = World()
+    w.inj = FirstMessageInjector(
+        adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: w.prefix, wake_fd=None,
+        clock=w.clock, turns=w.turns, on_reset=w.on_reset,
+        on_compaction=lambda c, m: (compacted.append((c, m)), setattr(w, "prefix", None)))
+    return w, compacted
+
+
+def tool_draws(w: World, data: bytes) -> None:
+    """The tool's output, then the followed screen caught up (its thread told the watch)."""
+    w.inj.on_output(data, w.clock.t)
+    assert w.inj.view is not None and w.inj.view.read(timeout=5.0) is not None
+    w.clock.t += 0.2
+    w.inj.poll(w.clock.t)
+
+
+def test_an_automatic_compaction_gives_the_next_message_fresh_blocks() -> None:
+    w, compacted = auto_world()
+    w.ready()
+    assert w.message(b"hello") == PASTED + b"hello\r"
+    tool_draws(w, b"\r\nreply: MOCK-REPLY-1\r\ndemo> ")
+    assert w.message(b"second") == b"second\r"
+    tool_draws(w, b"\r\n(conversation compacted automatically)\r\nreply: MOCK-REPLY-2\r\ndemo> ")
+    assert compacted == [(1, 2)] and w.inj.state == "armed"
+    w.prefix = PREFIX2
+    assert w.message(b"next") == b"\x1b[200~" + PREFIX2.encode() + b"\x1b[201~next\r"
+    tool_draws(w, b"\r\nreply: MOCK-REPLY-3\r\ndemo> ")
+    assert w.message(b"after") == b"after\r"
+    assert [(r.conversation, r.message, r.compaction, r.status) for r in w.inj.reports] == [
+        (1, 1, False, "submitted"), (1, 2, True, "submitted")]
+    assert [(c["conversation"], c["how"]) for c in w.inj.compactions] == [(1, "automatic")]
+
+
+def test_a_notice_outside_a_turn_or_after_a_typed_compact_is_no_automatic_one() -> None:
+    w, compacted = auto_world()
+    w.ready()
+    tool_draws(w, b"\r\n(conversation compacted automatically)\r\ndemo> ")  # no turn yet
+    assert w.message(b"hello") == PASTED + b"hello\r"
+    assert w.send(b"/compact\r") == b"/compact\r"
+    tool_draws(w, b"\r\n(conversation compacted automatically)\r\ndemo> ")
+    assert [c["how"] for c in w.inj.compactions] == ["/compact"] and compacted == [(1, 2)]
 
 
 def test_compact_typed_after_other_text_is_no_compaction() -> None:
