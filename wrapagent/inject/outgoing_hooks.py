@@ -10,7 +10,11 @@ mixin of `FirstMessageInjector`: it shares the injector's state.
 from __future__ import annotations
 
 from wrapagent.inject.keys import REPLY, tokenize
-from wrapagent.inject.states import ARMED, CHATTING
+from wrapagent.inject.states import ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, HOLD_STATES
+
+MID_MESSAGE = (COMMAND, *HOLD_STATES, AWAIT_SUBMIT)
+"""A later message (armed for its blocks) is being typed: wrapagent's own message waits for the
+next stop, as when the composer holds the user's text."""
 
 
 class OutgoingHooks:
@@ -41,12 +45,13 @@ class OutgoingHooks:
         assert outgoing is not None
         if not outgoing.busy and not outgoing.pending():
             return b""
-        if not outgoing.busy and self.state not in (CHATTING, ARMED):
+        typing = self.state in MID_MESSAGE and self._message > 1
+        if not outgoing.busy and self.state not in (CHATTING, ARMED) and not typing:
             outgoing.drop_overtaken()  # the user's keys own the composer: what they overtook is told so
             return b""
         # Unknown content (a key the keys cannot read) counts as text unless the screen can tell.
         unknown = self._composer.unknown and outgoing.screen is None
-        out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text or unknown)
+        out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text or unknown or typing)
         if outgoing.notice:
             self.screen_notice, outgoing.notice = outgoing.notice, b""
         if submitted and self.compaction_watch is not None:
