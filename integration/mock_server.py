@@ -68,9 +68,9 @@ TOOL_API = {"codex": "responses", "claude": "messages", "gemini": "gemini", "ope
 
 FULL_MARKER = "(full)"
 FULL_CONTEXT_TOKENS = 990_000
-"""Input tokens reported for a turn whose user text holds FULL_MARKER: above the auto-compaction
-threshold of claude's 200k window (and of the small limits the tests give codex, gemini and
-opencode in their configs), below the window itself."""
+"""Input tokens reported for a turn whose user text holds FULL_MARKER. claude 2.1.330 takes its
+model (claude-opus-5-5) for a 1M window: 190,000 did not make it compact, this does. gemini:
+above 0.5 of its 1,048,576 limit; codex and opencode: above the small limits the tests set."""
 PLAIN_INPUT_TOKENS = 10
 
 
