@@ -33,6 +33,12 @@ opens at once (headers and the first events), the text follows `think_secs`
 at which each turn's reply text was sent is kept (`reply_times`), so a test
 can order it against what happened in the terminal.
 
+A user turn whose text holds `(write /PATH TEXT)` or `(rm /PATH)` directives gets one tool
+call per directive first, made with the CLI's own tool (`mock_tools.py`: codex
+`exec_command`, claude `Write`/`Bash`, gemini `write_file`, opencode `write`), then its
+text reply once every result came back. The record's `tool_call` names the call sent
+(None for a text reply); the requests carrying tool results count as the same turn.
+
 Standalone: `python integration/mock_server.py [--port 0] [--log FILE]` prints
 `MOCK_URL=http://127.0.0.1:<port>` and serves until interrupted.
 """
@@ -49,6 +55,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+try:  # a module of the integration package, or run as a script from its folder
+    from .mock_tools import is_tool_call_message, is_tool_result_message, next_call, send_call
+except ImportError:
+    from mock_tools import is_tool_call_message, is_tool_result_message, next_call, send_call  # type: ignore[no-redef]
 
 REPLY_PREFIX = "MOCK-REPLY-"
 THINK_MARKER = "(think)"
@@ -152,14 +163,14 @@ def _last_user_texts(api: str, body: dict) -> list[str]:
         return []
     if api in ("messages", "chat"):
         for msg in reversed(body.get("messages") or []):
-            if isinstance(msg, dict) and msg.get("role") == "user":
+            if isinstance(msg, dict) and msg.get("role") == "user" and not is_tool_result_message(api, msg):
                 texts = _texts_of(msg.get("content"), ("text",))
                 if texts:
                     return texts
         return []
     if api == "gemini":
         for content in reversed(body.get("contents") or []):
-            if isinstance(content, dict) and content.get("role", "user") == "user":
+            if isinstance(content, dict) and content.get("role", "user") == "user" and not is_tool_result_message(api, content):
                 texts = [p["text"] for p in content.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
                 if texts:
                     return texts
@@ -198,9 +209,17 @@ def assistant_turns(api: str, body: dict) -> int:
             if isinstance(item, dict) and item.get("role") == "assistant" and item.get("type", "message") == "message"
         )
     if api in ("messages", "chat"):
-        return sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
+        return sum(
+            1
+            for m in body.get("messages") or []
+            if isinstance(m, dict) and m.get("role") == "assistant" and not is_tool_call_message(api, m)
+        )
     if api == "gemini":
-        return sum(1 for c in body.get("contents") or [] if isinstance(c, dict) and c.get("role") == "model")
+        return sum(
+            1
+            for c in body.get("contents") or []
+            if isinstance(c, dict) and c.get("role") == "model" and not is_tool_call_message(api, c)
+        )
     return 0
 
 
@@ -529,7 +548,10 @@ class _Handler(BaseHTTPRequestHandler):
             )
         else:
             reply = None
-        self._thinking = kind == "turn" and THINK_MARKER in (user_text or "")
+        call = next_call(api, body, user_text) if kind == "turn" else None
+        if call is not None:
+            reply = f"tool call {call.name} {json.dumps(call.arguments)}"
+        self._thinking = kind == "turn" and THINK_MARKER in (user_text or "") and call is None
         self._turn = turn
         self._input_tokens = usage_tokens(kind, user_text)
         entry = self.mock._record(
@@ -546,10 +568,13 @@ class _Handler(BaseHTTPRequestHandler):
                 "user_text": user_text,
                 "turn": turn,
                 "reply": reply,
+                "tool_call": None if call is None else {"name": call.name, "arguments": call.arguments},
             }
         )
-        self._seq = entry["seq"] if kind == "turn" else None
+        self._seq = entry["seq"] if kind == "turn" and call is None else None
         try:
+            if call is not None:
+                return send_call(self, api, body or {}, call)
             self._respond(api, path, body or {}, kind, reply or "")
         except (BrokenPipeError, ConnectionResetError):
             pass

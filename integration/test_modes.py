@@ -13,6 +13,11 @@ claude 2.1.330, `~/.claude/settings.json` `permissions.defaultMode` in manual (`
   `submitted`. Now: either a message carries the blocks verbatim, or the record does not
   claim it; and the message after the first one gets them when the first did not.
 
+- `test_claude_mode_switch_mid_session`: shift+tab switches modes during the session (manual,
+  then accept edits; after `/clear`, plan): the next message gets the blocks verbatim, a stop
+  check's continuation in plan mode reaches the model verbatim (its receipt held), and a message
+  after one more switch gets none.
+
 gemini in `--approval-mode auto_edit` and opencode's plan agent (`--agent plan`): one run each,
 the first message carries the blocks first, verbatim (opencode's plan agent may add its own
 reminder after the user's text).
@@ -160,3 +165,84 @@ def test_other_modes(cli_env, tool, args):
     cli_env.assert_run_clean(term.run)
     record = cli_env.sessions()[-1]
     assert record["injection"]["status"] == "submitted"
+
+
+SHIFT_TAB = b"\x1b[Z"
+
+
+def footer_mode(term) -> str | None:
+    """The mode claude's footer shows (a key of FOOTER), None if none does."""
+    bottom = "\n".join(term.screen_text().rstrip().splitlines()[-3:])
+    return next((mode for mode, text in FOOTER.items() if text in bottom), None)
+
+
+def switch_mode(term) -> str:
+    """shift+tab once; the mode the footer shows after it (it must change)."""
+    before = footer_mode(term)
+    term.key(SHIFT_TAB, after=0.2)
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        now = footer_mode(term)
+        if now is not None and now != before:
+            term.wait_quiet(0.5, timeout=15)
+            return now
+        time.sleep(0.05)
+    raise AssertionError(f"shift+tab did not change the mode from {before}:\n{term.screen_text()}")
+
+
+def stop_block(text: str) -> str:
+    return f'<prompt-guard name="stop_check">\n{text}\n</prompt-guard>'
+
+
+STOP_CHECK = """
+[stop_check]
+command = '''cat >/dev/null; if [ -e {fail} ]; then rm -f {fail}; echo 'the tests fail: fix them'; exit 2; fi; exit 0'''
+max_continues = 2
+"""
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("tool", ["claude"])
+def test_claude_mode_switch_mid_session(cli_env, tool):
+    claude_profile(cli_env, "default", nudge_answered=True)
+    fail = cli_env.root / "fail-once"
+    cli_env.write_wrapagent_config(hooks_toml=HOOKS + STOP_CHECK.format(fail=fail), config_toml=CONFIG)
+    spec, mock = cli_env.spec, cli_env.mock
+    term = cli_env.spawn()
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    assert footer_mode(term) == "default"
+    term.wait_quiet(spec.settle, timeout=10)
+    send(term, "first in manual mode")
+    assert mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout) == [BLOCKS + "first in manual mode"]
+    term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=20)
+
+    # mid-session: a switch, the reset, another switch on the fresh conversation's empty composer
+    assert switch_mode(term) == "acceptEdits"
+    send(term, "/clear")
+    term.wait_quiet(1.0, timeout=20)
+    assert switch_mode(term) == "plan"
+    fail.touch()                                   # the stop check fails once after this turn
+    send(term, "after the switches")
+    texts = mock.wait_for_turns(3, api=spec.api, timeout=spec.reply_timeout + 30)
+    assert texts[1:] == [BLOCKS + "after the switches", stop_block("the tests fail: fix them")], mock.summary()
+    assert mock.turn_requests(api=spec.api)[1]["turn"] == 1, "the reset did not start a new conversation"
+    term.wait_for("MOCK-REPLY-2", timeout=spec.reply_timeout)   # the reply to the continuation
+    term.wait_quiet(1.0, timeout=20)
+    assert footer_mode(term) == "plan"
+
+    # one more switch, a plain message of the same conversation: no blocks
+    switch_mode(term)
+    send(term, "a plain one")
+    texts = mock.wait_for_turns(4, api=spec.api, timeout=spec.reply_timeout)
+    assert texts[3] == "a plain one", mock.summary()
+    term.wait_for("MOCK-REPLY-3", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=20)
+
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = cli_env.sessions()[-1]
+    assert [(i["conversation"], i["status"]) for i in record["injections"]] == [(1, "submitted"), (2, "submitted")]
+    entry = record["stop_check"]
+    assert [c["text"] for c in entry["continuations"]] == [stop_block("the tests fail: fix them")]
+    assert not entry.get("not_sent"), entry

@@ -333,3 +333,83 @@ def test_claude_resume_picker_is_a_dialog() -> None:
     w.wait(bound(w) * 5)
     assert w.inj.state == "starting"
     assert w.inj.on_input(b"h", w.clock.t) == b"h"
+
+
+# claude 2.1.330 at start-up (measured in every permission mode, integration/test_modes.py): a first
+# frame with the composer between its rules and the mode alone in the footer; then, on a profile
+# that never answered it, a question over the composer; only then the footer's key hint.
+CLAUDE_RULE = "\u2500" * 60
+
+
+def claude_frame(composer: str = "", hint: bool = True) -> bytes:
+    footer = "  \u23f8 plan mode on" + (" (shift+tab to cycle) \u00b7 \u2190 for agents" if hint else "")
+    return ("\x1b[2J\x1b[H \u2590\u259b\u2588\u2588\u2588\u259b\u2588   Claude Code v2.1.330\r\n\r\n"
+            f"{CLAUDE_RULE}\r\n\u276f {composer}\r\n{CLAUDE_RULE}\r\n{footer}").encode()
+
+
+CLAUDE_NUDGE = ("\x1b[2J\x1b[H Claude Code v2.1.330\r\n\r\n" + CLAUDE_RULE + "\r\n"
+                "  Make auto mode your default permission mode?\r\n"
+                "  Auto mode lets Claude handle permission prompts automatically.\r\n"
+                "  \u276f Yes, set auto mode as my default permission mode\r\n"
+                "    No, keep plan mode\r\n").encode()
+
+
+def test_claude_first_frame_is_not_its_ready_screen() -> None:
+    """Its composer is drawn and empty (the screen model's structure says so), but the key hint
+    is not there yet: neither the structure nor a short quiet may take it for ready. Before, the
+    structure did, and the blocks were typed into the question that came next."""
+    w = World("claude")
+    w.output(BP + claude_frame(hint=False))
+    w.wait(1.3)                                   # longer than claude took to ask, on a loaded box
+    assert w.inj.state == "starting"
+    assert w.inj.on_input(b"h", w.clock.t) == b"h"  # a key there passes: it fires no rule
+    assert w.inj.state == "starting"
+    w.output(CLAUDE_NUDGE)
+    w.wait(bound(w) * 3)
+    assert w.inj.state == "starting"
+    assert w.inj.on_input(b"\r", w.clock.t) == b"\r"  # (the answer)
+    w.output(claude_frame())
+    w.wait(0.2)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "marker"
+
+
+def test_claude_ready_before_the_echo_of_keys_typed_on_its_first_frame() -> None:
+    """The key hint came while the first keys typed on the first frame were not echoed yet (claude
+    echoes ~100 ms late): the ready screen shows an empty composer. Before, the next key got the
+    blocks in the middle of the message (`ty<system-reminder>…ped at once`)."""
+    w = World("claude")
+    w.output(BP + claude_frame(hint=False))
+    w.wait(0.3)
+    assert w.inj.on_input(b"t", w.clock.t) == b"t"
+    w.clock.t += 0.03
+    assert w.inj.on_input(b"y", w.clock.t) == b"y"
+    w.clock.t += 0.02
+    w.output(claude_frame())                      # the hint, the composer still drawn empty
+    w.clock.t += 0.01
+    assert w.inj.on_input(b"p", w.clock.t) == b"p"  # not held: no blocks go in front of it
+    w.wait(0.1)
+    assert w.inj.state == "starting"
+    w.output(claude_frame("typ"))                 # the echo
+    w.wait(0.2)
+    assert w.inj.state == "command"               # a message begun: it goes without the blocks
+    assert any("typed before the composer was ready" in n for n in w.inj.report.notes)
+    for key in (b"ed", b" at once", b"\r"):
+        assert w.inj.on_input(key, w.clock.t) == key
+    assert w.inj.state == "armed"                 # and the next message gets them
+    out = w.inj.on_input(b"n", w.clock.t)
+    assert out == b"" and w.inj.state == "holding"
+
+
+def test_keys_on_claude_first_frame_that_never_show_do_not_stop_readiness() -> None:
+    """Keys that went elsewhere (a start-up question took them): waited for TYPED_ECHO_SECS at most."""
+    from wrapagent.inject.readiness import TYPED_ECHO_SECS
+
+    w = World("claude")
+    w.output(BP + claude_frame(hint=False))
+    w.wait(0.3)
+    assert w.inj.on_input(b"ab", w.clock.t) == b"ab"
+    w.output(claude_frame())
+    w.wait(0.1)
+    assert w.inj.state == "starting"
+    w.wait(TYPED_ECHO_SECS)
+    assert w.inj.state == "armed" and w.inj.report.ready_by == "marker"

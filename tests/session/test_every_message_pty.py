@@ -13,7 +13,8 @@ import time
 
 from wrapagent.commands.sessions_show import render_show
 
-from test_turns_pty import World, command, quit_demo, ready, say, world  # noqa: F401 - fixture
+from pty_session import quit_demo, say
+from test_turns_pty import World, command, ready, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 

@@ -37,12 +37,15 @@ class Conversations:
             if (before == CHATTING or later) and self.on_reset is not None:
                 self._new_conversation(sub.text.strip(), now)
             return
-        if self.turns is None:
-            return
-        if sub.empty:
-            self.turns.resumed(now)
-        else:
-            self.turns.submitted(now, sub.text)
+        if self.turns is not None:
+            if sub.empty:
+                if before != WAIT_READY:  # (a new conversation has no turn to resume: the Enter
+                    self.turns.resumed(now)  # answered the reset's own question, codex's `/new`)
+            else:
+                self.turns.submitted(now, sub.text)
+        if before == CHATTING and self._message == 1 and not self.inject and not self.prompt_given \
+                and self.on_message is not None:
+            self._next_message()  # no blocks for the first message, but a later one may get some
 
     def _prompt_submitted(self, now: float) -> None:
         """The tool is up with the command line's prompt submitted: it is the first turn, and with

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 
-from wrapagent.inject.states import CHATTING, WAIT_READY
+from wrapagent.inject.states import CHATTING, STARTING, WAIT_READY
 
 READY_CHECK_INTERVAL = 0.05
 
@@ -46,6 +46,12 @@ FIRST_KEY_QUIET_SECS = 0.5
 """A first message key while output has been quiet this long (bracketed paste on, something
 drawn, not a dialog, no marker) makes the generic rule fire at once instead of at the bound.
 The longest quiet stretch measured on a drawn screen before a composer was 0.32 s."""
+
+TYPED_ECHO_SECS = 0.5
+"""Keys typed while the tool starts show in its composer within this long (claude echoes typed
+input 94-163 ms late, it batches input to find pastes; more on a loaded machine). Until then the
+ready screen cannot tell whether they began a message (the blocks must not go in the middle of
+it) or went elsewhere (a start-up question's answer): readiness waits for the echo."""
 
 _POINTER = r"[›❯●◉▶►→]"
 _DIALOG = re.compile(
@@ -94,6 +100,9 @@ class Readiness:
         if now - self.last_output < quiet:
             self._next_check = self.last_output + quiet
             return
+        if self._typed_unseen(now):
+            self._next_check = self._typed_at + TYPED_ECHO_SECS
+            return
         if self._screen_dirty:
             self._screen_dirty = False
             if self._screen_ready():
@@ -106,6 +115,19 @@ class Readiness:
         if self._generic_ready():
             self._became_ready(now, "generic")
 
+    def _typed_unseen(self, now: float) -> bool:
+        """Text typed on the tool's composer while it started, under TYPED_ECHO_SECS ago, that its
+        screen does not show yet: where it went is not known, so it is not taken for ready yet.
+
+        claude draws its composer before it is ready (`_markers_in_part`); a person types there.
+        If the footer's key hint came before the first of those keys were echoed, the ready screen
+        showed an empty composer and the blocks went in after them. Keys typed before any
+        composer was drawn are not waited for: they answer start-up dialogs, or are lost.
+        """
+        if self.state != STARTING or not self._composer.has_text or now - self._typed_at >= TYPED_ECHO_SECS:
+            return False
+        return not (self._typed_on_screen() or self._ready_screen_holds_text())
+
     def _ready_on_key(self, data: bytes, now: float) -> bool:
         """The user's first message key came before the bound: fire the generic rule now if it holds.
 
@@ -114,7 +136,7 @@ class Readiness:
         the blocks on every release whose markers changed.
         """
         since = max(self.last_output, self._reset_at) if self.state == WAIT_READY else self.last_output
-        if self._fallback_due() is None or now - since < FIRST_KEY_QUIET_SECS:
+        if self._fallback_due() is None or now - since < FIRST_KEY_QUIET_SECS or self._typed_unseen(now):
             return False
         if self.state == WAIT_READY and self.last_output <= self._reset_at:
             return False  # nothing drawn since the reset: the timer path would never fire either
@@ -142,6 +164,23 @@ class Readiness:
             return False
         lines = typed.splitlines()
         return bool(lines) and lines[-1].strip()[-30:] in self.screen.text()
+
+    def _typed_at_cursor(self) -> bool:
+        """An unknown TUI: text typed on its drawn screen before the quiet check is a begun
+        message when the screen shows it right before the cursor (any length: `0`, `y` typed
+        into its composer); else those keys answered whatever was drawn (a start-up question)."""
+        composer = self._composer
+        if not self._typed_on_drawn or not composer.has_text or composer.in_paste:
+            return False
+        typed = composer.typed.rstrip("\r\n").splitlines()
+        return bool(typed) and bool(typed[-1].strip()) and self.screen.before_cursor().endswith(typed[-1].rstrip())
+    def _composer_drawn(self) -> bool:
+        """The screen so far shows the tool's composer (by its shape), ready or not."""
+        if self.model.shape is None:
+            return False
+        from wrapagent.inject.screen_model import EMPTY, TEXT
+
+        return self.model.read(self.screen.text()).composer in (EMPTY, TEXT)
 
     def _markers_in_part(self) -> bool:
         """Some of the markers show, not all: the tool's own screen, still being drawn.
@@ -176,9 +215,13 @@ class Readiness:
             return True
         # The tool's empty composer found by its shape, where the marker text is gone (opencode's
         # `Ask anything` placeholder in a continued session): its own marker too, by structure.
+        # Not while only some of the markers show: that is the tool's screen still being drawn
+        # (claude's first frame has its composer and rules, and a start-up question may still
+        # come over it before the footer's key hint).
         from wrapagent.inject.screen_model import EMPTY
 
-        return self.model.shape is not None and reading.composer == EMPTY and not reading.working
+        return (self.model.shape is not None and reading.composer == EMPTY and not reading.working
+                and not self._markers_in_part())
 
     def _dialog_up(self, text: str) -> bool:
         """A dialog by the screen's structure (`screen_model.py`): the tool's composer is not at
@@ -205,7 +248,7 @@ class Readiness:
         self._screen_dirty = False
         self._next_check = None
         self.watch_output = self._keep_watching
-        self._typed_shown = self._typed_on_screen()
+        self._typed_shown = self._typed_on_screen() or self._typed_at_cursor()
         self.screen.close()
         self.report.ready_by = by
         if by == "generic" and self._current_patterns():

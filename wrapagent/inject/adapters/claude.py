@@ -21,6 +21,10 @@ ADAPTER = Adapter(
     # (`? for shortcuts` in manual mode, `(shift+tab to cycle)` in the others). Keys written
     # into that first frame went into the dialog (measured on 2.1.330 in every permission mode).
     ready_patterns=(r"❯", r"\? for shortcuts|shift\+tab to cycle"),
+    # The generic rule's bound: longer than the quiet stretch between that first frame and the
+    # start-up question (up to 1.26 s measured on a loaded 2-core machine; at 1 s the blocks
+    # went into the question).
+    fallback_quiet_secs=3.0,
     delivery="typed",
     typed_chunk_bytes=256,
     typed_gap_secs=0.03,

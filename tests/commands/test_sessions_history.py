@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands.test_sessions_cmd import WRAPAGENT, history_world, run
+from tests.commands.test_sessions import WRAPAGENT, history_world, run
 
 
 class _Terminal(io.StringIO):

@@ -19,7 +19,8 @@ import pexpect
 
 from wrapagent.commands.sessions_show import render_show
 
-from test_turns_pty import World, quit_demo, ready, say, type_text, world  # noqa: F401 - fixture
+from pty_session import quit_demo, say, type_text
+from test_turns_pty import World, ready, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 
@@ -293,3 +294,34 @@ def test_a_session_that_is_not_interactive_is_refused(world: World) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def log_lines(world: World) -> list[str]:
+    return (session_dir(world) / "session.log").read_text(errors="replace").splitlines()
+
+
+def test_a_send_after_an_answered_prompt_waits_for_the_resumed_turns_stop(world: World) -> None:
+    """The user allows the agent's tool with Enter: it works again in the same turn, so a send
+    that comes now is typed only after that turn's stop, never into the working agent."""
+    world.hooks(SEND + WAITING.format(events=world.events))
+    child = world.spawn("--think-secs", "4")
+    ready(child)
+    socket_of(world)
+    submit(child, "(ask) run the tests")
+    child.expect("press Enter to allow")
+    wait_log(world, "turns: turn 1: the agent waits")   # stopped at its permission prompt
+    child.send("\r")                              # allowed: it thinks, then replies
+    child.expect("thinking")
+    done = send(world, "from outside")
+    assert done.returncode == 0, done.stderr
+    child.expect("MOCK-REPLY-2")
+    assert quit_demo(child) == 0
+    assert world.messages() == ["(ask) run the tests", "from outside"]
+    assert agent_events(world)[:4] == ["message 1", "reply 1", "message 2", "reply 2"]
+    lines = log_lines(world)
+    waits = [i for i, line in enumerate(lines) if "turns: turn 1: the agent waits" in line]
+    (submitted,) = [i for i, line in enumerate(lines) if "send: message submitted" in line]
+    assert len(waits) == 2 and waits[1] < submitted, "\n".join(lines)
+    assert not any("outgoing:" in line for line in lines[:waits[1]]), "\n".join(lines)
+    (sent,) = world.record()["sent"]
+    assert sent["status"] == "delivered" and sent["turn"] == 2

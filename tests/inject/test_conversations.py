@@ -1,6 +1,6 @@
 """The injector for a whole session: resets re-arm injection, submissions are reported as turns.
 
-Driven with a fake clock, like test_injection.py; the PTY versions are in test_resets_pty.py.
+Driven with a fake clock, like test_injector.py; the PTY versions are in test_turns_pty.py.
 """
 
 from __future__ import annotations

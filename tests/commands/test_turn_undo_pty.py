@@ -8,7 +8,6 @@ Conditions are waited for (a checkpoint ref appearing, a reply on screen), never
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pexpect
 import pytest
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
+from pty_session import say, session_env, spawn_wrapagent
 
 
 class World:
@@ -31,18 +31,10 @@ class World:
             d.mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(self.project)], check=True)
         (self.project / "README.md").write_text("readme\n")
-        self.env = {k: v for k, v in os.environ.items()
-                    if k not in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT")}
-        self.env.update(HOME=str(tmp / "home"), XDG_CONFIG_HOME=str(self.config), XDG_STATE_HOME=str(self.state),
-                        XDG_DATA_HOME=str(tmp / "data"), WRAPAGENT_DEMO_LOG=str(self.demo_log),
-                        TERM="xterm-256color")
+        self.env = session_env(tmp, WRAPAGENT_DEMO_LOG=str(self.demo_log))
 
     def spawn(self) -> pexpect.spawn:
-        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo"], env=self.env, cwd=str(self.project),
-                              dimensions=(30, 120), timeout=60)
-        child.delayafterclose = 0
-        child.delayafterterminate = 0
-        return child
+        return spawn_wrapagent("demo", env=self.env, cwd=self.project, dimensions=(30, 120))
 
     def wrapagent(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "wrapagent", *args], cwd=self.project, env=self.env,
@@ -64,16 +56,6 @@ class World:
 
     def messages(self) -> list[str]:
         return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
-
-
-def say(child: pexpect.spawn, text: str, n: int) -> None:
-    for ch in text:
-        child.send(ch)
-        time.sleep(0.01)
-    time.sleep(0.2)
-    child.send("\r")
-    child.expect(f"MOCK-REPLY-{n}")
-    child.expect("demo> ")
 
 
 @pytest.fixture

@@ -1,21 +1,23 @@
-"""Built-in guards against real temporary git repositories."""
+"""The git built-ins (branch_protection, git_status, dirty_tree, git_diff, recent_commits) against real
+temporary repositories; jj's note; every failure silent.
+
+(The other built-ins' tests are beside their modules: test_environment.py, test_files.py; the
+argument schema's in test_schema.py, the cap in test_truncate.py.)
+"""
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 import subprocess
 import time
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psutil
 import pytest
 
-from wrapagent.hooks.builtins import BUILTIN_NAMES, TRUNCATED, cap_text, run_builtin, validate_args
-from wrapagent.hooks.builtins import environment, gitrun
-from wrapagent.hooks.context import GuardContext
+from builtin_repos import (commit, ctx_for, fake_tool, git, isolated_git, make_repo,  # noqa: F401 - autouse
+                           no_git_path, run, with_remote)
+from wrapagent.hooks.builtins import TRUNCATED, gitrun, run_builtin
 
 PROTECTED = (
     'You are on branch "main", which is protected. Do not commit to it: '
@@ -23,167 +25,12 @@ PROTECTED = (
 )
 
 
-# --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user/system git config, fixed identity and dates: reproducible repos."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
-    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(home))  # no sample hooks to copy: faster init
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Ada")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "ada@example.com")
-        monkeypatch.setenv(f"GIT_{who}_DATE", "2024-05-01T12:00:00+00:00")
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "advice.detachedHead=false", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    ).stdout
-
-
-def commit(repo: Path, name: str, content: str, message: str) -> None:
-    (repo / name).parent.mkdir(parents=True, exist_ok=True)
-    (repo / name).write_text(content)
-    git(repo, "add", name)
-    git(repo, "commit", "-q", "-m", message)
-
-
-def make_repo(path: Path, *, commits: int = 1, branch: str = "main") -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", branch)
-    if commits:
-        commit(path, "README.md", "readme 0\n", "commit 0")
-    for i in range(1, commits):  # one fork per extra commit keeps the suite fast
-        git(path, "commit", "-q", "--allow-empty", "-m", f"commit {i}")
-    return path
-
-
-def with_remote(tmp_path: Path) -> tuple[Path, Path]:
-    """A repo tracking origin/main in a bare remote, in sync."""
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    repo = make_repo(tmp_path / "repo")
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "-u", "origin", "main")
-    return repo, remote
-
-
-def ctx_for(root: Path, *, resume: bool = False, cwd: Path | None = None) -> GuardContext:
-    return GuardContext(project_root=root, cwd=cwd or root, tool="codex", session_id="s1", is_resume=resume)
-
-
-def run(name: str, root: Path, resume: bool = False, **args: object) -> str:
-    return run_builtin(name, args, ctx_for(root, resume=resume), timeout=60)  # a loaded machine's git
-
-
-def no_git_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    empty = tmp_path / "empty-bin"
-    empty.mkdir(exist_ok=True)
-    monkeypatch.setenv("PATH", str(empty))
-
-
-def fake_tool(tmp_path: Path, name: str, script: str) -> Path:
-    bindir = tmp_path / "fake-bin"
-    bindir.mkdir(exist_ok=True)
-    exe = bindir / name
-    exe.write_text("#!/bin/sh\n" + script)
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return bindir
-
-
 GIT_NAMES = ("branch_protection", "dirty_tree", "git_status", "git_diff", "recent_commits")
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def test_names_are_the_documented_set() -> None:
-    assert set(BUILTIN_NAMES) == {
-        "branch_protection", "dirty_tree", "git_status", "git_diff", "recent_commits",
-        "environment", "date", "directory_listing", "prompt_files",
-    }
-
-
-def test_validate_fills_defaults_and_lists_become_tuples() -> None:
-    assert validate_args("git_diff", {}) == {"mode": "stat", "max_bytes": 8000}
-    assert validate_args("branch_protection", {}) == {"branches": ("main", "master", "dev", "develop")}
-    assert validate_args("branch_protection", {"branches": ["trunk"]}) == {"branches": ("trunk",)}
-    assert validate_args("dirty_tree", {"always": True}) == {"always": True, "max_bytes": 4000}
-    assert validate_args("recent_commits", {"count": 3})["count"] == 3
-    assert validate_args("directory_listing", {}) == {"depth": 2, "max_entries": 200}
-    assert validate_args("environment", {}) == {}
-
-
-def test_validate_unknown_builtin_lists_known_names() -> None:
-    with pytest.raises(ValueError) as err:
-        validate_args("x", {})
-    assert str(err.value) == f'unknown built-in guard "x"; known: {", ".join(BUILTIN_NAMES)}'
-
-
-@pytest.mark.parametrize(
-    ("name", "args", "message"),
-    [
-        ("git_status", {"max_bytes": "x"}, 'args.max_bytes: expected a positive integer, got "x"'),
-        ("git_status", {"max_bytes": 0}, "args.max_bytes: expected a positive integer, got 0"),
-        ("git_status", {"max_bytes": True}, "args.max_bytes: expected a positive integer, got true"),
-        ("git_status", {"max_bytes": 1.5}, "args.max_bytes: expected a positive integer, got 1.5"),
-        ("dirty_tree", {"always": "yes"}, 'args.always: expected true or false, got "yes"'),
-        ("git_diff", {"mode": "patch"}, 'args.mode: expected "stat" or "full", got "patch"'),
-        ("branch_protection", {"branches": "main"}, 'args.branches: expected a list of strings, got "main"'),
-        ("branch_protection", {"branches": ["main", 3]}, "args.branches[1]: expected a non-empty string, got 3"),
-        ("git_status", {"depth": 1}, 'args.depth: unknown option for built-in "git_status"; known: max_bytes'),
-        ("date", {"format": "x"}, 'args.format: unknown option for built-in "date"; known: none'),
-        ("prompt_files", {}, 'args.files: required by built-in "prompt_files"'),
-        ("prompt_files", {"files": []}, "args.files: expected at least one file name"),
-    ],
-)
-def test_validate_rejects_with_key_named(name: str, args: dict, message: str) -> None:
-    with pytest.raises(ValueError) as err:
-        validate_args(name, args)
-    assert str(err.value) == message
-
-
-@pytest.mark.parametrize("bad", ["../secrets", "/etc/passwd", "docs/../../x", "~/notes.md"])
-def test_validate_refuses_paths_escaping_the_root(bad: str) -> None:
-    with pytest.raises(ValueError, match=r"^args\.files\[0\]: expected a path relative to the project root"):
-        validate_args("prompt_files", {"files": [bad]})
 
 
 def test_run_builtin_validates_too() -> None:
     with pytest.raises(ValueError, match="unknown built-in"):
         run_builtin("nope", {}, ctx_for(Path("/")))
-
-
-# --------------------------------------------------------------------------- cap_text
-
-
-def test_cap_text_cuts_at_line_boundary_within_budget() -> None:
-    text = "\n".join(f"line {i:02d}" for i in range(20))
-    out = cap_text(text, 40)
-    assert out == "line 00\nline 01\nline 02\n" + TRUNCATED
-    assert len(out.encode()) <= 40
-    assert cap_text("short", 40) == "short"
-    assert cap_text("x" * 100, 5) == TRUNCATED
-
-
-def test_cap_text_never_splits_a_multibyte_character() -> None:
-    out = cap_text("é" * 100, 30)  # one long line: cut inside the line
-    assert out.endswith(TRUNCATED)
-    assert len(out.encode()) <= 30
-    out.encode("utf-8")  # valid
 
 
 # --------------------------------------------------------------------------- outside git
@@ -574,141 +421,6 @@ def test_recent_commits_default_count_and_empty_repo(tmp_path: Path) -> None:
     assert run("recent_commits", make_repo(tmp_path / "empty", commits=0)) == ""
 
 
-# --------------------------------------------------------------------------- environment, date
-
-PINNED = datetime(2026, 3, 4, 5, 6, tzinfo=timezone(timedelta(hours=1), "CET"))
-
-
-def test_date(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(environment, "_now", lambda: PINNED)
-    monkeypatch.setenv("TZ", "Europe/Paris")
-    assert run("date", tmp_path) == "Today's date: 2026-03-04 (Wednesday), time zone Europe/Paris (UTC+01:00)."
-
-
-def test_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(environment, "_now", lambda: PINNED)
-    monkeypatch.setenv("TZ", "CET")
-    monkeypatch.setenv("SHELL", "/bin/zsh")
-    sub = tmp_path / "src"
-    out = run_builtin("environment", {}, ctx_for(tmp_path, cwd=sub)).splitlines()
-    assert out[0].startswith(f"OS: {os.uname().sysname} ")
-    assert out[1:] == [
-        f"Architecture: {os.uname().machine}",
-        "Shell: /bin/zsh",
-        f"Working directory: {sub}",
-        f"Project root: {tmp_path}",
-        "Date: 2026-03-04 05:06 (Wednesday), time zone CET (UTC+01:00)",
-    ]
-
-
-# --------------------------------------------------------------------------- directory_listing
-
-
-def test_directory_listing_in_git_ignores_ignored(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
-    for name in ("src/pkg/a.py", "src/pkg/b.py", "src/pkg/deep/c.py", "src/main.py", "docs/x.md"):
-        commit(repo, name, "x\n", f"add {name}")
-    (repo / ".gitignore").write_text("node_modules/\n*.log\n")
-    (repo / "node_modules" / "lib").mkdir(parents=True)
-    (repo / "node_modules" / "lib" / "i.js").write_text("")
-    (repo / "debug.log").write_text("")
-    (repo / "new.txt").write_text("")
-    assert run("directory_listing", repo) == "\n".join(
-        [
-            f"Project files under {repo} (2 levels; files tracked or not ignored by git):",
-            "docs/",
-            "  x.md",
-            "src/",
-            "  pkg/ (3 files)",
-            "  main.py",
-            ".gitignore",
-            "README.md",
-            "new.txt",
-        ]
-    )
-
-
-def test_directory_listing_reduces_depth_then_truncates(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
-    for d in range(3):
-        for f in range(5):
-            (repo / f"d{d}").mkdir(exist_ok=True)
-            (repo / f"d{d}" / f"f{f}.txt").write_text("")
-    out = run("directory_listing", repo, max_entries=6).splitlines()
-    assert out[0] == f"Project files under {repo} (1 level, reduced from 2 to fit 6 entries; files tracked or not ignored by git):"
-    assert out[1:] == ["d0/ (5 files)", "d1/ (5 files)", "d2/ (5 files)", "README.md"]
-    out = run("directory_listing", repo, max_entries=2, depth=1).splitlines()
-    assert out[1:] == ["d0/ (5 files)", "d1/ (5 files)", "… (truncated: 2 more entries)"]
-
-
-def test_directory_listing_outside_git_walks_and_skips_dot_dirs(tmp_path: Path) -> None:
-    root = tmp_path / "plain"
-    for name in ("a/b/c/deep.txt", "a/top.txt", ".cache/x", "node_modules/m/i.js", "z.txt", ".env"):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text("")
-    (root / "emptydir").mkdir()
-    assert run("directory_listing", root) == "\n".join(
-        [
-            f"Project files under {root} (2 levels; dot-directories skipped):",
-            "a/",
-            "  b/",
-            "  top.txt",
-            "emptydir/",
-            ".env",
-            "z.txt",
-        ]
-    )
-
-
-def test_directory_listing_non_ascii(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
-    (repo / "données").mkdir()
-    (repo / "données" / "été.csv").write_text("")
-    assert "données/\n  été.csv" in run("directory_listing", repo)
-
-
-# --------------------------------------------------------------------------- prompt_files
-
-
-def test_prompt_files_headers_and_missing_skipped(tmp_path: Path) -> None:
-    (tmp_path / "AGENTS.md").write_text("Use tabs.\n")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "STYLE.md").write_text("Be brief.\n\n")
-    out = run("prompt_files", tmp_path, files=["AGENTS.md", "MISSING.md", "docs/STYLE.md"])
-    assert out == "== AGENTS.md ==\nUse tabs.\n\n== docs/STYLE.md ==\nBe brief."
-
-
-def test_prompt_files_nothing_found(tmp_path: Path) -> None:
-    assert run("prompt_files", tmp_path, files=["AGENTS.md"]) == ""
-
-
-def test_prompt_files_refuses_symlink_escaping_root(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (tmp_path / "secret.txt").write_text("secret\n")
-    (root / "AGENTS.md").symlink_to(tmp_path / "secret.txt")
-    (root / "inside.md").write_text("ok\n")
-    (root / "LINK.md").symlink_to(root / "inside.md")
-    out = run("prompt_files", root, files=["AGENTS.md", "LINK.md"])
-    assert out == "== LINK.md ==\nok"
-
-
-def test_prompt_files_skips_binary_and_directories(tmp_path: Path) -> None:
-    (tmp_path / "bin.md").write_bytes(b"\x00\x01")
-    (tmp_path / "dir.md").mkdir()
-    assert run("prompt_files", tmp_path, files=["bin.md", "dir.md"]) == ""
-
-
-def test_prompt_files_capped(tmp_path: Path) -> None:
-    (tmp_path / "AGENTS.md").write_text("".join(f"rule {i}\n" for i in range(1000)))
-    (tmp_path / "B.md").write_text("never reached\n")
-    out = run("prompt_files", tmp_path, files=["AGENTS.md", "B.md"], max_bytes=100)
-    assert len(out.encode()) <= 100
-    assert out.startswith("== AGENTS.md ==\nrule 0\nrule 1\n")
-    assert out.endswith("\n" + TRUNCATED)
-    assert "B.md" not in out
-
-
 # --------------------------------------------------------------------------- jj
 
 
@@ -725,14 +437,6 @@ def test_jj_only_repo_uses_jj_status(tmp_path: Path, monkeypatch: pytest.MonkeyP
     bindir = fake_tool(tmp_path, "jj", 'echo "Working copy changes:"; echo "M src/a.rs"\n')
     monkeypatch.setenv("PATH", str(bindir))
     assert run("git_status", root) == "Version control: Jujutsu (jj).\nWorking copy changes:\nM src/a.rs"
-
-
-def test_validated_args_validate_again_unchanged() -> None:
-    """guards.py hands the loader's validated args (tuples) back to run_builtin."""
-    for name in BUILTIN_NAMES:
-        raw = {"files": ["AGENTS.md"]} if name == "prompt_files" else {}
-        once = validate_args(name, raw)
-        assert validate_args(name, once) == once
 
 
 def test_dirty_tree_tiny_cap_is_still_respected(tmp_path: Path) -> None:

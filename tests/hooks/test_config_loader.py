@@ -18,6 +18,7 @@ from wrapagent.hooks.config_loader import (
     LifecycleHook,
     PreSessionHook,
     Problem,
+    config_without_files,
     load_config,
 )
 from wrapagent.values import FrozenError
@@ -86,6 +87,21 @@ def test_no_files(project, env):
     default = config.hook_for("session_complete")
     assert default == LifecycleHook("session_complete", DEFAULT_SESSION_COMPLETE, True, 30.0, "<default>")
     assert EVENTS == ("pre_run", "post_run", "session_complete", "waiting_for_input")
+
+
+def test_the_config_without_files_is_what_loading_finds_when_there_is_none(project, env):
+    """A launch that found no file starts the tool on the defaults and makes its config later."""
+    assert config_without_files(str(project), env=env) == load(project, env)
+
+
+def test_the_config_without_files_does_not_look_again(project, env):
+    """A file that appears after the launch looked must not change what the tool was started on."""
+    global_hooks(env, '[pre_run]\ncommand = "true"\n')
+    project_hooks(project, '[post_run]\ncommand = "true"\n')
+    config = config_without_files(str(project), env=env)
+    assert config.hook_for("pre_run") is None and config.hook_for("post_run") is None
+    assert not any(l.exists for l in config.layers)
+    assert [l.path for l in config.layers] == [l.path for l in load(project, env).layers]
 
 
 def test_no_files_does_not_import_tomllib(project, env):

@@ -113,21 +113,34 @@ def test_a_tool_that_cannot_start_still_gets_its_record(tmp_path: Path, run_wrap
 
 HEAVY_BEFORE_THE_TOOL = ("signal", "enum", "re", "json", "pathlib", "typing", "dataclasses", "subprocess",
                          "threading", "datetime", "functools", "collections", "struct", "select", "fcntl",
+                         "__future__", "_queue", "wrapagent.errors", "wrapagent.portable", "wrapagent.history",
                          "wrapagent.inject.adapters", "wrapagent.history.records", "wrapagent.session.tool_version",
-                         "wrapagent.hooks.hook_runner", "wrapagent.proxy.pty_loop")
-"""Milliseconds each (enum ~8, re ~10, json ~12, pathlib ~20 on the development machine): none of it
-may come between a full-mode launch and the tool's start."""
+                         "wrapagent.session.starting", "wrapagent.hooks.config_loader", "wrapagent.hooks.config_model",
+                         "wrapagent.hooks.hook_runner", "wrapagent.history.recording", "wrapagent.proxy.pty_loop")
+"""Milliseconds each (enum ~8, re ~10, json ~12, pathlib ~20 on the development machine; a small
+module of wrapagent's own ~0.2): none of it may come between a full-mode launch and the tool's start."""
+
+HEAVY_BEFORE_THE_FIRST_BYTE = ("signal", "enum", "re", "json", "pathlib", "typing", "dataclasses", "subprocess",
+                               "threading", "datetime", "struct", "_queue", "__future__",
+                               "wrapagent.inject.adapters", "wrapagent.history.records",
+                               "wrapagent.history.private_files", "wrapagent.session.live",
+                               "wrapagent.session.tool_version", "wrapagent.session.starting",
+                               "wrapagent.hooks.config_loader", "wrapagent.hooks.config_model",
+                               "wrapagent.hooks.events", "wrapagent.hooks.hook_runner", "wrapagent.proxy.job_control")
+"""What the session needs only once the tool runs (the record, the config's defaults, the recording's
+file, job control): loaded after the tool's first output is on the screen, never before it."""
 
 
 def test_full_mode_starts_the_tool_before_loading_the_session_machinery(tmp_path: Path, run_wrapagent) -> None:
-    """The default session outside a git project: only what decides the order runs before the tool."""
+    """The default session outside a git project: only what decides the order runs before the tool,
+    and only the copy loop before its first byte reaches the terminal."""
     probe = tmp_path / "probe.py"
     import sys
 
     root = str(Path(__file__).resolve().parents[2])
     later = [p for p in sys.path if p and p != root]  # site-packages: -S keeps site's own imports out
     probe.write_text(
-        "import sys\n"
+        "import os, sys\n"
         f"sys.path.insert(0, {root!r})\n"
         "from wrapagent.proxy import session_leader\n"
         "start = session_leader.start\n"
@@ -137,9 +150,20 @@ def test_full_mode_starts_the_tool_before_loading_the_session_machinery(tmp_path
         f"    sys.path.extend({later!r})\n"
         "    return start(*args, **kwargs)\n"
         "session_leader.start = spy\n"
-        "sys.argv = ['wrapagent', 'true']\n"
+        "write, seen = os.write, []\n"
+        "def first_write(fd, data):\n"  # the output thread's copy of the tool's first bytes
+        "    if fd == 1 and not seen and b'FIRST' in bytes(data):\n"
+        f"        seen.append([m for m in {HEAVY_BEFORE_THE_FIRST_BYTE!r} if m in sys.modules])\n"
+        "    return write(fd, data)\n"
+        "os.write = first_write\n"
+        "sys.argv = ['wrapagent', 'sh', '-c', 'printf FIRST; sleep 0.3']\n"
         "from wrapagent.__main__ import main\n"
-        "raise SystemExit(main())\n")
+        "code = main()\n"
+        "sys.stderr.write('LATE=' + ','.join(seen[0] if seen else ['(no first write seen)']) + ';\\n')\n"
+        "raise SystemExit(code)\n")
     child = run_wrapagent(argv=[sys.executable, "-S", str(probe)], cwd=tmp_path)
     assert child.finish() == 0
     assert b"HEAVY=;" in child.output, child.output
+    assert b"LATE=;" in child.output, child.output
+    record, _ = only_record()  # the session itself is complete: record and recording made after the byte
+    assert record["state"] == "finished" and record["recording"]["events"] >= 1
