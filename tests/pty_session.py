@@ -1,8 +1,8 @@
 """Driving wrapagent through a real pseudo-terminal, the one way every PTY test does it.
 
-A test gives wrapagent a HOME and XDG folders of its own (`session_env`),
-starts it on a fresh outer PTY the way a user's terminal does
-(`spawn_wrapagent`), types like a person (`type_text`, `enter`), and waits
+A test gives wrapagent a HOME and XDG folders of its own (`session_env`,
+or a whole `DemoWorld`), starts it on a fresh outer PTY the way a user's
+terminal does (`spawn_wrapagent`), types like a person (`type_text`, `enter`), and waits
 for what it needs: screen text (pexpect's `expect`), a line in the session's
 log (`wait_for_log`, `wait_until_armed`) or any condition (`wait_for`).
 
@@ -13,7 +13,9 @@ them) behave differently without them, so they are part of what is tested.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,8 +25,8 @@ import pexpect
 from demo_sessions import wait_for_log, wait_until_armed
 from waiting import wait_for
 
-__all__ = ["ENTER_PAUSE", "KEY_GAP", "WRAPAGENT", "enter", "quit_demo", "say", "session_env", "spawn_wrapagent",
-           "type_text", "wait_for", "wait_for_log", "wait_until_armed"]
+__all__ = ["ENTER_PAUSE", "KEY_GAP", "WRAPAGENT", "DemoWorld", "enter", "quit_demo", "say", "session_env",
+           "spawn_wrapagent", "type_text", "wait_for", "wait_for_log", "wait_until_armed"]
 
 WRAPAGENT = [sys.executable, "-m", "wrapagent"]
 OUTER_VARS = ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT")
@@ -93,3 +95,53 @@ def quit_demo(child: pexpect.spawn) -> int:
     child.expect(pexpect.EOF)
     child.close()
     return child.exitstatus
+
+
+class DemoWorld:
+    """A HOME, XDG folders and a project of the test's own (`tmp/home`, `config`, `state`, `project`),
+    wrapagent's configuration written into it, and wrapagent run in it: on a PTY (`spawn`) or as a
+    command (`wrapagent`). The demo agent logs each message it receives to `demo_log`."""
+
+    def __init__(self, tmp: Path, *, git: bool = False) -> None:
+        self.tmp = tmp
+        self.home = tmp / "home"
+        self.config = tmp / "config"
+        self.state = tmp / "state"
+        self.project = tmp / "project"
+        self.demo_log = tmp / "demo.jsonl"
+        for folder in (self.home, self.config / "wrapagent", self.state, self.project):
+            folder.mkdir(parents=True)
+        if git:
+            subprocess.run(["git", "init", "-q", str(self.project)], check=True)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return session_env(self.tmp, WRAPAGENT_DEMO_LOG=str(self.demo_log), **extra)
+
+    def hooks(self, text: str) -> None:
+        (self.config / "wrapagent" / "hooks.toml").write_text(text)
+
+    def global_config(self, text: str) -> None:
+        (self.config / "wrapagent" / "config.toml").write_text(text)
+
+    def spawn(self, *args: str, cwd: Path | None = None, dimensions: tuple[int, int] = (30, 100),
+              timeout: float = SPAWN_TIMEOUT, **env: str) -> pexpect.spawn:
+        """`wrapagent ARGS` on a fresh PTY, in the project (or `cwd`), `env` added to the world's."""
+        return spawn_wrapagent(*args, env=self.env(**env), cwd=cwd or self.project, dimensions=dimensions,
+                               timeout=timeout)
+
+    def wrapagent(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        """`wrapagent ARGS` as a command (no terminal, stdin from /dev/null), text output captured."""
+        return subprocess.run([*WRAPAGENT, *args], cwd=str(cwd or self.project), env=self.env(), capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    def messages(self) -> list[str]:
+        """The messages the demo agent received, exactly, in order."""
+        if not self.demo_log.exists():
+            return []
+        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
+
+    def record(self) -> dict:
+        """The one session's record (AssertionError unless there is exactly one)."""
+        records = sorted(self.state.glob("wrapagent/projects/*/*/session.json"))
+        assert len(records) == 1, records
+        return json.loads(records[0].read_text())

@@ -1,6 +1,6 @@
 """Output that fits the shell: colour rules, --json that parses, guard args as TOML, probe status.
 
-Each case failed before issue 23: wrapagent printed no colour at all (so no
+Each case failed before: wrapagent printed no colour at all (so no
 terminal case could pass), had no --color, `config check`/`shims status`/
 `trust --list` had no --json, guard args printed as Python reprs, and with
 no coding CLI installed doctor said "no problems found".

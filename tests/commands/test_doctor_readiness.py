@@ -1,5 +1,5 @@
 """Which readiness rule fired (`ready_by`) and the tool's version, as `sessions show`, `doctor` and
-`doctor --probe` tell them (issue 25), from records and probe results made for the purpose.
+`doctor --probe` tell them, from records and probe results made for the purpose.
 
 A `generic` for a known tool means its own ready markers did not show (its
 screen changed) and the fallback rule still delivered the blocks: doctor

@@ -1,4 +1,4 @@
-"""Sessions as people refer to them (issue 23 §3): short ids, last~N, refusals, turns, filters, colour.
+"""Sessions as people refer to them: short ids, last~N, refusals, turns, filters, colour.
 
 Failed before: `sessions list` printed 26-character ids, `last~1` was "no
 session matches", a refused launch showed as `pre_run: error: exited with 2`,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,28 +16,18 @@ import pexpect
 import pytest
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
-from pty_session import say, session_env, spawn_wrapagent
+from pty_session import DemoWorld, say
 
 
-class World:
+class World(DemoWorld):
+    """A world of its own with a git project holding one file."""
+
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.config = tmp / "config"
-        self.state = tmp / "state"
-        self.project = tmp / "project"
-        self.demo_log = tmp / "demo.jsonl"
-        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project):
-            d.mkdir(parents=True)
-        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
+        super().__init__(tmp, git=True)
         (self.project / "README.md").write_text("readme\n")
-        self.env = session_env(tmp, WRAPAGENT_DEMO_LOG=str(self.demo_log))
 
-    def spawn(self) -> pexpect.spawn:
-        return spawn_wrapagent("demo", env=self.env, cwd=self.project, dimensions=(30, 120))
-
-    def wrapagent(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "wrapagent", *args], cwd=self.project, env=self.env,
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    def spawn(self) -> pexpect.spawn:  # type: ignore[override]
+        return super().spawn("demo", dimensions=(30, 120))
 
     def refs(self) -> list[str]:
         stores = list((self.state / "wrapagent" / "stores").glob("*"))
@@ -53,9 +42,6 @@ class World:
         while name not in self.refs():
             assert time.monotonic() < end, f"{name} never came: {self.refs()}"
             time.sleep(0.05)
-
-    def messages(self) -> list[str]:
-        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
 
 
 @pytest.fixture

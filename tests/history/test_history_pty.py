@@ -15,40 +15,25 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from pty_session import session_env, spawn_wrapagent, wait_for_log
+from pty_session import DemoWorld, wait_for_log
 
 FIRST = "first message about pelicans"
 SECOND = "second message on walruses"
 GUARD = "guard-said-this-line"
 
 
-class World:
-    """A HOME, XDG folders and a project of its own; wrapagent run the way a user's terminal does."""
+class World(DemoWorld):
+    """A world of its own with a guard configured, and a folder outside the project."""
 
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.config = tmp / "config"
-        self.state = tmp / "state"
-        self.project = tmp / "project"
+        super().__init__(tmp)
         self.elsewhere = tmp / "elsewhere"
-        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project, self.elsewhere):
-            d.mkdir(parents=True)
-        (self.config / "wrapagent" / "hooks.toml").write_text(
-            f'[[prompt_guard]]\nname = "g"\ncommand = "echo {GUARD}"\n')
-
-    def env(self) -> dict[str, str]:
-        return session_env(self.tmp)
-
-    def spawn(self, *args: str, cwd: Path | None = None, dimensions=(30, 100)) -> pexpect.spawn:
-        return spawn_wrapagent(*args, env=self.env(), cwd=cwd or self.project, dimensions=dimensions)
+        self.elsewhere.mkdir()
+        self.hooks(f'[[prompt_guard]]\nname = "g"\ncommand = "echo {GUARD}"\n')
 
     def run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "wrapagent", *args], env=self.env(),
                               cwd=str(cwd or self.project), capture_output=True, timeout=120)
-
-    def record(self) -> dict:
-        (path,) = self.state.glob("wrapagent/projects/*/*/session.json")
-        return json.loads(path.read_text())
 
 
 def type_message(child: pexpect.spawn, text: str, n: int) -> None:

@@ -1,4 +1,4 @@
-"""Undo undoes the session, only the session, all or nothing (issue 19 §4).
+"""Undo undoes the session, only the session, all or nothing.
 
 Each test runs real checkpoints on a real temporary repository and
 `wrapagent sessions undo` in-process, then compares what the user sees of

@@ -1,4 +1,4 @@
-"""`config check` and the loader as a user meets them (issue 23 §3).
+"""`config check` and the loader as a user meets them.
 
 Failed before: a file changed since it was trusted said "NOT TRUSTED",
 errors came out in reverse line order, an unknown built-in did not list the

@@ -375,7 +375,7 @@ def test_type_errors_name_file_line_key_and_drop_the_file(project, env, text, ke
     assert fragment in error.message, error.message
     assert config.has_errors
     g = layer(config, "global-hooks")
-    # An invalid [[prompt_guard]] entry skips that entry only (issue 23); other errors drop the file.
+    # An invalid [[prompt_guard]] entry skips that entry only; other errors drop the file.
     entry_error = key.startswith("prompt_guard[")
     assert g.exists and g.used is entry_error
     assert [x.name for x in config.guards] == (["a"] if key == "prompt_guard[1]" else [])

@@ -1,4 +1,4 @@
-"""No hook outlives wrapagent, and a hook that starts wrapagent cannot start it without end (issue 20 §6).
+"""No hook outlives wrapagent, and a hook that starts wrapagent cannot start it without end.
 
 * SIGTERM (or a hang-up) while wrapagent waits on pre_run: with the default
   action wrapagent died on the spot and the hook's process group (a session of

@@ -1,4 +1,4 @@
-"""Hooks can always be stopped, and none outlives wrapagent (issue 20 §6).
+"""Hooks can always be stopped, and none outlives wrapagent.
 
 * The proxy's copy threads block HUP, INT, QUIT, TERM, WINCH; a guard thread
   started from one (after a conversation reset) handed that mask to every
@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from pty_session import say, session_env, spawn_wrapagent, type_text, wait_for
+from pty_session import DemoWorld, say, type_text, wait_for
 from wrapagent.hooks.hook_runner import run_command, start_hook_thread
 
 LINUX_PROC = os.path.exists("/proc/self/status")
@@ -34,30 +33,9 @@ SIGBLK = "exec awk '/^SigBlk:/ {{print $2}}' /proc/self/status >> {out}"
 EMPTY_MASK = "0000000000000000"
 
 
-class World:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.config = tmp / "config"
-        self.state = tmp / "state"
-        self.project = tmp / "project"
-        self.demo_log = tmp / "demo.jsonl"
-        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project):
-            d.mkdir(parents=True)
-
-    def hooks(self, text: str) -> None:
-        (self.config / "wrapagent" / "hooks.toml").write_text(text)
-
-    def global_config(self, text: str) -> None:
-        (self.config / "wrapagent" / "config.toml").write_text(text)
-
-    def spawn(self) -> pexpect.spawn:
-        env = session_env(self.tmp, WRAPAGENT_DEMO_LOG=str(self.demo_log), WRAPAGENT_DEMO_THINK_SECS="0.2")
-        return spawn_wrapagent("demo", env=env, cwd=self.project)
-
-    def messages(self) -> list[str]:
-        if not self.demo_log.exists():
-            return []
-        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
+class World(DemoWorld):
+    def spawn(self) -> pexpect.spawn:  # type: ignore[override]
+        return super().spawn("demo", WRAPAGENT_DEMO_THINK_SECS="0.2")
 
 
 def lines(path: Path) -> list[str]:

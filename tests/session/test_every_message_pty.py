@@ -1,4 +1,4 @@
-"""`every_message` guards through a real PTY with the demo agent (issue 22 §1).
+"""`every_message` guards through a real PTY with the demo agent.
 
 The first message of a conversation gets every block; each later message gets
 only the every_message guards' blocks, run afresh for it; a command passes

@@ -1,4 +1,4 @@
-"""A hang-up after the tool ended does not stop wrapagent (issue 20 §6).
+"""A hang-up after the tool ended does not stop wrapagent.
 
 Terminals usually send more than one SIGHUP when they close. The first one
 that comes after the tool's end used to find SIGHUP's default action back in

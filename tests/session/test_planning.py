@@ -1,4 +1,4 @@
-"""The tool starts first when nothing of the session has to come before it (issue 12's start-up).
+"""The tool starts first when nothing of the session has to come before it.
 
 Then the record, the sweep and the hook context are made while the tool
 starts; the session must be exactly as complete as in the usual order.
@@ -108,7 +108,7 @@ def test_a_tool_that_cannot_start_still_gets_its_record(tmp_path: Path, run_wrap
 
 
 # An unwritable state folder, in either order: tests/security/test_full_disk.py (the tool runs
-# without a record and wrapagent says so once; issue 20 §4).
+# without a record and wrapagent says so once).
 
 
 HEAVY_BEFORE_THE_TOOL = ("signal", "enum", "re", "json", "pathlib", "typing", "dataclasses", "subprocess",

@@ -1,4 +1,4 @@
-"""`wrapagent send` through a real PTY with the demo agent (issue 24).
+"""`wrapagent send` through a real PTY with the demo agent.
 
 The demo agent logs each message it received (exactly the text) and appends
 `message n` / `reply n` to an events file; a waiting_for_input hook appends

@@ -1,4 +1,4 @@
-"""`[stop_check]` through a real PTY with the demo agent (issue 22 §2).
+"""`[stop_check]` through a real PTY with the demo agent.
 
 The check and waiting_for_input append to the demo agent's events file, so
 the order of "the agent replied", "the check ran", "the continuation arrived"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pexpect
 import pytest
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
-from pty_session import quit_demo, say, session_env, spawn_wrapagent, type_text
+from pty_session import DemoWorld, quit_demo, say, type_text
 
 GUARD_COUNTER = (
     '[[prompt_guard]]\nname = "g"\n'
@@ -30,30 +29,16 @@ def block(n: int) -> str:
     return f'<prompt-guard name="g">\nguard run {n}\n</prompt-guard>\n\n'
 
 
-class World:
+class World(DemoWorld):
+    """A world of its own with a git project; the demo agent also appends what it did to `events`."""
+
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.config = tmp / "config"
-        self.state = tmp / "state"
-        self.project = tmp / "project"
-        self.demo_log = tmp / "demo.jsonl"
+        super().__init__(tmp, git=True)
         self.events = tmp / "events.log"
-        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project):
-            d.mkdir(parents=True)
-        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
 
-    def hooks(self, text: str) -> None:
-        (self.config / "wrapagent" / "hooks.toml").write_text(text)
-
-    def spawn(self, *args: str) -> pexpect.spawn:
-        env = session_env(self.tmp, WRAPAGENT_DEMO_LOG=str(self.demo_log), WRAPAGENT_DEMO_EVENTS=str(self.events),
-                          WRAPAGENT_DEMO_THINK_SECS="3")
-        return spawn_wrapagent("demo", *args, env=env, cwd=self.project, timeout=30)
-
-    def messages(self) -> list[str]:
-        if not self.demo_log.exists():
-            return []
-        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
+    def spawn(self, *args: str) -> pexpect.spawn:  # type: ignore[override]
+        return super().spawn("demo", *args, timeout=30, WRAPAGENT_DEMO_EVENTS=str(self.events),
+                             WRAPAGENT_DEMO_THINK_SECS="3")
 
     def event_lines(self) -> list[str]:
         """`message 1`, `reply 1`, `reset /clear`, `fired 1 1` in the order they happened."""
@@ -74,10 +59,6 @@ class World:
         while self.event_lines().count(line) < count:
             assert time.monotonic() < end, f"{line!r} x{count} never came: {self.event_lines()}"
             time.sleep(0.05)
-
-    def record(self) -> dict:
-        (path,) = sorted(self.state.glob("wrapagent/projects/*/*/session.json"))
-        return json.loads(path.read_text())
 
 
 @pytest.fixture
