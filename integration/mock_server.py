@@ -79,10 +79,14 @@ TOOL_API = {"codex": "responses", "claude": "messages", "gemini": "gemini", "ope
 
 FULL_MARKER = "(full)"
 FULL_CONTEXT_TOKENS = 990_000
-"""Input tokens reported for a turn whose user text holds FULL_MARKER: above the auto-compaction
-threshold of claude's 200k window (and of the small limits the tests give codex, gemini and
-opencode in their configs), below the window itself."""
+"""Input tokens reported for a turn whose user text holds FULL_MARKER. claude 2.1.330 takes its
+model (claude-opus-5-5) for a 1M window: 190,000 did not make it compact, this does. gemini:
+above 0.5 of its 1,048,576 limit; codex and opencode: above the small limits the tests set."""
 PLAIN_INPUT_TOKENS = 10
+FULL_CALL_MARKER = "(full-call)"
+"""With tool-call directives (`mock_tools.py`): the tool calls' replies report a nearly full
+context, the turn's text reply a plain one, so a CLI compacts in the middle of the turn (before
+it sends the tool's result back) and not again before the next message."""
 
 
 def usage_tokens(kind: str, user_text: str | None) -> int:
@@ -554,6 +558,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._thinking = kind == "turn" and THINK_MARKER in (user_text or "") and call is None
         self._turn = turn
         self._input_tokens = usage_tokens(kind, user_text)
+        full_call = kind == "turn" and FULL_CALL_MARKER in (user_text or "")
+        self._call_tokens = FULL_CONTEXT_TOKENS if full_call else PLAIN_INPUT_TOKENS
         entry = self.mock._record(
             {
                 "time": time.time(),

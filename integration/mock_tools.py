@@ -177,8 +177,9 @@ def _responses(handler, body: dict, call: ToolCall) -> None:
     done_item = {"type": "function_call", "id": item_id, "call_id": call.call_id, "name": call.name,
                  "arguments": args, "status": "completed"}
     base = {"id": "resp_mock", "object": "response", "model": body.get("model") or "mock-model", "output": []}
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+    tokens = getattr(handler, "_call_tokens", 10)  # mock_server.FULL_CALL_MARKER
+    usage = {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens + 5}
     handler._start_sse()
     events = [
         ("response.created", {"response": {**base, "status": "in_progress"}}),
@@ -195,7 +196,8 @@ def _responses(handler, body: dict, call: ToolCall) -> None:
 
 
 def _messages(handler, body: dict, call: ToolCall) -> None:
-    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    tokens = getattr(handler, "_call_tokens", 10)  # mock_server.FULL_CALL_MARKER
+    usage = {"input_tokens": tokens, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
     handler._start_sse()
     handler._event("message_start", {"type": "message_start", "message": {
         "id": f"msg_mock_{call.call_id}", "type": "message", "role": "assistant", "model": body.get("model") or "mock-model",
@@ -212,11 +214,12 @@ def _messages(handler, body: dict, call: ToolCall) -> None:
 
 
 def _gemini(handler, body: dict, call: ToolCall) -> None:
+    tokens = getattr(handler, "_call_tokens", 10)  # mock_server.FULL_CALL_MARKER
     handler._start_sse()
     handler._event(None, {
         "candidates": [{"content": {"parts": [{"functionCall": {"name": call.name, "args": call.arguments}}],
                                     "role": "model"}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "usageMetadata": {"promptTokenCount": tokens, "candidatesTokenCount": 5, "totalTokenCount": tokens + 5},
     })
     handler._end_chunks()
 
@@ -232,6 +235,7 @@ def _chat(handler, body: dict, call: ToolCall) -> None:
     chunk({"role": "assistant", "content": None, "tool_calls": [{"index": 0, "id": call.call_id, "type": "function",
                                                                    "function": {"name": call.name, "arguments": ""}}]})
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps(call.arguments)}}]})
-    chunk({}, "tool_calls", usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    tokens = getattr(handler, "_call_tokens", 10)  # mock_server.FULL_CALL_MARKER
+    chunk({}, "tool_calls", usage={"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5})
     handler._event(None, "[DONE]")
     handler._end_chunks()

@@ -14,6 +14,13 @@ The mock reports a nearly full context for a turn whose text holds `(full)` (moc
 
 So the message the user submitted at that moment is already in the tool's hands, without the
 blocks; the message after it gets them (`AFTER`).
+
+In the middle of a turn (`test_compaction_in_the_middle_of_a_turn`): the mock answers
+`(full-call) (write PATH TEXT)` with a tool call whose usage says the context is nearly full
+(`FULL_CALL_MARKER`), then a plain text reply. codex, claude and gemini run the tool, compact
+before they send its result back, and go on from the summary; the user's next message gets the
+blocks. opencode is left out: its summary request quotes the directive, and the mock answers
+that with the tool call again, so its compaction never ends.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from pathlib import Path
 import pytest
 
 from .clienv import tool_params
-from .mock_server import FULL_MARKER
+from .mock_server import FULL_CALL_MARKER, FULL_MARKER
+from .test_turn_undo import NO_APPROVAL
 
 pytestmark = pytest.mark.integration
 
@@ -122,3 +130,36 @@ def test_messages_quoting_the_notices_are_no_compaction(cli_env, tool):
     record = cli_env.sessions()[-1]
     assert not record.get("compactions"), record.get("compactions")
     assert not any(i.get("compaction") for i in record["injections"]), record["injections"]
+
+
+MID_TURN = {"codex": 300, "claude": 300, "gemini": 400}
+
+
+@pytest.mark.parametrize("tool", [pytest.param(t, marks=pytest.mark.timeout(s), id=t) for t, s in MID_TURN.items()])
+def test_compaction_in_the_middle_of_a_turn(cli_env, tool):
+    """The tool compacts between its tool call and its reply: the user's next message gets the
+    blocks, the one after none."""
+    cli_env.write_wrapagent_config(hooks_toml=HOOKS)
+    configure(cli_env, tool)
+    spec, mock = cli_env.spec, cli_env.mock
+    target = cli_env.cwd / "a.txt"
+    messages = ("first message", f"{FULL_CALL_MARKER} (write {target} one) write it", "third message",
+                "fourth message")
+    term = cli_env.spawn(cli_env.interactive_args(NO_APPROVAL[tool]))
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    for n, text in enumerate(messages, 1):
+        send(term, text)
+        end = time.monotonic() + spec.reply_timeout
+        while len(ours(mock.user_texts(api=spec.api), messages[:n])) < n:
+            assert time.monotonic() < end, mock.summary()
+            time.sleep(0.2)
+        term.wait_quiet(3.0, timeout=90)
+    assert target.read_text() == "one\n"
+    texts = ours(mock.user_texts(api=spec.api), messages)
+    assert texts == [block("false") + messages[0], messages[1], block("true") + messages[2], messages[3]], \
+        mock.summary()
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    record = cli_env.sessions()[-1]
+    assert [(c["conversation"], c["how"]) for c in record["compactions"]] == [(1, "automatic")]

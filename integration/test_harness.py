@@ -201,3 +201,37 @@ def test_leftover_daemon_is_found_and_killed(tmp_path, server):
     while env.leftovers() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert env.reap_leftovers(grace=0) == []
+
+
+def _usage_prompt_tokens(api: str, data: bytes) -> list[int]:
+    """The input-token counts a streamed reply reports (every event that carries usage)."""
+    found = []
+    for line in data.decode().splitlines():
+        if not line.startswith("data: {"):
+            continue
+        event = json.loads(line[6:])
+        usage = ((event.get("response") or {}).get("usage") or (event.get("message") or {}).get("usage")
+                 or event.get("usage") or event.get("usageMetadata") or {})
+        for key in ("input_tokens", "prompt_tokens", "promptTokenCount"):
+            if key in usage:
+                found.append(usage[key])
+    return found
+
+
+@pytest.mark.parametrize("api,path,body", [
+    ("responses", "/v1/responses",
+     lambda t: {"stream": True, "input": [{"type": "message", "role": "user",
+                                           "content": [{"type": "input_text", "text": t}]}]}),
+    ("messages", "/v1/messages?beta=true",
+     lambda t: {"stream": True, "messages": [{"role": "user", "content": [{"type": "text", "text": t}]}]}),
+    ("gemini", "/v1beta/models/flash:streamGenerateContent?alt=sse",
+     lambda t: {"contents": [{"role": "user", "parts": [{"text": t}]}]}),
+    ("chat", "/v1/chat/completions", lambda t: {"stream": True, "messages": [{"role": "user", "content": t}]}),
+], ids=["responses", "messages", "gemini", "chat"])
+def test_mock_reports_a_nearly_full_context_for_a_full_turn(server, api, path, body):
+    from .mock_server import FULL_CONTEXT_TOKENS, PLAIN_INPUT_TOKENS
+
+    _, _, full = _post(server.url + path, body("fill it (full)"))
+    _, _, plain = _post(server.url + path, body("a plain one"))
+    assert set(_usage_prompt_tokens(api, full)) == {FULL_CONTEXT_TOKENS}
+    assert set(_usage_prompt_tokens(api, plain)) == {PLAIN_INPUT_TOKENS}

@@ -523,3 +523,7 @@ def test_an_automatic_compaction_gives_the_next_message_fresh_blocks(world) -> N
     assert [(i["message"], i["compaction"], i["status"]) for i in rec["injections"]] == [
         (1, False, "submitted"), (2, True, "submitted")]
     assert [(c["conversation"], c["how"]) for c in rec["compactions"]] == [(1, "automatic")]
+    shown = subprocess.run([sys.executable, "-m", "wrapagent", "sessions", "show", "last"], env=world.env(),
+                           cwd=str(world.project), capture_output=True, text=True).stdout
+    assert "conversation 1: automatic" in shown
+    assert "Injection after compaction, message 2 of conversation 1" in shown

@@ -71,8 +71,12 @@ class Conversations:
         """A submission: a turn is under way (its compaction notice counts), unless it is a
         typed `/compact` or a reset (their notices are no automatic compaction)."""
         watch = self.compaction_watch
-        if watch is not None:
-            watch.mute() if mute else watch.submitted()
+        if watch is None:
+            return
+        if mute:
+            watch.mute()
+        else:
+            watch.submitted()
 
     def _check_compaction(self, now: float) -> None:
         """The tool compacted by itself (`compaction_watch.py`): the next message gets the blocks.

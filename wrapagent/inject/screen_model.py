@@ -259,9 +259,10 @@ SHAPES: dict[str, ScreenShape] = {
         placeholders=CODEX_SUGGESTIONS,
         footer_lines=3,
         working=(r"esc to interrupt",),
-        # a history cell at column 0 with its elapsed time; a reply saying the same words
-        # without the time is none (codex draws replies behind the same `•`)
-        compaction=(r"• Context compacted · (?:\d+h )?(?:\d+m )?\d+s",),
+        # a history cell at column 0, with its elapsed time (0.169) or without (0.140). codex
+        # draws replies behind the same `•`: only a reply whose first line is exactly these
+        # words would look the same (its later lines are indented)
+        compaction=(r"• Context compacted(?: · (?:\d+h )?(?:\d+m )?\d+s)?",),
     ),
     "claude": ScreenShape(
         prompt=r"❯(?:[ \xa0](?P<text>.*))?$",
