@@ -96,6 +96,9 @@ def test_claude_mode(cli_env, tool, mode):
     send(term, "after the reset")
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout)
     assert texts[1] == BLOCKS + "after the reset", mock.summary()
+    # (the new conversation's first reply; claude takes Ctrl-C for its interrupt while it streams)
+    term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=20)
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)
     record = cli_env.sessions()[-1]
