@@ -1108,6 +1108,8 @@ def report(results: Results, meta: Mapping[str, Any]) -> str:
     if "throughput" in rec:
         parts += [f"## Throughput: `cat` of a {results.options.size_mb} MB base64 file", "",
                   throughput_table(rec["throughput"], ps), ""]
+    if "throughput" in rec:
+        parts += recording_section(rec["throughput"], ps)
     if "latency" in rec:
         parts += [f"## Keystroke latency: 1 byte → its echo, {results.options.keystrokes} keystrokes/round", "",
                   latency_table(rec["latency"], ps), ""]
@@ -1132,6 +1134,35 @@ def report(results: Results, meta: Mapping[str, Any]) -> str:
                 for t in targets(results, proxy)]
         parts += [f"## Targets for {proxy}", "", md_table(["target", proxy, "verdict"], rows), ""]
     return "\n".join(parts)
+
+
+RECORDING_FLOOR: Final = 0.90
+"""With recording on, throughput at least this times the two-thread Python floor of the same run."""
+
+
+def recording_section(records: Sequence[Record], ps: Sequence[str]) -> list[str]:
+    """What the recording costs the copy, round by round: `wrapagent-rec` against the two-thread
+    floor (`--extra py-threads=…`, the target) and against the same session without its recording."""
+    if "wrapagent-rec" not in ps:
+        return []
+    rows = []
+    for base in ("py-threads", "wrapagent-norec"):
+        pairs = round_ratios(records, "mb_per_s", "wrapagent-rec", base)
+        if pairs:
+            met = sum(1 for v in pairs if v >= RECORDING_FLOOR)
+            rows.append([f"wrapagent-rec ×{base}", fmt_spread(records, "mb_per_s", "wrapagent-rec", base),
+                         f"{met}/{len(pairs)}", " ".join(f"{v:.2f}" for v in pairs)])
+    pairs = round_ratios(records, "mb_per_s", "wrapagent-norec", "py-threads")
+    if pairs:
+        rows.append(["wrapagent-norec ×py-threads", fmt_spread(records, "mb_per_s", "wrapagent-norec", "py-threads"),
+                     "—", " ".join(f"{v:.2f}" for v in pairs)])
+    if not rows:
+        return []
+    return ["## Recording on: throughput ratios within each round", "",
+            md_table(["ratio", "median (rounds' range)", f"rounds ≥ {RECORDING_FLOOR:.2f}", "per round"], rows), "",
+            f"Target: wrapagent-rec ×py-threads ≥ {RECORDING_FLOOR:.2f} (median of the per-round ratios). "
+            "Add the floor with `--extra \"py-threads=PYTHON bench/loop_shapes.py threads\"`; run under "
+            "`chrt -f 10` on a loaded machine.", ""]
 
 
 def git_rev() -> str:

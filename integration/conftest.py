@@ -52,6 +52,7 @@ from pathlib import Path
 import pytest
 
 from .clienv import TOOLS, CliEnv
+from .cpu_time import CpuTime
 from .install_clis import SETS, InstallError, bin_dir, ensure_installed
 from .mock_server import MockServer
 
@@ -59,6 +60,12 @@ __all__ = ["TOOLS"]
 
 
 _install_waited = False
+
+
+def pytest_configure(config):
+    """Print the CPU time of each half at the end of a run (see cpu_time.py)."""
+    if not config.pluginmanager.has_plugin("wrapagent-cpu-time"):
+        config.pluginmanager.register(CpuTime(), "wrapagent-cpu-time")
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -79,6 +86,50 @@ def pytest_runtest_protocol(item, nextitem):
             except InstallError:
                 pass  # the fixture reports it, as a failure of the tests that need that set
     yield
+
+
+#: Where the integration tests go in a run spread over processes, as fractions of the unit
+#: tests: after the first 15 % (the CLIs install in the background meanwhile, so no process
+#: sits blocked on npm at the start) and before the last 15 % (short unit tests then fill
+#: the processes while the last CLI sessions end, instead of one long session ending alone).
+SPREAD_FROM, SPREAD_TO = 0.15, 0.85
+
+
+def spread_order(items: list, is_integration) -> list:
+    """`items` with the integration tests spread evenly between the unit tests.
+
+    pytest-xdist hands tests out in collection order (`./run-tests` gives each process
+    one test at a time), so this order decides what runs side by side: an integration
+    test mostly waits on a CLI, and the unit tests around it use the CPU it leaves idle.
+    Order within each half is kept, so the tests of one file stay near each other.
+    """
+    integration = [item for item in items if is_integration(item)]
+    units = [item for item in items if not is_integration(item)]
+    if not integration or not units:
+        return list(items)
+    first = int(len(units) * SPREAD_FROM)
+    step = (int(len(units) * SPREAD_TO) - first) / len(integration)
+    ordered, placed = [], 0
+    for position, unit in enumerate(units):
+        while placed < len(integration) and first + placed * step <= position:
+            ordered.append(integration[placed])
+            placed += 1
+        ordered.append(unit)
+    ordered.extend(integration[placed:])
+    return ordered
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """In a pytest-xdist worker collecting both halves, interleave them (see `spread_order`).
+
+    Every worker collects the same items and reorders them the same way, as xdist requires.
+    A run in one process keeps the plain order.
+    """
+    if not hasattr(config, "workerinput"):
+        return
+    here = Path(__file__).parent
+    items[:] = spread_order(items, lambda item: here in Path(item.path).parents)
 
 
 @pytest.fixture(scope="session")

@@ -23,11 +23,21 @@ raw_body (text, when not JSON), api, kind, user_text, reply`.
 `count_tokens`, `probe`, `other` for the rest. `user_text` is the text the user
 typed in the latest user message of a turn (see `extract_user_text`).
 
+A user turn whose text contains `(full)` reports a nearly full context in its reply's usage
+(`FULL_CONTEXT_TOKENS` input tokens, see `usage_tokens`): a CLI then compacts the conversation
+by itself (at its next request, or before the next user message).
+
 A user turn whose text contains `(think)` gets a *thinking* reply: the stream
 opens at once (headers and the first events), the text follows `think_secs`
 (default 6) later, like a model that thinks before it writes. The wall time
 at which each turn's reply text was sent is kept (`reply_times`), so a test
 can order it against what happened in the terminal.
+
+A user turn whose text holds `(write /PATH TEXT)` or `(rm /PATH)` directives gets one tool
+call per directive first, made with the CLI's own tool (`mock_tools.py`: codex
+`exec_command`, claude `Write`/`Bash`, gemini `write_file`, opencode `write`), then its
+text reply once every result came back. The record's `tool_call` names the call sent
+(None for a text reply); the requests carrying tool results count as the same turn.
 
 Standalone: `python integration/mock_server.py [--port 0] [--log FILE]` prints
 `MOCK_URL=http://127.0.0.1:<port>` and serves until interrupted.
@@ -46,6 +56,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+try:  # a module of the integration package, or run as a script from its folder
+    from .mock_tools import is_tool_call_message, is_tool_result_message, next_call, send_call
+except ImportError:
+    from mock_tools import is_tool_call_message, is_tool_result_message, next_call, send_call  # type: ignore[no-redef]
+
 REPLY_PREFIX = "MOCK-REPLY-"
 THINK_MARKER = "(think)"
 THINK_SECS = 6.0
@@ -60,6 +75,21 @@ CLAUDE_TITLE_MARKERS = ("Write the title", "Generate a concise", "title for this
 APIS = ("responses", "messages", "gemini", "chat")
 #: which API each CLI talks
 TOOL_API = {"codex": "responses", "claude": "messages", "gemini": "gemini", "opencode": "chat"}
+
+
+FULL_MARKER = "(full)"
+FULL_CONTEXT_TOKENS = 990_000
+"""Input tokens reported for a turn whose user text holds FULL_MARKER: above the auto-compaction
+threshold of claude's 200k window (and of the small limits the tests give codex, gemini and
+opencode in their configs), below the window itself."""
+PLAIN_INPUT_TOKENS = 10
+
+
+def usage_tokens(kind: str, user_text: str | None) -> int:
+    """Input tokens a reply reports: a nearly full context for a `(full)` turn, else a few."""
+    if kind == "turn" and FULL_MARKER in (user_text or ""):
+        return FULL_CONTEXT_TOKENS
+    return PLAIN_INPUT_TOKENS
 
 
 def reply_text(turn: int) -> str:
@@ -81,6 +111,22 @@ LOOKALIKE_REPLY = (
     "Continue? (y/n)\n\n"
     "Press enter to continue, Enter to confirm, enter select · esc back\n\n"
     "Do you trust the files in this folder? Enter your API key to go on."
+)
+
+
+COMPACTED_LOOKALIKE_MARKER = "(compacted)"
+#: A reply holding the four CLIs' compaction notices as text, and the in-progress lines: a user
+#: turn containing COMPACTED_LOOKALIKE_MARKER gets it after its `MOCK-REPLY-<n>`, so screens of
+#: transcripts that only quote the notices can be recorded (they must not count as compactions).
+COMPACTED_LOOKALIKE_REPLY = (
+    "\n\nConversation compacted\n"
+    "✻ Conversation compacted · ctrl+o for history\n"
+    "✢ Compacting conversation… (3s)\n"
+    "• Context compacted · 0s\n"
+    "Context compacted · 0s\n"
+    "ℹ Context compressed from 94% to 1%.\n"
+    "Chat history compressed from 990000 to 12 tokens.\n"
+    "Session compacted"
 )
 
 
@@ -117,14 +163,14 @@ def _last_user_texts(api: str, body: dict) -> list[str]:
         return []
     if api in ("messages", "chat"):
         for msg in reversed(body.get("messages") or []):
-            if isinstance(msg, dict) and msg.get("role") == "user":
+            if isinstance(msg, dict) and msg.get("role") == "user" and not is_tool_result_message(api, msg):
                 texts = _texts_of(msg.get("content"), ("text",))
                 if texts:
                     return texts
         return []
     if api == "gemini":
         for content in reversed(body.get("contents") or []):
-            if isinstance(content, dict) and content.get("role", "user") == "user":
+            if isinstance(content, dict) and content.get("role", "user") == "user" and not is_tool_result_message(api, content):
                 texts = [p["text"] for p in content.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
                 if texts:
                     return texts
@@ -163,9 +209,17 @@ def assistant_turns(api: str, body: dict) -> int:
             if isinstance(item, dict) and item.get("role") == "assistant" and item.get("type", "message") == "message"
         )
     if api in ("messages", "chat"):
-        return sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
+        return sum(
+            1
+            for m in body.get("messages") or []
+            if isinstance(m, dict) and m.get("role") == "assistant" and not is_tool_call_message(api, m)
+        )
     if api == "gemini":
-        return sum(1 for c in body.get("contents") or [] if isinstance(c, dict) and c.get("role") == "model")
+        return sum(
+            1
+            for c in body.get("contents") or []
+            if isinstance(c, dict) and c.get("role") == "model" and not is_tool_call_message(api, c)
+        )
     return 0
 
 
@@ -476,6 +530,8 @@ class _Handler(BaseHTTPRequestHandler):
             reply = reply_text(turn)
             if LOOKALIKE_MARKER in (user_text or ""):
                 reply += LOOKALIKE_REPLY
+            if COMPACTED_LOOKALIKE_MARKER in (user_text or ""):
+                reply += COMPACTED_LOOKALIKE_REPLY
         elif kind == "title":
             reply = TITLE_REPLY
         elif kind == "summary":
@@ -492,8 +548,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
         else:
             reply = None
-        self._thinking = kind == "turn" and THINK_MARKER in (user_text or "")
+        call = next_call(api, body, user_text) if kind == "turn" else None
+        if call is not None:
+            reply = f"tool call {call.name} {json.dumps(call.arguments)}"
+        self._thinking = kind == "turn" and THINK_MARKER in (user_text or "") and call is None
         self._turn = turn
+        self._input_tokens = usage_tokens(kind, user_text)
         entry = self.mock._record(
             {
                 "time": time.time(),
@@ -508,10 +568,13 @@ class _Handler(BaseHTTPRequestHandler):
                 "user_text": user_text,
                 "turn": turn,
                 "reply": reply,
+                "tool_call": None if call is None else {"name": call.name, "arguments": call.arguments},
             }
         )
-        self._seq = entry["seq"] if kind == "turn" else None
+        self._seq = entry["seq"] if kind == "turn" and call is None else None
         try:
+            if call is not None:
+                return send_call(self, api, body or {}, call)
             self._respond(api, path, body or {}, kind, reply or "")
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -548,12 +611,13 @@ class _Handler(BaseHTTPRequestHandler):
             "role": "assistant",
             "content": [{"type": "output_text", "text": reply, "annotations": []}],
         }
+        tokens = getattr(self, "_input_tokens", PLAIN_INPUT_TOKENS)
         usage = {
-            "input_tokens": 10,
+            "input_tokens": tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": 5,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 15,
+            "total_tokens": tokens + 5,
         }
         model = body.get("model") or MOCK_MODEL
         if not body.get("stream"):
@@ -594,7 +658,8 @@ class _Handler(BaseHTTPRequestHandler):
     # Anthropic Messages (claude) ------------------------------------------------------------
     def _messages(self, body: dict, reply: str) -> None:
         model = body.get("model") or MOCK_MODEL
-        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        tokens = getattr(self, "_input_tokens", PLAIN_INPUT_TOKENS)
+        usage = {"input_tokens": tokens, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         if not body.get("stream"):
             return self._send_json(
                 {
@@ -644,12 +709,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _gemini(self, path: str, body: dict, reply: str) -> None:
         model = path.rsplit("/", 1)[-1].split(":", 1)[0] or MOCK_MODEL
 
+        tokens = getattr(self, "_input_tokens", PLAIN_INPUT_TOKENS)
+
         def response(text: str) -> dict:
             return {
                 "candidates": [
                     {"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}
                 ],
-                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+                "usageMetadata": {"promptTokenCount": tokens, "candidatesTokenCount": 5, "totalTokenCount": tokens + 5},
                 "modelVersion": model,
             }
 
@@ -664,7 +731,8 @@ class _Handler(BaseHTTPRequestHandler):
     # OpenAI chat completions (opencode) ------------------------------------------------------
     def _chat(self, body: dict, reply: str) -> None:
         model = body.get("model") or MOCK_MODEL
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        tokens = getattr(self, "_input_tokens", PLAIN_INPUT_TOKENS)
+        usage = {"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5}
         created = 1700000000
         if not body.get("stream"):
             return self._send_json(

@@ -8,6 +8,7 @@ cycle through them is still a cycle a newcomer has to untangle.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,76 @@ def test_group_kill_finder_finds_them():
            'from os import killpg\n'
            'killpg(pgid, 9)\n')
     assert _group_kills(src) == ["<src>:2", "<src>:3", "<src>:6"]
+
+
+TESTS_DIR = Path(__file__).parent
+MIRROR_FLOOR = 0.80
+"""The share of modules with a test file named after them, never lower: a maintainer looking for a
+module's tests opens tests/<subpackage>/test_<module>.py, and a new module comes with its own."""
+_ASPECTS = ("", "_pty", "_properties", "_e2e")
+"""A module's tests may be split by how they drive it: `test_turns.py` (a fake clock) and
+`test_turns_pty.py` (a real pseudo-terminal) both mirror `session/turns.py`."""
+
+
+def _mirror_files(module: Path, package_dir: Path, tests_dir: Path) -> list[Path]:
+    """Where the tests of `module` live: tests/<subpackage path>/test_<module><aspect>.py."""
+    rel = module.relative_to(package_dir)
+    return [tests_dir / rel.parent / f"test_{rel.stem}{aspect}.py" for aspect in _ASPECTS]
+
+
+def _mirrored(package_dir: Path, tests_dir: Path) -> tuple[list[str], list[str]]:
+    """(modules with a mirror test file, modules without), as paths relative to the package.
+
+    `__init__.py` files hold a subpackage's docstring and re-exports, `__main__.py` one call;
+    they are not counted."""
+    have, missing = [], []
+    for module in sorted(package_dir.rglob("*.py")):
+        if module.name in ("__init__.py", "__main__.py"):
+            continue
+        rel = str(module.relative_to(package_dir))
+        (have if any(p.is_file() for p in _mirror_files(module, package_dir, tests_dir)) else missing).append(rel)
+    return have, missing
+
+
+def test_tests_mirror_the_package():
+    have, missing = _mirrored(PACKAGE_DIR, TESTS_DIR)
+    ratio = len(have) / (len(have) + len(missing))
+    assert ratio >= MIRROR_FLOOR, (f"{len(have)} of {len(have) + len(missing)} modules ({ratio:.0%}) have "
+                                   f"tests/<subpackage>/test_<module>.py, below {MIRROR_FLOOR:.0%}; "
+                                   f"without one: {', '.join(missing)}")
+
+
+def test_mirror_rule_finds_the_test_files(tmp_path: Path):
+    pkg, tests = tmp_path / "pkg", tmp_path / "tests"
+    for name in ("__init__.py", "__main__.py", "a.py", "sub/__init__.py", "sub/b.py", "sub/c.py", "d.py"):
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text("")
+    for name in ("test_a.py", "sub/test_b_pty.py", "test_c.py", "sub/test_d.py"):
+        (tests / name).parent.mkdir(parents=True, exist_ok=True)
+        (tests / name).write_text("")
+    # c's test is in the wrong folder and d's in a subpackage d is not in: neither counts.
+    assert _mirrored(pkg, tests) == (["a.py", "sub/b.py"], ["d.py", "sub/c.py"])
+
+
+_OUTSIDE = re.compile(r"\.\./shared/|/work/shared|\bissues? #?\d+\b", re.IGNORECASE)
+"""What a reader of the repository cannot follow: notes beside it, an issue tracker's numbers."""
+
+
+def _outside_references(text: str) -> list[int]:
+    return [n for n, line in enumerate(text.splitlines(), 1) if _OUTSIDE.search(line)]
+
+
+def test_the_package_docs_and_tests_point_only_inside_the_repository():
+    """A docstring or page says why in its own words, or names a file of the repository (docs/, bench/)."""
+    found = []
+    own = Path(__file__).resolve()  # its finder's self-test spells the references out
+    for path in sorted([*PACKAGE_DIR.rglob("*.py"), *(PACKAGE_DIR.parent / "docs").rglob("*.md"),
+                        PACKAGE_DIR.parent / "README.md",
+                        *(p for p in TESTS_DIR.rglob("*.py") if p.resolve() != own), *TESTS_DIR.rglob("*.md")]):
+        found += [f"{path.relative_to(PACKAGE_DIR.parent)}:{n}" for n in _outside_references(path.read_text())]
+    assert found == []
+
+
+def test_outside_reference_finder_finds_them():
+    text = "see ../shared/clis.md\nfixed (issue 25 §3)\nissue #7\nthe issues 12\nan issue with keys\nv1.25\n"
+    assert _outside_references(text) == [1, 2, 3, 4]

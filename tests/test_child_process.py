@@ -94,3 +94,60 @@ def test_stop_group_on_a_reaped_child_is_harmless():
     proc.communicate()
     child_process.stop_group(proc, grace=1)
     assert proc.returncode == 0
+
+
+def _pumped(argv: list[str], *, stderr: bool | str = True, deadline_in: float = 120.0, pipe_grace: float | None = None,
+            stop_after: int | None = None) -> tuple[str, list[tuple[str, bytes]], subprocess.Popen]:
+    import time
+
+    proc = child_process.start(argv, stderr=stderr)
+    got: list[tuple[str, bytes]] = []
+
+    def on_data(stream: str, data: bytes) -> bool:
+        got.append((stream, data))
+        return stop_after is not None and sum(len(d) for _, d in got) >= stop_after
+
+    try:
+        outcome = child_process.pump(proc, None, time.monotonic() + deadline_in, on_data, pipe_grace=pipe_grace)
+    finally:
+        child_process.stop_group(proc)
+    return outcome, got, proc
+
+
+def _joined(got: list[tuple[str, bytes]], stream: str) -> bytes:
+    return b"".join(data for name, data in got if name == stream)
+
+
+def test_pump_hands_each_output_over_as_it_comes():
+    outcome, got, proc = _pumped(["sh", "-c", "echo out; echo err >&2; echo more"])
+    assert outcome == child_process.ENDED
+    assert (_joined(got, "stdout"), _joined(got, "stderr")) == (b"out\nmore\n", b"err\n")
+
+
+def test_pump_with_stderr_merged_gives_one_stream_in_the_order_written():
+    outcome, got, _ = _pumped(["sh", "-c", "echo one; echo two >&2; echo three"], stderr="stdout")
+    assert outcome == child_process.ENDED
+    assert {name for name, _ in got} == {"stdout"} and _joined(got, "stdout") == b"one\ntwo\nthree\n"
+
+
+def test_pump_stops_when_the_caller_has_enough():
+    outcome, got, proc = _pumped(["yes"], stop_after=10_000)
+    assert outcome == child_process.STOPPED and sum(len(d) for _, d in got) >= 10_000
+    assert not child_process.group_alive(proc.pid)
+
+
+def test_pump_past_the_deadline_with_the_program_running_is_timed_out():
+    outcome, _, proc = _pumped(["sleep", "300"], deadline_in=1)
+    assert outcome == child_process.TIMED_OUT
+    assert not child_process.group_alive(proc.pid)
+
+
+def test_a_background_job_holding_the_output_after_the_program_exited_is_held_open(tmp_path):
+    """The shell exits at once; its `sleep` keeps stdout open: reported after the grace, not at the deadline."""
+    import time
+
+    started = time.monotonic()
+    outcome, got, proc = _pumped(["sh", "-c", "echo bye; sleep 300 &"], pipe_grace=0.5, deadline_in=600)
+    assert outcome == child_process.HELD_OPEN and _joined(got, "stdout") == b"bye\n"
+    assert time.monotonic() - started < 300  # long before the deadline (and the sleep): the grace decided
+    assert not child_process.group_alive(proc.pid)

@@ -1,8 +1,8 @@
 """Run a helper program in its own process group, with a deadline, and kill it cleanly.
 
-Every program wrapagent starts besides the tool itself (git, hooks, guards,
-`TOOL --version`, the doctor's probe) goes through here, so there is one
-answer to "what if it hangs, or leaves children behind":
+Every program wrapagent starts on pipes (git, hooks, guards, `TOOL --version`,
+a CLI's transcript export) goes through here, so there is one answer to "what
+if it hangs, or leaves children behind":
 
 * it starts in a new session, so it is the leader of its own process group:
   no controlling terminal to prompt on, none of the user's Ctrl-C, and a
@@ -10,12 +10,18 @@ answer to "what if it hangs, or leaves children behind":
   background job) is in the same group;
 * `run` gives it a stdin (bytes, or /dev/null), captures stdout and stderr
   (stdout optionally capped), and past the deadline stops the group;
+* `pump` is `run`'s loop for a child started with `start`, for callers that
+  stream what it writes (a hook's output goes to the log line by line), keep
+  only a head of it, or must notice a background job holding its pipes;
 * `stop_group` is the one kill: SIGTERM to the group and a grace period for
   it to go (none: straight to SIGKILL), then SIGKILL, the leader reaped, and
   a bounded wait until no process of the group is running any more.
 
 The proxy's handling of the tool itself (wrapagent/proxy/) is not here: the
-tool has the terminal, and its signals follow the user's.
+tool has the terminal, and its signals follow the user's. Nor is `doctor
+--probe`'s run of the tool: it starts it on a pseudo-terminal with the
+proxy's own spawn and answers its terminal queries as it reads; it signals
+the tool's group through `signal_group`.
 """
 
 from __future__ import annotations
@@ -56,11 +62,13 @@ class ChildTimeout(TimeoutError):
 
 
 def start(argv: Sequence[str], *, cwd: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
-          stdin: bool = False, stdout: bool = True, stderr: bool = True) -> subprocess.Popen:
+          stdin: bool = False, stdout: bool = True, stderr: bool | str = True) -> subprocess.Popen:
     """Start `argv` as the leader of a new session (its own process group).
 
-    `stdin`: a pipe (True) or /dev/null; `stdout`/`stderr`: a pipe (True) or
-    inherited. Raises OSError when it cannot start (FileNotFoundError: no such program).
+    `stdin`: a pipe (True) or /dev/null; `stdout`: a pipe (True) or inherited;
+    `stderr`: a pipe (True), inherited (False) or "stdout" (the same pipe as
+    stdout: one stream, in the order written). Raises OSError when it cannot
+    start (FileNotFoundError: no such program).
     """
     import subprocess
 
@@ -68,7 +76,7 @@ def start(argv: Sequence[str], *, cwd: str | os.PathLike | None = None, env: Map
                             env=None if env is None else dict(env), start_new_session=True,
                             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                             stdout=subprocess.PIPE if stdout else None,
-                            stderr=subprocess.PIPE if stderr else None)
+                            stderr=subprocess.STDOUT if stderr == "stdout" else subprocess.PIPE if stderr else None)
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -139,19 +147,29 @@ def run(argv: Sequence[str], *, timeout: float | None, input: bytes | None = Non
     argv = list(argv)
     proc = start(argv, cwd=cwd, env=env, stdin=input is not None)
     deadline = None if timeout is None else time.monotonic() + timeout
-    out_parts: list[bytes] = []
-    err_parts: list[bytes] = []
+    parts: dict[str, list[bytes]] = {STDOUT: [], STDERR: []}
+    kept = 0
+
+    def keep(stream: str, data: bytes) -> bool:
+        nonlocal kept
+        if stream == STDOUT and limit is not None:
+            parts[stream].append(data[:limit - kept])
+            kept += len(data)
+            return kept > limit
+        parts[stream].append(data)
+        return False
+
     try:
-        truncated = _pump(proc, input, deadline, limit, out_parts, err_parts)
-    except TimeoutError:
-        partial = Finished(argv, proc.pid, None, b"".join(out_parts), b"".join(err_parts))
-        stop_group(proc, grace=grace, before_kill=None if before_kill is None else lambda: before_kill(proc))
-        raise ChildTimeout(f"`{' '.join(argv)}` did not finish within {timeout:.1f} s", partial) from None
+        outcome = pump(proc, input, deadline, keep)
     except BaseException:
         stop_group(proc)
         raise
-    out, err = b"".join(out_parts), b"".join(err_parts)
-    if truncated:
+    out, err = b"".join(parts[STDOUT]), b"".join(parts[STDERR])
+    if outcome in (TIMED_OUT, HELD_OPEN):
+        stop_group(proc, grace=grace, before_kill=None if before_kill is None else lambda: before_kill(proc))
+        raise ChildTimeout(f"`{' '.join(argv)}` did not finish within {timeout:.1f} s",
+                           Finished(argv, proc.pid, None, out, err))
+    if outcome == STOPPED:
         stop_group(proc)
         return Finished(argv, proc.pid, None, out, err, truncated=True)
     remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -164,11 +182,23 @@ def run(argv: Sequence[str], *, timeout: float | None, input: bytes | None = Non
     return Finished(argv, proc.pid, code, out, err)
 
 
-def _pump(proc: subprocess.Popen, input: bytes | None, deadline: float | None, limit: int | None,
-          out_parts: list[bytes], err_parts: list[bytes]) -> bool:
-    """Write `input`, read stdout and stderr (into the lists) to EOF; TimeoutError past `deadline`.
+STDOUT, STDERR = "stdout", "stderr"
+"""The names `pump` gives its `on_data` for each output (a merged stderr comes as stdout)."""
+ENDED, STOPPED, TIMED_OUT, HELD_OPEN = "ended", "stopped", "timed out", "held open"
+"""What `pump` saw: both outputs ended; `on_data` asked to stop; the deadline passed with the
+leader running; the leader had exited but something of its group held an output open."""
 
-    True when stdout went past `limit` (what was kept is `limit` bytes).
+
+def pump(proc: subprocess.Popen, input: bytes | None, deadline: float | None,
+         on_data: Callable[[str, bytes], bool], *, pipe_grace: float | None = None) -> str:
+    """Write `input` to a started child, hand what it writes to `on_data(stream, bytes)` until both
+    outputs end; returns one of ENDED, STOPPED, TIMED_OUT, HELD_OPEN. Closes the child's pipes.
+
+    `on_data` returns True to stop reading (a cap reached). `pipe_grace`: once
+    the leader has exited, how long its outputs may stay open (a background
+    job holding them) before HELD_OPEN; None waits for them up to the
+    deadline. The deadline passing after the leader exited is HELD_OPEN too.
+    The caller stops the group when it wants it stopped (`stop_group`).
 
     A selector, not select.select (descriptors above 1023) nor threads
     (communicate's on some platforms): one loop, the deadline checked on every wake-up.
@@ -176,15 +206,16 @@ def _pump(proc: subprocess.Popen, input: bytes | None, deadline: float | None, l
     import selectors
     import time
 
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()  # type: ignore[union-attr]
+    names = {proc.stdout.fileno(): STDOUT}  # type: ignore[union-attr]
+    if proc.stderr is not None:
+        names[proc.stderr.fileno()] = STDERR
     in_fd = proc.stdin.fileno() if proc.stdin is not None else None
-    chunks = {out_fd: out_parts, err_fd: err_parts}
-    size = 0
     pending = memoryview(input or b"")
+    exited_at: float | None = None
     selector = selectors.DefaultSelector()
     try:
-        selector.register(out_fd, selectors.EVENT_READ)
-        selector.register(err_fd, selectors.EVENT_READ)
+        for fd in names:
+            selector.register(fd, selectors.EVENT_READ)
         if in_fd is not None:
             if pending:
                 os.set_blocking(in_fd, False)
@@ -192,9 +223,17 @@ def _pump(proc: subprocess.Popen, input: bytes | None, deadline: float | None, l
             else:
                 proc.stdin.close()  # type: ignore[union-attr]
         while selector.get_map():
-            wait = None if deadline is None else deadline - time.monotonic()
-            if wait is not None and wait <= 0:
-                raise TimeoutError
+            now = time.monotonic()
+            if pipe_grace is not None and exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if deadline is not None and now >= deadline:
+                return HELD_OPEN if proc.poll() is not None else TIMED_OUT
+            if exited_at is not None and now - exited_at >= pipe_grace:  # type: ignore[operator]
+                return HELD_OPEN
+            wait = None if deadline is None else deadline - now
+            if pipe_grace is not None:  # the leader's exit is looked for on every wake-up
+                left = 0.05 if exited_at is None else pipe_grace - (now - exited_at)
+                wait = left if wait is None else min(wait, left)
             for key, _ in selector.select(wait):
                 if key.fd == in_fd:
                     pending = _write_some(proc, selector, pending)
@@ -202,15 +241,8 @@ def _pump(proc: subprocess.Popen, input: bytes | None, deadline: float | None, l
                 data = os.read(key.fd, 65536)
                 if not data:
                     selector.unregister(key.fd)
-                    continue
-                if key.fd == out_fd and limit is not None:
-                    room = limit - size
-                    chunks[out_fd].append(data[:room])
-                    size += len(data)
-                    if size > limit:
-                        return True
-                    continue
-                chunks[key.fd].append(data)
+                elif on_data(names[key.fd], data):
+                    return STOPPED
     finally:
         selector.close()
         for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -219,7 +251,7 @@ def _pump(proc: subprocess.Popen, input: bytes | None, deadline: float | None, l
                     stream.close()
                 except OSError:
                     pass
-    return False
+    return ENDED
 
 
 def _write_some(proc: subprocess.Popen, selector, pending: memoryview) -> memoryview:

@@ -7,8 +7,6 @@ tool from these, and `pathlib` costs ~20 ms to import with the `re` and
 `urllib` it pulls in), and a `Path` form for everything after.
 """
 
-from __future__ import annotations
-
 import os
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
@@ -16,11 +14,11 @@ if TYPE_CHECKING:
     from typing import Mapping
 
 
-def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+def _env(env: "Mapping[str, str] | None") -> "Mapping[str, str]":
     return os.environ if env is None else env
 
 
-def _xdg_str(env: Mapping[str, str], var: str, default: str) -> str:
+def _xdg_str(env: "Mapping[str, str]", var: str, default: str) -> str:
     value = env.get(var, "")
     # The XDG spec says relative values are invalid and must be ignored.
     if value and os.path.isabs(value):
@@ -29,52 +27,52 @@ def _xdg_str(env: Mapping[str, str], var: str, default: str) -> str:
     return os.path.join(os.path.normpath(home), default)
 
 
-def _path(value: str) -> Path:
+def _path(value: str) -> "Path":
     from pathlib import Path
 
     return Path(value)
 
 
-def config_dir_str(env: Mapping[str, str] | None = None) -> str:
+def config_dir_str(env: "Mapping[str, str] | None" = None) -> str:
     return os.path.join(_xdg_str(_env(env), "XDG_CONFIG_HOME", ".config"), "wrapagent")
 
 
-def config_dir(env: Mapping[str, str] | None = None) -> Path:
+def config_dir(env: "Mapping[str, str] | None" = None) -> "Path":
     """`$XDG_CONFIG_HOME/wrapagent` (default `~/.config/wrapagent`)."""
     return _path(config_dir_str(env))
 
 
-def state_dir_str(env: Mapping[str, str] | None = None) -> str:
+def state_dir_str(env: "Mapping[str, str] | None" = None) -> str:
     return os.path.join(_xdg_str(_env(env), "XDG_STATE_HOME", ".local/state"), "wrapagent")
 
 
-def state_dir(env: Mapping[str, str] | None = None) -> Path:
+def state_dir(env: "Mapping[str, str] | None" = None) -> "Path":
     """`$XDG_STATE_HOME/wrapagent` (default `~/.local/state/wrapagent`)."""
     return _path(state_dir_str(env))
 
 
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
+def data_dir(env: "Mapping[str, str] | None" = None) -> "Path":
     """`$XDG_DATA_HOME/wrapagent` (default `~/.local/share/wrapagent`)."""
     return _path(os.path.join(_xdg_str(_env(env), "XDG_DATA_HOME", ".local/share"), "wrapagent"))
 
 
-def global_hooks_path(env: Mapping[str, str] | None = None) -> str:
+def global_hooks_path(env: "Mapping[str, str] | None" = None) -> str:
     return os.path.join(config_dir_str(env), "hooks.toml")
 
 
-def global_config_path(env: Mapping[str, str] | None = None) -> str:
+def global_config_path(env: "Mapping[str, str] | None" = None) -> str:
     return os.path.join(config_dir_str(env), "config.toml")
 
 
-def project_hooks_path(project_root: str | Path) -> str:
+def project_hooks_path(project_root: "str | Path") -> str:
     return os.path.join(os.fspath(project_root), ".wrapagent", "hooks.toml")
 
 
-def global_hooks_file(env: Mapping[str, str] | None = None) -> Path:
+def global_hooks_file(env: "Mapping[str, str] | None" = None) -> "Path":
     return _path(global_hooks_path(env))
 
 
-def project_hooks_file(project_root: str | Path) -> Path:
+def project_hooks_file(project_root: "str | Path") -> "Path":
     return _path(project_hooks_path(project_root))
 
 
@@ -99,12 +97,12 @@ def project_root_of(cwd: str) -> str:
         candidate = parent
 
 
-def find_project_root(cwd: str | Path) -> Path:
+def find_project_root(cwd: "str | Path") -> "Path":
     """`project_root_of` as a Path."""
     return _path(project_root_of(os.fspath(cwd)))
 
 
-def sessions_root_str(project_root: str | Path, env: Mapping[str, str] | None = None) -> str:
+def sessions_root_str(project_root: "str | Path", env: "Mapping[str, str] | None" = None) -> str:
     """The per-project sessions repository.
 
     One git repository per project keeps projects apart (as CSA does) while
@@ -138,12 +136,33 @@ def _plain_name(name: str) -> str:
     return "".join(ch if visible(ch, keep="") == ch else "_" for ch in name)
 
 
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_session_id() -> str:
+    """A session's id and the name of its record folder: a ULID, sortable by creation time, so
+    `ls` and `git log` list sessions in order (also `history.ids.new_session_id`).
+
+    48 bits of milliseconds + 80 random bits, Crockford base32, 26 characters
+    (https://github.com/ulid/spec). Written here rather than imported:
+    python-ulid pulls in importlib.metadata, ~70 ms on every aliased start.
+    """
+    import time
+
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
 SESSIONS_MARK = "wrapagent-sessions"
 """A file wrapagent writes into the `.git` of every sessions repository it creates: the proof,
 for a damaged one, that wrapagent may set it aside (it never touches a `.git` of anybody else's)."""
 
 
-def sessions_root_refusal(root: str, env: Mapping[str, str] | None = None) -> str | None:
+def sessions_root_refusal(root: str, env: "Mapping[str, str] | None" = None) -> "str | None":
     """Why `root` may not be a sessions root, or None.
 
     `WRAPAGENT_SESSIONS_ROOT` must be absolute (`.` would make whatever
@@ -184,7 +203,7 @@ def _made_by_wrapagent(dot_git: str) -> bool:
     return b"email = wrapagent@localhost" in config and b"hooksPath = /dev/null" in config
 
 
-def _under_state(path: str, env: Mapping[str, str] | None) -> bool:
+def _under_state(path: str, env: "Mapping[str, str] | None") -> bool:
     state = os.path.realpath(state_dir_str(env))
     return os.path.realpath(path).startswith(state + os.sep)
 
@@ -215,7 +234,7 @@ def make_private_dirs(path: str) -> None:
         os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
 
 
-def sudo_refusal(path: str) -> str | None:
+def sudo_refusal(path: str) -> "str | None":
     """Under `sudo` (euid 0 with SUDO_UID), why nothing may be written at `path`, or None.
 
     Files root creates in a folder the invoking user owns stay root-owned:
@@ -236,7 +255,7 @@ def sudo_refusal(path: str) -> str | None:
     return None
 
 
-def make_session_dir(root: str | Path, session_id: str, env: Mapping[str, str] | None = None) -> str:
+def make_session_dir(root: "str | Path", session_id: str, env: "Mapping[str, str] | None" = None) -> str:
     """Create `<root>/<session_id>` (0700); a WrapagentError that says what to fix if it cannot be.
 
     Checked before the tool starts: an unwritable state folder, a sessions
@@ -244,12 +263,12 @@ def make_session_dir(root: str | Path, session_id: str, env: Mapping[str, str] |
     are one line then (the tool runs without a record), not a traceback
     after the tool's screen is up.
     """
-    from wrapagent.errors import WrapagentError
-
     root = os.fspath(root)
     path = os.path.join(root, session_id)
     refusal = sessions_root_refusal(root, env) or sudo_refusal(root)
     if refusal is not None:
+        from wrapagent.errors import WrapagentError  # only to fail: not loaded on every start
+
         raise WrapagentError(f"{refusal} (set WRAPAGENT_SESSIONS_ROOT to an absolute folder of your own)")
     try:
         state = state_dir_str(env)
@@ -257,13 +276,15 @@ def make_session_dir(root: str | Path, session_id: str, env: Mapping[str, str] |
             make_private_dirs(state)
         make_private_dirs(path)
     except OSError as exc:
+        from wrapagent.errors import WrapagentError
+
         raise WrapagentError(
             f"cannot create the session record folder {path}: {exc.strerror or exc} (set "
             "WRAPAGENT_SESSIONS_ROOT or XDG_STATE_HOME to a writable folder)") from None
     return path
 
 
-def sessions_root(project_root: str | Path, env: Mapping[str, str] | None = None) -> Path:
+def sessions_root(project_root: "str | Path", env: "Mapping[str, str] | None" = None) -> "Path":
     """`sessions_root_str` as a Path."""
     return _path(sessions_root_str(project_root, env))
 
@@ -286,7 +307,7 @@ def _sha256_hex(data: bytes) -> str:
     return sha256(data).hexdigest()
 
 
-def all_sessions_roots(env: Mapping[str, str] | None = None) -> list[Path]:
+def all_sessions_roots(env: "Mapping[str, str] | None" = None) -> "list[Path]":
     """Every per-project sessions root that exists (for `sessions list`)."""
     env = _env(env)
     override = env.get("WRAPAGENT_SESSIONS_ROOT")

@@ -2,7 +2,7 @@
 
 Each test runs the installed command as a user would (a subprocess, no
 terminal) or calls the one function that decides, and fails on the code
-before issue 23: `demo --help` went to the demo agent as a message, `-V`
+before: `demo --help` went to the demo agent as a message, `-V`
 was an unknown option, `trust --help` had options without descriptions, a
 sub-action's usage error printed the parent's usage, `shims install`
 printed `updated -; unchanged -` and never mentioned `hash -r`.

@@ -1,6 +1,6 @@
 """Shell completion: the candidates engine, its agreement with --help, and the three shells.
 
-Before issue 23 there was no completion at all (`wrapagent completion` ran a
+Before, there was no completion at all (`wrapagent completion` ran a
 program named `completion`). The shell tests load each script in a real
 shell; zsh and fish are skipped, with the reason, where they are not
 installed (`./run-tests` installs them with apt-get when it runs as root).

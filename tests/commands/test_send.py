@@ -1,7 +1,7 @@
 """`wrapagent send` without a PTY: which session it picks, what it refuses, the socket's rules.
 
 The server is driven with a fake stop gate (the queue's rules are the gate's,
-tested through a terminal in tests/session/test_send_pty.py).
+tested through a terminal in tests/session/test_send_channel_pty.py).
 """
 
 from __future__ import annotations

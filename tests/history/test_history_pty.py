@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -16,50 +15,25 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from demo_sessions import wait_for_log
+from pty_session import DemoWorld, wait_for_log
 
 FIRST = "first message about pelicans"
 SECOND = "second message on walruses"
 GUARD = "guard-said-this-line"
 
 
-class World:
-    """A HOME, XDG folders and a project of its own; wrapagent run the way a user's terminal does."""
+class World(DemoWorld):
+    """A world of its own with a guard configured, and a folder outside the project."""
 
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.config = tmp / "config"
-        self.state = tmp / "state"
-        self.project = tmp / "project"
+        super().__init__(tmp)
         self.elsewhere = tmp / "elsewhere"
-        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project, self.elsewhere):
-            d.mkdir(parents=True)
-        (self.config / "wrapagent" / "hooks.toml").write_text(
-            f'[[prompt_guard]]\nname = "g"\ncommand = "echo {GUARD}"\n')
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        for var in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT"):
-            env.pop(var, None)
-        env.update(HOME=str(self.tmp / "home"), XDG_CONFIG_HOME=str(self.config),
-                   XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(self.tmp / "data"),
-                   TERM="xterm-256color")
-        return env
-
-    def spawn(self, *args: str, cwd: Path | None = None, dimensions=(30, 100)) -> pexpect.spawn:
-        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", *args], env=self.env(),
-                              cwd=str(cwd or self.project), dimensions=dimensions, timeout=60)
-        child.delayafterclose = 0
-        child.delayafterterminate = 0
-        return child
+        self.elsewhere.mkdir()
+        self.hooks(f'[[prompt_guard]]\nname = "g"\ncommand = "echo {GUARD}"\n')
 
     def run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "wrapagent", *args], env=self.env(),
                               cwd=str(cwd or self.project), capture_output=True, timeout=120)
-
-    def record(self) -> dict:
-        (path,) = self.state.glob("wrapagent/projects/*/*/session.json")
-        return json.loads(path.read_text())
 
 
 def type_message(child: pexpect.spawn, text: str, n: int) -> None:
@@ -184,7 +158,41 @@ def test_search_for_a_word_nobody_wrote_exits_1(session: World) -> None:
 
 
 
-def test_a_tool_that_starts_first_is_recorded_without_markers(tmp_path: Path) -> None:
+def test_a_tool_that_starts_first_gets_a_marker_per_message(tmp_path: Path) -> None:
+    """Nothing configured, outside git: the demo agent starts before the record exists, and the
+    interceptor that follows its turns comes later, catching up on what it missed."""
+    world = World(tmp_path)
+    (world.config / "wrapagent" / "hooks.toml").write_text("")
+    child = world.spawn("demo")
+    try:
+        child.expect_exact("demo> ")
+        wait_for_log(world.state, " ready after ")
+        type_message(child, FIRST, 1)
+        type_message(child, SECOND, 2)
+        child.send("\x04")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
+    record = world.record()
+    assert "guards" not in json.dumps(record.get("hooks", []))  # nothing configured: nothing ran
+    assert goes_first_in(world.state), "the demo agent was expected to start before its record"
+    _, events, _ = cast_of(world)
+    markers = [e[2] for e in events if e[1] == "m"]
+    assert markers == [f"turn 1: {FIRST}", f"turn 2: {SECOND}"]
+    shown = "".join(e[2] for e in events if e[1] == "o")
+    assert shown.index(FIRST) < shown.index("end of message 1") < shown.index(SECOND)
+    assert [t["n"] for t in record["turns"]] == [1, 2]
+    assert record["recording"]["markers"] == 2
+
+
+def goes_first_in(state: Path) -> bool:
+    """The session log says the tool started before the record (`lifecycle._run_tool_first`)."""
+    (log,) = state.glob("wrapagent/projects/*/*/session.log")
+    return "demo started first: nothing had to come before it" in log.read_text()
+
+
+def test_a_tool_that_starts_first_is_recorded_from_its_first_byte(tmp_path: Path) -> None:
     """No hooks, outside git: the tool goes first (start-up); its output is recorded all the same."""
     world = World(tmp_path)
     (world.config / "wrapagent" / "hooks.toml").write_text("")
@@ -227,3 +235,15 @@ def test_keys_typed_are_not_recorded_only_what_the_screen_showed(tmp_path: Path)
     assert "password: " in shown and "got-15-chars" in shown
     assert b"typed-secret" not in gzip.decompress(path.read_bytes())
     assert not [e for e in events if e[1] == "i"]
+
+
+def test_the_recording_plays_in_asciinema_player(session: World) -> None:
+    """asciinema's own player (its parser and driver; skipped where it is not installed)."""
+    from asciinema_player import play
+
+    _, events, path = cast_of(session)
+    seen = play(path)
+    assert seen["errors"] == [] and seen["ended"]
+    assert seen["output"] == "".join(e[2] for e in events if e[1] == "o")
+    assert seen["markers"] == [f"turn 1: {FIRST}", f"turn 2: {SECOND}"]
+    assert [110, 32] in seen["resizes"]

@@ -89,6 +89,86 @@ def test_start_refuses_a_recordings_folder_that_is_a_link(tmp_path: Path) -> Non
     assert recorder is None and "not a folder" in why
 
 
+def test_a_deferred_recorder_keeps_what_came_before_its_file(tmp_path: Path) -> None:
+    """A tool that goes first is recorded from its first byte; the file comes once that byte is out."""
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm"}
+    rec = recording.prepare("01ARZ3NDEKTSV4RRFFQ69G5FAV", env, 24, 80, title="t")
+    rec(b"first ")
+    time.sleep(0.02)
+    rec(b"bytes")
+    assert not os.path.exists(recording.recordings_dir(env))  # nothing on disk yet
+    assert recording.open_prepared(rec, env, 0) is None
+    rec(b"\r\nlater")
+    info = rec.close(0)
+    header, events = lines_of(info["file"])
+    assert header["title"] == "t" and header["term"]["type"] == "xterm"
+    outputs = [e for e in events if e[1] == "o"]
+    assert "".join(e[2] for e in outputs) == "first bytes\r\nlater"
+    assert outputs[1][0] >= 0.02  # timed as they came, not when the file was made
+    assert stat.S_IMODE(os.stat(recording.recordings_dir(env)).st_mode) == 0o700
+
+
+def test_chunks_that_come_while_the_file_is_made_are_kept_in_order(tmp_path: Path) -> None:
+    """The output thread feeds the recorder while the session's setup opens it: nothing lost or swapped."""
+    import threading
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    rec = recording.prepare("01ARZ3NDEKTSV4RRFFQ69G5FAV", env, 24, 80)
+    sent = [f"{n};".encode() for n in range(3000)]
+    started = threading.Event()
+
+    def feed() -> None:
+        for n, chunk in enumerate(sent):
+            rec(chunk)
+            if n == 100:
+                started.set()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    assert started.wait(30)
+    assert recording.open_prepared(rec, env, 0) is None
+    feeder.join(30)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert "".join(e[2] for e in events if e[1] == "o") == b"".join(sent).decode()
+
+
+def test_a_deferred_recorder_whose_file_cannot_be_made_takes_nothing_more(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    (tmp_path / "state" / "wrapagent").mkdir(parents=True)
+    os.symlink(tmp_path, tmp_path / "state" / "wrapagent" / "recordings")
+    rec = recording.prepare("01ARZ3NDEKTSV4RRFFQ69G5FAV", env, 24, 80)
+    rec(b"queued")
+    why = recording.open_prepared(rec, env, 0)
+    assert why is not None and "not a folder" in why
+    rec(b"after")
+    assert rec.stopped and rec._queue is None and rec._early == []
+    assert not list(tmp_path.glob("*.cast*"))
+
+
+def test_a_recorder_never_opened_closes_without_a_file(tmp_path: Path) -> None:
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0, deferred=True)
+    rec(b"x")
+    info = rec.close(0)
+    assert info["events"] == 0 and "never created" in info["error"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_recorder_loads_json_only_with_its_file(tmp_path: Path) -> None:
+    """Made before the tool's first byte, it must not load what `json` pulls in (re, enum: ~10 ms)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from wrapagent.history import recording; "
+            f"rec = recording.prepare('01ARZ3NDEKTSV4RRFFQ69G5FAV', {{'XDG_STATE_HOME': {str(tmp_path)!r}}}, 24, 80); "
+            "rec(b'x'); "
+            "print(' '.join(m for m in ('json', 're', 'enum', 'threading', 'queue', '_queue', 'wrapagent.history.private_files') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(Path(recording.__file__).parents[2]), timeout=60).stdout
+    assert out.split() == []
+
+
 def test_marker_labels_are_one_short_line() -> None:
     assert marker_label(2, "fix the\nlogin  bug please") == "turn 2: fix the login bug please"
     assert marker_label(1, "") == "turn 1"
@@ -172,3 +252,129 @@ def test_the_record_table_is_checked_key_by_key(tmp_path: Path) -> None:
     assert cfg.record.max_bytes == DEFAULT_RECORD_MAX_BYTES
     problems = {p.key: p.severity for p in cfg.problems}
     assert problems["record.max_bytes"] == "error" and problems["record.enable"] == "warning"
+
+
+def wait_until(check, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def cast_lines(path: Path) -> list[list]:
+    return [json.loads(r) for r in path.read_text().splitlines()[1:]]
+
+
+def test_a_burst_is_spooled_raw_and_encoded_in_order_once_output_is_quiet(tmp_path: Path, monkeypatch) -> None:
+    """While the tool floods its terminal the writer encodes nothing: the bytes wait in the spool."""
+    monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)  # past what is held in memory: the spool file
+    cast, spool = tmp_path / "s.cast", tmp_path / "s.cast.spool"
+    seen: list[tuple] = []
+    unspool = Recorder._unspool
+
+    def watched(self: Recorder) -> None:  # what was on disk when the encoding began, and after
+        before = (cast_lines(cast), spool.read_bytes())
+        unspool(self)
+        seen.append((*before, spool.stat().st_size))
+
+    monkeypatch.setattr(Recorder, "_unspool", watched)
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"a" * 600 + "é".encode()[:1])  # a character cut between two chunks, both in the burst
+    rec.marker("turn 1: in the burst")
+    rec("é".encode()[1:] + b"b" * 600)
+    rec.resized(30, 100)
+    wait_until(lambda: bool(seen))  # QUIET_SECS without output: the spool is encoded
+    ((encoded_before, spooled, spool_after),) = seen
+    assert encoded_before == []  # nothing encoded during the burst
+    assert spooled == b"a" * 600 + "é".encode() + b"b" * 600 and spool_after == 0  # raw, then emptied
+    rec(b"after")  # no burst: written as it comes, after the spooled events
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events] == [["o", "a" * 600], ["m", "turn 1: in the burst"], ["o", "é" + "b" * 600],
+                                       ["r", "100x30"], ["o", "after"], ["x", "0"]]
+    assert not spool.exists()
+
+
+def test_a_short_burst_is_held_in_memory_and_never_written_raw(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    cast = tmp_path / "s.cast"
+    seen: list[list] = []
+    unspool = Recorder._unspool
+
+    def watched(self: Recorder) -> None:
+        seen.append(cast_lines(cast))
+        unspool(self)
+
+    monkeypatch.setattr(Recorder, "_unspool", watched)
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"q" * 1500)
+    wait_until(lambda: bool(seen))
+    assert seen == [[]] and not (tmp_path / "s.cast.spool").exists()
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events] == [["o", "q" * 1500], ["x", "0"]]
+
+
+def test_what_is_spooled_at_the_end_is_encoded_before_the_exit(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 100)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)
+    monkeypatch.setattr(recording, "QUIET_SECS", 3600.0)  # never quiet: only the end encodes it
+    cast, spool = tmp_path / "s.cast", tmp_path / "s.cast.spool"
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"x" * 500)
+    wait_until(lambda: spool.exists() and spool.stat().st_size == 500)  # it stays: never quiet
+    info = rec.close(7)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events] == [["o", "x" * 500], ["x", "7"]]
+    assert not spool.exists()
+
+
+def test_a_spool_past_its_bound_is_encoded_during_the_burst(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 100)
+    monkeypatch.setattr(recording, "SPOOL_MAX_BYTES", 300)
+    monkeypatch.setattr(recording, "HELD_BYTES", 200)  # 400 in one batch: past it, to the file
+    monkeypatch.setattr(recording, "QUIET_SECS", 3600.0)
+    cast = tmp_path / "s.cast"
+    rec = Recorder(str(cast), 24, 80, max_bytes=0)
+    rec(b"y" * 400)
+    wait_until(lambda: any(e[1] == "o" for e in cast_lines(cast)))  # encoded without any quiet
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert "".join(e[2] for e in events if e[1] == "o") == "y" * 400
+
+
+def test_the_size_cap_holds_for_a_spooled_burst(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(recording, "BURST_BYTES", 100)
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=2000)
+    for _ in range(10):
+        rec(b"z" * 1000)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert info["capped"] is True and "size cap of 2000 bytes" in events[-1][2]
+    assert len(gzip.decompress(Path(info["file"]).read_bytes())) <= 2000 + 200
+    assert not (tmp_path / "s.cast.spool").exists()
+
+
+def test_what_the_player_of_asciinema_plays_is_what_the_tool_wrote(tmp_path: Path, monkeypatch) -> None:
+    """Every kind of byte, a burst through the spool, markers and a resize: asciinema-player (where
+    it is installed) plays the same text, markers and sizes."""
+    from asciinema_player import play
+
+    monkeypatch.setattr(recording, "BURST_BYTES", 4096)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0, term_type="xterm-256color")
+    odd = 'quote " backslash \\ tab \t esc \x1b[1mbold\x1b[0m nul-ish \x01\x7f emoji 😀 é\r\n'.encode()
+    rec(odd)
+    rec.marker("turn 1: a \"quoted\" message")
+    rec(b"\xff\xfe not utf-8\r\n")
+    rec(b"x" * 10000 + "€".encode()[:2])  # a burst, a character cut at its end
+    rec("€".encode()[2:] + b"\r\n")
+    rec.resized(30, 100)
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    seen = play(Path(info["file"]))
+    assert seen["errors"] == [] and seen["ended"]
+    assert seen["output"] == "".join(e[2] for e in events if e[1] == "o")
+    assert "😀 é" in seen["output"] and "x" * 10000 + "€\r\n" in seen["output"]
+    assert seen["markers"] == ['turn 1: a "quoted" message'] and [100, 30] in seen["resizes"]

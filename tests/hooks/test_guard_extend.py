@@ -6,7 +6,7 @@ from pathlib import Path
 
 from wrapagent.commands.trust import describe_content
 from wrapagent.hooks.config_check import as_json, describe
-from tests.hooks.test_config import env, global_hooks, layer, load, project, project_hooks  # noqa: F401
+from tests.hooks.test_config_loader import env, global_hooks, layer, load, project, project_hooks  # noqa: F401
 
 GLOBAL = """
 [[prompt_guard]]

@@ -1,4 +1,4 @@
-"""`[stop_check]` and `every_message`: the config, and one run of the check (issue 22).
+"""`[stop_check]` and `every_message`: the config, and one run of the check.
 
 The check's verdict: exit 0 lets the agent stop; exit 2 with output is a
 continuation, sanitised like a guard body; anything else is a warning.

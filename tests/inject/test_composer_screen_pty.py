@@ -14,7 +14,8 @@ import time
 import pexpect
 
 from demo_sessions import wait_for_log
-from test_injection_pty import GUARD, GUARD_BLOCK, quit_demo, ready, submit, type_text, world  # noqa: F401
+from pty_session import quit_demo, type_text
+from test_injection_pty import GUARD, GUARD_BLOCK, ready, submit, world  # noqa: F401
 
 SHIFT_TAB = b"\x1b[Z"
 UP = b"\x1b[A"

@@ -12,7 +12,6 @@ then never happen within the tests' timeouts, whatever the machine's load.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import pexpect
 import pytest
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
-from demo_sessions import wait_until_armed
+from pty_session import quit_demo, session_env, wait_until_armed
 
 GUARD = '[[prompt_guard]]\nname = "g"\ncommand = "echo guard says hi"\n'
 GUARD_BLOCK = '<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n'
@@ -53,13 +52,7 @@ class DemoWorld:
         subprocess.run(["git", "init", "-q", str(self.project)], check=True)
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.config),
-                   XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(self.tmp / "data"),
-                   WRAPAGENT_DEMO_LOG=str(self.demo_log), TERM="xterm-256color")
-        for var in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH"):
-            env.pop(var, None)
-        return env
+        return session_env(self.tmp, WRAPAGENT_DEMO_LOG=str(self.demo_log))
 
     def spawn(self, **env: str) -> pexpect.spawn:
         """`wrapagent demo` with settle_max_secs at 600 s, ready and armed."""
@@ -85,13 +78,6 @@ class DemoWorld:
 @pytest.fixture
 def demo(tmp_path: Path) -> DemoWorld:
     return DemoWorld(tmp_path)
-
-
-def quit_demo(child: pexpect.spawn) -> int:
-    child.send("/quit\r")
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus
 
 
 def test_lone_first_key_is_released_once_the_composer_redrew(demo: DemoWorld) -> None:

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
-from demo_sessions import wait_for_log, wait_until_armed
+from pty_session import enter, quit_demo, session_env, spawn_wrapagent, type_text, wait_for_log, wait_until_armed
 
 GUARD_BLOCK = '<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n'
 
@@ -37,14 +37,7 @@ def world(tmp_path: Path):
         hook_log = tmp_path / "hooks.log"
 
         def env(self, **extra: str) -> dict[str, str]:
-            env = dict(os.environ)
-            env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.config),
-                       XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(tmp_path / "data"),
-                       WRAPAGENT_DEMO_LOG=str(self.demo_log), TERM="xterm-256color")
-            env.pop("WRAPAGENT_SESSION_ID", None)
-            env.pop("WRAPAGENT_DEPTH", None)
-            env.update(extra)
-            return env
+            return session_env(tmp_path, WRAPAGENT_DEMO_LOG=str(self.demo_log), **extra)
 
         def hooks(self, text: str) -> None:
             (self.config / "wrapagent").mkdir(parents=True, exist_ok=True)
@@ -60,12 +53,7 @@ def world(tmp_path: Path):
             return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
 
         def spawn(self, *args: str, **env: str) -> pexpect.spawn:
-            child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo", *args],
-                                  env=self.env(**env), cwd=str(self.project),
-                                  dimensions=(30, 100), timeout=20)
-            child.delayafterclose = 0
-            child.delayafterterminate = 0
-            return child
+            return spawn_wrapagent("demo", *args, env=self.env(**env), cwd=self.project, timeout=20)
 
         def records(self) -> list[dict]:
             return [json.loads(p.read_text())
@@ -78,23 +66,10 @@ def world(tmp_path: Path):
     return w
 
 
-def type_text(child: pexpect.spawn, text: str, gap: float = 0.02) -> None:
-    for ch in text:
-        child.send(ch)
-        time.sleep(gap)
-
-
 def submit(child: pexpect.spawn, n: int) -> None:
-    time.sleep(0.2)
-    child.send("\r")
+    """Submit the typed message `n` and wait until the demo agent received it."""
+    enter(child)
     child.expect(f"end of message {n}")
-
-
-def quit_demo(child: pexpect.spawn) -> int:
-    child.send("/quit\r")
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus
 
 
 def ready(child: pexpect.spawn, world, *, injecting: bool = True) -> None:
@@ -521,3 +496,30 @@ def test_compact_gives_the_next_message_fresh_blocks(world) -> None:
                            cwd=str(world.project), capture_output=True, text=True).stdout
     assert "Compactions: 1" in shown and "conversation 1: /compact" in shown
     assert "Injection after compaction, message 2 of conversation 1" in shown
+
+
+def test_an_automatic_compaction_gives_the_next_message_fresh_blocks(world) -> None:
+    """The agent compacts by itself after a `(full)` turn and says so on its screen: the next
+    message gets fresh blocks (`compaction` true), the one after none; a message quoting the
+    notice is none; the record lists the compaction as automatic."""
+    world.hooks('[[prompt_guard]]\nname = "g"\ncommand = "echo compaction={compaction}"\n')
+    child = world.spawn()
+    ready(child, world)
+    type_text(child, "first (full)")
+    submit(child, 1)
+    child.expect_exact("(conversation compacted automatically)")
+    time.sleep(0.5)                                   # the screen followed, the composer back
+    type_text(child, "after")
+    submit(child, 2)
+    type_text(child, "(conversation compacted automatically) quoted")
+    submit(child, 3)
+    type_text(child, "plain")
+    submit(child, 4)
+    assert quit_demo(child) == 0
+    block = lambda value: f'<prompt-guard name="g">\ncompaction={value}\n</prompt-guard>\n\n'
+    assert world.messages() == [block("false") + "first (full)", block("true") + "after",
+                                "(conversation compacted automatically) quoted", "plain"]
+    rec = world.records()[-1]
+    assert [(i["message"], i["compaction"], i["status"]) for i in rec["injections"]] == [
+        (1, False, "submitted"), (2, True, "submitted")]
+    assert [(c["conversation"], c["how"]) for c in rec["compactions"]] == [(1, "automatic")]

@@ -333,6 +333,8 @@ class Loop:
         if self.prefix is None:
             self.guards_done()
         self.advance(10.0)
+        # Every change of state the injector made is one its table lists (states.TRANSITIONS).
+        assert self.injector.unexpected_transitions == []
         return bytes(self.to_tool)
 
 
@@ -369,12 +371,41 @@ class MessageStarts:
     """The first submitted message that is not a command: (after the previous submit or clear, its Enter)."""
 
 
+def quiet_offset(sc: Scenario) -> int | None:
+    """User bytes written when an unknown TUI's ready screen had been quiet `ready_quiet_secs`.
+
+    A tool without ready markers is ready only then: a key on its drawn screen never skips the
+    quiet check (a start-up question drawn 50 ms ago looks the same). The clock is replayed as
+    the loop's (the same float sums).
+    """
+    if adapter_for(sc.adapter).ready_patterns or sc.ready_offset is None:
+        return sc.ready_offset
+    quiet = adapter_for(sc.adapter).ready_quiet_secs
+    t, last_out, drawn, written = 1000.0, 1000.0, False, 0
+    for step in sc.steps:
+        if isinstance(step, Output):
+            last_out = t
+            drawn = drawn or BP_ON in step.data
+        elif isinstance(step, Advance):
+            t = max(t, t + step.seconds)
+            if drawn and t - last_out >= quiet:
+                return written  # the timer: ready while nobody typed
+        elif isinstance(step, Read):
+            if drawn and t - last_out >= quiet:
+                return written
+            written += len(step.data)
+    return len(sc.user) + 1
+
+
 def message_starts(sc: Scenario, prefixes: tuple[str, ...]) -> MessageStarts:
     """Replays the keys on a model composer (whitespace-only counts as empty)."""
     out = MessageStarts(set(), [], [], [])
     composer = ""
     started: int | None = None  # where the composer's message started, if it is one
-    ready = sc.ready_offset if sc.ready_offset is not None else len(sc.user) + 1
+    # An unknown TUI is ready once its screen was quiet: keys before that, which this fake tool
+    # never echoes, went to whatever it had drawn (a start-up question), not to its composer.
+    ready = quiet_offset(sc)
+    ready = ready if ready is not None else len(sc.user) + 1
     span = ready  # where the current composer's life began
     unknown = False  # an Esc since `span`: the tool may or may not have emptied the composer
     for offset, key in sc.keys:
@@ -499,14 +530,36 @@ def test_key_typed_while_readiness_is_confirmed() -> None:
     """Found by the property (generic adapter, shrunk): `0` typed 0 s after the ready screen, `0` again later.
 
     The first `0` passes through while the injector still waits for the
-    screen to be quiet; the second triggers the delivery, so the tool gets
-    `0<blocks>0`: blocks after typed text of the same message. The window is
-    ready_quiet_secs (50 ms for the known tools, 300 ms for others).
+    screen to be quiet (for an unknown TUI a key never skips the quiet
+    check). If the screen then shows it at the cursor, it began a message: the
+    second `0` must not trigger the delivery (the tool would get `0<blocks>0`:
+    blocks after typed text of the same message). If not, it answered what
+    was drawn, and the second `0` starts the message.
     """
     keys = [_text_key("0"), _text_key("0")]
     sc = Scenario("aider", [Output(READY_SCREENS["aider"]), GuardsDone(), Read(b"0"), Advance(0.5), Read(b"0")],
                   user=b"00", keys=[(0, keys[0]), (1, keys[1])], ready_offset=0)
     check_invariant(sc, Loop("aider").run(sc))
+    # The same with the `0` drawn at the cursor, as a composer echoes it: a begun message.
+    echoed = Scenario("aider", [Output(READY_SCREENS["aider"]), GuardsDone(), Read(b"0"), Output(b"0"),
+                                Advance(0.5), Read(b"0")],
+                      user=b"00", keys=[(0, keys[0]), (1, keys[1])], ready_offset=0)
+    assert Loop("aider").run(echoed) == b"00"
+
+
+def test_an_unknown_tuis_start_up_question_gets_no_blocks_from_a_quick_key() -> None:
+    """A key 0 s after an unknown TUI drew a screen (its `(Y)es/(N)o` question) is no reason
+    to be ready: the quiet check holds, and the message the key began goes without the blocks.
+    The model of the composer follows: a message begun on a screen not quiet yet need not
+    carry them, and the next one does."""
+    keys = [_text_key("y"), Key("enter", b"\r"), _text_key("h"), _text_key("i"), Key("enter", b"\r")]
+    sc = Scenario("aider", [Output(READY_SCREENS["aider"]), GuardsDone(), Read(b"y"), Read(b"\r"),
+                            Advance(0.5), Read(b"hi"), Read(b"\r")],
+                  user=b"y\rhi\r", keys=list(zip([0, 1, 2, 3, 4], keys)), ready_offset=0)
+    out = Loop("aider").run(sc)
+    check_invariant(sc, out)
+    delivery = b"".join(chunk for _, chunk in delivery_chunks(adapter_for("aider"), PREFIX, 0.0))
+    assert out == b"y\r" + delivery + b"hi\r"
 
 
 def test_ready_screen_in_the_middle_of_a_split_paste() -> None:

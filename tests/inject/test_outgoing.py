@@ -14,9 +14,9 @@ import pytest
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.delivery import PASTE_BEGIN, PASTE_FINISH
-from wrapagent.inject.injector import CHATTING, FirstMessageInjector
+from wrapagent.inject.injector import ARMED, CHATTING, COMMAND, FirstMessageInjector
 from wrapagent.inject import receipt
-from wrapagent.inject.outgoing import ENTER_GAP_SECS, SCREEN_RETRY_SECS, Outgoing, Request
+from wrapagent.inject.outgoing import ENTER_GAP_SECS, SCREEN_RETRY_SECS, SLOW_RETRY_SECS, Outgoing, Request
 
 BP_ON = b"\x1b[?2004h"
 SCREENS = Path(__file__).resolve().parent.parent / "screens"
@@ -54,12 +54,12 @@ class Turns:
 class Rig:
     """An injector in a chatting session (no blocks), with an Outgoing, driven at fake times."""
 
-    def __init__(self, tool: str, screen: bytes | None = None) -> None:
+    def __init__(self, tool: str, screen: bytes | None = None, inject: bool = False) -> None:
         self.adapter = adapter_for(tool)
         self.turns = Turns()
         self.outgoing = Outgoing(self.adapter, 40, 120, wake=lambda: None)  # the recorded screens
         self.inj = FirstMessageInjector(self.adapter, rows=40, cols=120, get_prefix=lambda: "",
-                                        wake_fd=None, inject=False, turns=self.turns, outgoing=self.outgoing)
+                                        wake_fd=None, inject=inject, turns=self.turns, outgoing=self.outgoing)
         self.writes: list[tuple[float, bytes]] = []
         self._start = 2.0
         self.done: list[tuple[str, str]] = []
@@ -67,7 +67,7 @@ class Rig:
         self.poll(0.2)
         fallback = self.adapter.fallback_quiet_secs or 0.0
         self.poll(fallback + 0.5)  # the generic rule's bound, if the markers did not show
-        assert self.inj.state == CHATTING
+        assert self.inj.state == (ARMED if inject else CHATTING)
 
     def output(self, data: bytes, now: float) -> None:
         if self.inj.watch_output:
@@ -86,8 +86,9 @@ class Rig:
             self.writes.append((now, out))
         self.poll(now)
 
-    def post(self, since: float, now: float, echo: bool = True) -> None:
-        self.outgoing.post(Request(TEXT, since, lambda status, reason, at: self.done.append((status, reason))))
+    def post(self, since: float, now: float, echo: bool = True, patient: bool = False) -> None:
+        self.outgoing.post(Request(TEXT, since, lambda status, reason, at: self.done.append((status, reason)),
+                                   patient=patient))
         seen = len(self.writes)
         self.poll(now)
         if echo and len(self.writes) > seen:
@@ -269,6 +270,47 @@ def test_a_composer_that_shows_late_still_gets_the_message():
     rig.output(b"\x1b[H\x1b[2J" + recorded("claude/2.1.330/empty-after-lookalike-reply.txt"), 3.0)
     rig.run_until(8.0, step=0.01)
     assert rig.done == [("delivered", "")]
+
+
+def test_a_send_waits_for_the_composer_past_the_retry_bound_and_goes_when_it_shows():
+    """A `wrapagent send` (patient) is not dropped when the empty composer takes long to show
+    (a lagging emulator, a dialog the user has not answered yet): tried again every
+    SLOW_RETRY_SECS until it shows, with no key of the user's since."""
+    rig = Rig("claude")
+    rig.output("\x1b[2J\x1b[HDo you want to proceed?\r\n› 1. Yes\r\n  2. No".encode(), 1.2)
+    rig.post(since=1.5, now=2.0, patient=True)
+    rig.run_until(2.0 + 3 * SCREEN_RETRY_SECS, step=0.05, echo=False)
+    assert rig.done == [] and rig.writes == []
+    assert rig.outgoing.deadline(rig.inj.last_output) <= 2.0 + 3 * SCREEN_RETRY_SECS + SLOW_RETRY_SECS
+    rig.output(b"\x1b[H\x1b[2J" + recorded("claude/2.1.330/empty-after-lookalike-reply.txt"), 40.0)
+    rig.run_until(45.0, step=0.01)
+    assert rig.done == [("delivered", "")]
+
+
+def test_a_send_waiting_for_the_composer_is_deferred_by_a_key():
+    rig = Rig("claude")
+    rig.output("\x1b[2J\x1b[HDo you want to proceed?\r\n› 1. Yes\r\n  2. No".encode(), 1.2)
+    rig.post(since=1.5, now=2.0, patient=True)
+    rig.run_until(2.0 + 2 * SCREEN_RETRY_SECS, step=0.05, echo=False)
+    rig.key(b"1", 30.0)                                # the user answers the dialog
+    rig.run_until(35.0, step=0.05, echo=False)
+    assert rig.done == [("cancelled", "you typed after the agent stopped")]
+    assert rig.writes == [(30.0, b"1")]
+
+
+def test_a_message_the_users_keys_overtook_is_told_while_they_still_own_the_composer():
+    """A continuation posted while the user types a command (`/mo`, no Enter): it is cancelled
+    at once, so its sender goes on (waiting_for_input fires), instead of waiting for the
+    composer to be free again and holding every later stop."""
+    rig = Rig("demo", inject=True)                     # the first message is still to come
+    rig.key(b"/mo", 1.8)
+    assert rig.inj.state == COMMAND
+    rig.post(since=1.5, now=2.0)
+    assert rig.done == [("cancelled", "you typed after the agent stopped")]
+    rig.post(since=3.0, now=3.0)                       # one after the keys: waits for the composer
+    rig.run_until(4.0)
+    assert rig.done == [("cancelled", "you typed after the agent stopped")]
+    assert rig.writes == [(1.8, b"/mo")]
 
 
 def test_followed_screen_catches_up_when_asked_and_after_a_pause() -> None:

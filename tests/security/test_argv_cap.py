@@ -1,4 +1,4 @@
-"""The blocks put into a prompt argument never make it too long to start the tool (issue 20 §6).
+"""The blocks put into a prompt argument never make it too long to start the tool.
 
 Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN): verbose guards made
 `execve` fail with E2BIG and the tool never ran (exit 126). The whole argument

@@ -1,5 +1,5 @@
-"""Checkpoints hold exactly the tracked files plus the untracked, non-ignored ones of that moment
-(issue 19 §3), and none at all for a dotfiles repository at $HOME or a folder the repository
+"""Checkpoints hold exactly the tracked files plus the untracked, non-ignored ones of that moment,
+and none at all for a dotfiles repository at $HOME or a folder the repository
 does not track.
 
 Before: the private index never forgot a file (a `.env` snapshotted once while

@@ -1,4 +1,4 @@
-"""Issue 20 §5: a reader that goes away (`| head -1`) ends wrapagent quietly, as git does.
+"""A reader that goes away (`| head -1`) ends wrapagent quietly, as git does.
 
 The read end of the pipe is closed before wrapagent starts: the first write
 of any size fails with EPIPE, every time (a real `head` races with how much

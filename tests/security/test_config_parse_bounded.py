@@ -1,4 +1,4 @@
-"""Parsing a config file cannot stop or stall the start (issue 20 §2, beyond the read).
+"""Parsing a config file cannot stop or stall the start (beyond the read).
 
 A config file under the 1 MiB read limit can still be built to break the
 TOML parser: nesting that makes tomllib recurse until `RecursionError` (a

@@ -1,4 +1,4 @@
-"""Reading a config file is bounded: a regular file only, at most 1 MiB, once (issue 20 §2).
+"""Reading a config file is bounded: a regular file only, at most 1 MiB, once.
 
 Whatever sits at a config path (`/dev/zero`, `/dev/stdin`, `/dev/tty`, a
 FIFO, a huge file), for the project layer and for both global files, must

@@ -1,4 +1,4 @@
-"""Issue 20 §4: the tool's exit code survives anything that happens to wrapagent's own records.
+"""The tool's exit code survives anything that happens to wrapagent's own records.
 
 The state folder is a small tmpfs (mounted here when the tests run as root;
 skipped otherwise, see `state_tmpfs`): the tool fills it while it runs, or

@@ -1,4 +1,4 @@
-"""Issue 19 §1: wrapagent started from inside git (a hook, a linked worktree, an exported
+"""wrapagent started from inside git (a hook, a linked worktree, an exported
 GIT_INDEX_FILE) never writes into the user's repository, and runs none of the user's git hooks.
 
 Each test runs the real wrapagent (one-shot, `wrapagent true`) on real temporary repositories

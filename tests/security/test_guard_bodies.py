@@ -1,4 +1,4 @@
-"""A guard body cannot forge a closing tag as the model reads it (issue 20 §5).
+"""A guard body cannot forge a closing tag as the model reads it.
 
 The model is a lenient reader: it does not see zero-width or bidi characters,
 reads fullwidth `＜` as `<`, and looks through combining marks. `READER`

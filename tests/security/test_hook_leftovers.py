@@ -1,4 +1,4 @@
-"""No hook outlives wrapagent, and a hook that starts wrapagent cannot start it without end (issue 20 §6).
+"""No hook outlives wrapagent, and a hook that starts wrapagent cannot start it without end.
 
 * SIGTERM (or a hang-up) while wrapagent waits on pre_run: with the default
   action wrapagent died on the spot and the hook's process group (a session of
@@ -19,12 +19,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import default_signals, wrapagent_argv
+from waiting import wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -35,15 +35,6 @@ def write_hooks(text: str) -> None:
     path = Path(os.environ["XDG_CONFIG_HOME"]) / "wrapagent" / "hooks.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(QUIET + text)
-
-
-def wait_for(predicate, limit: float = 60.0) -> bool:
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def group_alive(pgid: int) -> bool:
@@ -80,12 +71,12 @@ def test_signal_while_pre_run_runs_kills_the_hook_group(tmp_path: Path, sig: int
                             preexec_fn=default_signals)
     pgid = None
     try:
-        assert wait_for(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit()), "pre_run never started"
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit(), "pre_run started")
         pgid = int(pid_file.read_text())
         proc.send_signal(sig)
         proc.wait(timeout=60)
         assert proc.returncode == -sig  # wrapagent still ends by that signal
-        assert wait_for(lambda: not group_alive(pgid), 30), "pre_run's process group outlived wrapagent"
+        wait_for(lambda: not group_alive(pgid), "pre_run's process group gone with wrapagent", 30)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -130,7 +121,7 @@ def test_a_signal_during_the_hooks_spawn_still_kills_its_group(tmp_path: Path, m
 
     def popen_then_term(*args, **kwargs):
         proc = real_popen(*args, **kwargs)
-        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit())
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit(), "the hook started")
         os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode: still inside "Popen"
         return proc
 
@@ -147,7 +138,7 @@ def test_a_signal_during_the_hooks_spawn_still_kills_its_group(tmp_path: Path, m
         signal.signal(signal.SIGTERM, old)
     pgid = int(pid_file.read_text())
     try:
-        assert wait_for(lambda: not group_alive(pgid), 30), "the hook's group outlived the signal"
+        wait_for(lambda: not group_alive(pgid), "the hook's group gone after the signal", 30)
     finally:
         if group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)

@@ -1,4 +1,4 @@
-"""Hooks can always be stopped, and none outlives wrapagent (issue 20 §6).
+"""Hooks can always be stopped, and none outlives wrapagent.
 
 * The proxy's copy threads block HUP, INT, QUIT, TERM, WINCH; a guard thread
   started from one (after a conversation reset) handed that mask to every
@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from pty_session import DemoWorld, say, type_text, wait_for
 from wrapagent.hooks.hook_runner import run_command, start_hook_thread
 
 LINUX_PROC = os.path.exists("/proc/self/status")
@@ -33,61 +33,9 @@ SIGBLK = "exec awk '/^SigBlk:/ {{print $2}}' /proc/self/status >> {out}"
 EMPTY_MASK = "0000000000000000"
 
 
-class World:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.config = tmp / "config"
-        self.state = tmp / "state"
-        self.project = tmp / "project"
-        self.demo_log = tmp / "demo.jsonl"
-        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project):
-            d.mkdir(parents=True)
-
-    def hooks(self, text: str) -> None:
-        (self.config / "wrapagent" / "hooks.toml").write_text(text)
-
-    def global_config(self, text: str) -> None:
-        (self.config / "wrapagent" / "config.toml").write_text(text)
-
-    def spawn(self) -> pexpect.spawn:
-        env = dict(os.environ)
-        for var in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT"):
-            env.pop(var, None)
-        env.update(HOME=str(self.tmp / "home"), XDG_CONFIG_HOME=str(self.config),
-                   XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(self.tmp / "data"),
-                   WRAPAGENT_DEMO_LOG=str(self.demo_log), WRAPAGENT_DEMO_THINK_SECS="0.2",
-                   TERM="xterm-256color")
-        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo"], env=env,
-                              cwd=str(self.project), dimensions=(30, 100), timeout=60)
-        child.delayafterclose = 0
-        child.delayafterterminate = 0
-        return child
-
-    def messages(self) -> list[str]:
-        if not self.demo_log.exists():
-            return []
-        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
-
-
-def wait_for(predicate, what: str, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, f"never happened: {what}"
-        time.sleep(0.05)
-
-
-def type_text(child: pexpect.spawn, text: str) -> None:
-    for ch in text:
-        child.send(ch)
-        time.sleep(0.02)
-
-
-def say(child: pexpect.spawn, text: str, n: int) -> None:
-    type_text(child, text)
-    time.sleep(0.2)
-    child.send("\r")
-    child.expect(f"MOCK-REPLY-{n}")
-    child.expect("demo> ")
+class World(DemoWorld):
+    def spawn(self) -> pexpect.spawn:  # type: ignore[override]
+        return super().spawn("demo", WRAPAGENT_DEMO_THINK_SECS="0.2")
 
 
 def lines(path: Path) -> list[str]:

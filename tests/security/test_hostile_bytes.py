@@ -1,4 +1,4 @@
-"""Issue 20 §3: hostile bytes never crash wrapagent before the tool starts.
+"""Hostile bytes never crash wrapagent before the tool starts.
 
 A working directory or argument that is not UTF-8 (a Latin-1 byte), or
 garbage in wrapagent's own variables, must not stop the tool: it runs, gets

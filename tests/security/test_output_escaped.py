@@ -1,4 +1,4 @@
-"""Issue 20 §5: every field wrapagent prints reaches the terminal inert.
+"""Every field wrapagent prints reaches the terminal inert.
 
 A cloned repository names its own folder; a hooks file names its commands.
 Escape sequences there (an OSC title or clipboard write, a C1 CSI, a bidi

@@ -1,4 +1,4 @@
-"""Placeholder values are inert in every quoting context, in dash and in bash (issue 20 §5).
+"""Placeholder values are inert in every quoting context, in dash and in bash.
 
 A placeholder's value comes from outside (`{cwd}` is a cloned repository's
 directory name). Whatever the value holds — quotes, `$(…)`, backticks,

@@ -1,5 +1,4 @@
-"""`sessions resume` and `wrapagent demo` start wrapagent's own code, never the current folder's
-(issue 19 §5).
+"""`sessions resume` and `wrapagent demo` start wrapagent's own code, never the current folder's.
 
 Before: resume entered the session's folder and ran `python -m wrapagent`, and the
 demo ran `python -m wrapagent.commands.demo_agent`: a cloned repository shipping

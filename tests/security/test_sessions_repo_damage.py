@@ -1,4 +1,4 @@
-"""Issue 19 §1-2: a damaged or blocked sessions repository never sends a commit anywhere else,
+"""A damaged or blocked sessions repository never sends a commit anywhere else,
 is repaired without losing a record, and a commit killed half-way does not block later ones.
 
 Real wrapagent runs (one-shot, `wrapagent true`) on real temporary repositories.

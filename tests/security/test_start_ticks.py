@@ -1,4 +1,4 @@
-"""A wall-clock step does not make live sessions look abandoned (issue 20 §6).
+"""A wall-clock step does not make live sessions look abandoned.
 
 The abandoned-session check compared epoch start times with a 10 ms
 tolerance. On Linux the epoch start time of a process is the boot time plus

@@ -1,4 +1,4 @@
-"""Piped stdin is streamed to the tool after the blocks, never read whole first (issue 20 §6).
+"""Piped stdin is streamed to the tool after the blocks, never read whole first.
 
 `tail -f log | wrapagent codex exec -` used to give the tool nothing, ever
 (wrapagent waited for the end of stdin before writing a byte), and a big

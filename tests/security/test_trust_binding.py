@@ -1,4 +1,4 @@
-"""Trust binds exactly the file the user reviewed, in exactly that project (issue 20 §1).
+"""Trust binds exactly the file the user reviewed, in exactly that project.
 
 - Borrowed trust: a repository whose `.wrapagent` (or `.wrapagent/hooks.toml`)
   is a relative link to a neighbour's trusted file must not run the

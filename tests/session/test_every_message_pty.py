@@ -1,4 +1,4 @@
-"""`every_message` guards through a real PTY with the demo agent (issue 22 §1).
+"""`every_message` guards through a real PTY with the demo agent.
 
 The first message of a conversation gets every block; each later message gets
 only the every_message guards' blocks, run afresh for it; a command passes
@@ -13,7 +13,8 @@ import time
 
 from wrapagent.commands.sessions_show import render_show
 
-from test_turns_pty import World, command, quit_demo, ready, say, world  # noqa: F401 - fixture
+from pty_session import quit_demo, say
+from test_turns_pty import World, command, ready, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 

@@ -1,4 +1,4 @@
-"""`[stop_check]` through a real PTY with the demo agent (issue 22 §2).
+"""`[stop_check]` through a real PTY with the demo agent.
 
 The check and waiting_for_input append to the demo agent's events file, so
 the order of "the agent replied", "the check ran", "the continuation arrived"
@@ -11,7 +11,8 @@ import time
 
 from wrapagent.commands.sessions_show import render_show
 
-from test_turns_pty import World, quit_demo, ready, say, type_text, world  # noqa: F401 - fixture
+from pty_session import quit_demo, say, type_text
+from test_turns_pty import World, ready, world  # noqa: F401 - fixture
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
 
@@ -115,6 +116,41 @@ def test_a_key_while_the_check_runs_cancels_the_continuation(world: World) -> No
     child.expect("MOCK-REPLY-2")
     assert quit_demo(child) == 0
     assert world.messages() == ["first", "xyz"]   # no continuation, the user's text intact
+    rec = world.record()
+    assert rec["stop_check"]["continuations"] == []
+    (not_sent,) = rec["stop_check"]["not_sent"]
+    assert not_sent["status"] == "cancelled" and "typed" in not_sent["reason"]
+
+
+def test_a_continuation_the_users_command_overtook_lets_the_agent_stop_at_once(world: World) -> None:
+    """With `every_message` guards the next message is armed after a stop; a command typed
+    while the check runs (not submitted) puts the injector in another state. The continuation
+    is cancelled at once, so waiting_for_input fires while the command is still in the
+    composer (before: it sat in the queue until the composer was free, and every later stop
+    was skipped meanwhile)."""
+    go = world.tmp / "go"
+    decide = (f"while [ ! -e {go} ]; do sleep 0.05; done; echo 'go on'; exit 2")
+    world.hooks(WAITING.format(events=world.events) + toml_check(world.events, decide)
+                + '[[prompt_guard]]\nname = "each"\nevery_message = true\ncommand = "echo each"\n')
+    child = world.spawn()
+    ready(child)
+    type_text(child, "first")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("MOCK-REPLY-1")
+    world.wait_event("check 1 0")                  # the check runs (and waits for `go`)
+    type_text(child, "/mo")                        # a command, left in the composer
+    child.expect_exact("/mo")
+    go.touch()
+    world.wait_event("fired 1")                    # at once, the command still unsubmitted
+    for _ in range(3):
+        child.send("\x7f")
+    type_text(child, "second")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("MOCK-REPLY-2")
+    assert quit_demo(child) == 0
+    assert world.messages()[1].endswith("\nsecond")   # the user's message, with its block
     rec = world.record()
     assert rec["stop_check"]["continuations"] == []
     (not_sent,) = rec["stop_check"]["not_sent"]

@@ -1,4 +1,4 @@
-"""The wrapped tool's version (`session/tool_version.py`, issue 25): found without costing start-up.
+"""The wrapped tool's version (`session/tool_version.py`): found without costing start-up.
 
 A cache hit starts no process; the cache follows the binary (mtime); npm
 installs answer from their package.json; `TOOL --version` runs from `/`,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +16,8 @@ import pexpect
 import pytest
 
 from platform_modes import platform_mode  # noqa: F401 - autouse: Linux and macOS paths
+from pty_session import DemoWorld, quit_demo, say, type_text
+
 GUARD_COUNTER = (
     '[[prompt_guard]]\nname = "g"\n'
     'command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo guard run $n"\n'
@@ -29,39 +29,16 @@ def block(n: int) -> str:
     return f'<prompt-guard name="g">\nguard run {n}\n</prompt-guard>\n\n'
 
 
-class World:
+class World(DemoWorld):
+    """A world of its own with a git project; the demo agent also appends what it did to `events`."""
+
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.config = tmp / "config"
-        self.state = tmp / "state"
-        self.project = tmp / "project"
-        self.demo_log = tmp / "demo.jsonl"
+        super().__init__(tmp, git=True)
         self.events = tmp / "events.log"
-        for d in (tmp / "home", self.config / "wrapagent", self.state, self.project):
-            d.mkdir(parents=True)
-        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
 
-    def hooks(self, text: str) -> None:
-        (self.config / "wrapagent" / "hooks.toml").write_text(text)
-
-    def spawn(self, *args: str) -> pexpect.spawn:
-        env = dict(os.environ)
-        for var in ("WRAPAGENT_SESSION_ID", "WRAPAGENT_DEPTH", "WRAPAGENT_SESSIONS_ROOT"):
-            env.pop(var, None)
-        env.update(HOME=str(self.tmp / "home"), XDG_CONFIG_HOME=str(self.config),
-                   XDG_STATE_HOME=str(self.state), XDG_DATA_HOME=str(self.tmp / "data"),
-                   WRAPAGENT_DEMO_LOG=str(self.demo_log), WRAPAGENT_DEMO_EVENTS=str(self.events),
-                   WRAPAGENT_DEMO_THINK_SECS="3", TERM="xterm-256color")
-        child = pexpect.spawn(sys.executable, ["-m", "wrapagent", "demo", *args], env=env,
-                              cwd=str(self.project), dimensions=(30, 100), timeout=30)
-        child.delayafterclose = 0
-        child.delayafterterminate = 0
-        return child
-
-    def messages(self) -> list[str]:
-        if not self.demo_log.exists():
-            return []
-        return [json.loads(line)["text"] for line in self.demo_log.read_text().splitlines()]
+    def spawn(self, *args: str) -> pexpect.spawn:  # type: ignore[override]
+        return super().spawn("demo", *args, timeout=30, WRAPAGENT_DEMO_EVENTS=str(self.events),
+                             WRAPAGENT_DEMO_THINK_SECS="3")
 
     def event_lines(self) -> list[str]:
         """`message 1`, `reply 1`, `reset /clear`, `fired 1 1` in the order they happened."""
@@ -83,10 +60,6 @@ class World:
             assert time.monotonic() < end, f"{line!r} x{count} never came: {self.event_lines()}"
             time.sleep(0.05)
 
-    def record(self) -> dict:
-        (path,) = sorted(self.state.glob("wrapagent/projects/*/*/session.json"))
-        return json.loads(path.read_text())
-
 
 @pytest.fixture
 def world(tmp_path: Path) -> World:
@@ -98,34 +71,12 @@ def ready(child: pexpect.spawn) -> None:
     time.sleep(0.15)  # the injector arms once output has been quiet
 
 
-def type_text(child: pexpect.spawn, text: str) -> None:
-    for ch in text:
-        child.send(ch)
-        time.sleep(0.02)
-
-
-def say(child: pexpect.spawn, text: str, n: int) -> None:
-    """Type a message, submit it, wait until the agent replied to it."""
-    type_text(child, text)
-    time.sleep(0.2)
-    child.send("\r")
-    child.expect(f"MOCK-REPLY-{n}")
-    child.expect("demo> ")
-
-
 def command(child: pexpect.spawn, text: str, shows: str) -> None:
     type_text(child, text)
     time.sleep(0.1)
     child.send("\r")
     child.expect_exact(shows)
     child.expect("demo> ")
-
-
-def quit_demo(child: pexpect.spawn) -> int:
-    child.send("/quit\r")
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus
 
 
 def test_reset_reinjects_fresh_blocks_once(world: World) -> None:
@@ -268,3 +219,37 @@ def test_a_waiting_hook_still_running_when_the_tool_quits_is_ended(world: World)
             os.killpg(pgid, 9)
         except ProcessLookupError:
             pass
+
+
+REASONS = '[waiting_for_input]\ncommand = "echo fired {{turn}} {{reason}} >> {events}"\nquiet_secs = 2\n'
+
+
+def wait_log(world: World, text: str, timeout: float = 60.0) -> None:
+    """Wait (generously) until the session log says `text`."""
+    end = time.monotonic() + timeout
+    while True:
+        logs = list(world.state.glob("wrapagent/projects/*/*/session.log"))
+        if logs and text in logs[0].read_text(errors="replace"):
+            return
+        assert time.monotonic() < end, f"{text!r} never in the session log"
+        time.sleep(0.05)
+
+
+def test_a_dialog_fires_at_once_with_reason_dialog_and_once(world: World) -> None:
+    world.hooks(REASONS.format(events=world.events))
+    child = world.spawn()
+    ready(child)
+    type_text(child, "(ask) run the tests")
+    time.sleep(0.2)
+    child.send("\r")
+    child.expect("press Enter to allow")
+    world.wait_event("fired 1 dialog")
+    # the quiet wait that follows is the same wait: no second run for it
+    wait_log(world, "waiting_for_input already fired for the dialog")
+    child.send("\r")                          # allow: the agent works again, then replies
+    child.expect("MOCK-REPLY-1")
+    world.wait_event("fired 1 idle")
+    assert quit_demo(child) == 0
+    assert world.event_lines() == ["fired 1 dialog", "message 1", "reply 1", "fired 1 idle"]
+    (entry,) = [h for h in world.record()["hooks"] if h["name"] == "waiting_for_input"]
+    assert entry["runs"] == 2 and entry["reasons"] == {"dialog": 1, "idle": 1}

@@ -14,7 +14,10 @@ Like the real CLIs while the model works, a message containing `(think)`
 animates a spinner for `--think-secs` (default 3, or WRAPAGENT_DEMO_THINK_SECS)
 before the reply; one containing `(ask)` first shows a permission prompt
 that waits for Enter; one containing `(choose)` a question answered by one
-key (`1` or `2`, no Enter). Like them too, ↑ on the prompt recalls the last
+key (`1` or `2`, no Enter); one containing `(full)` fills its context, so after
+the reply it compacts the conversation by itself, saying so on a line of its
+own (`(conversation compacted automatically)`), as the real CLIs do when their
+context window fills. Like them too, ↑ on the prompt recalls the last
 message into it, and shift+tab switches a mode (redrawing the prompt, its
 text unchanged).
 
@@ -153,6 +156,14 @@ class Agent:
             self.out.write("\r\n")
             self.think()
         self.receive(text, "tty")
+        if "(full)" in text:
+            self.compact_by_itself()
+
+    def compact_by_itself(self) -> None:
+        """Its context is full: the conversation is replaced by a summary, and it says so."""
+        self.event("compaction", conversation=self.conversation)
+        self.out.write("(conversation compacted automatically)\r\n")
+        self.out.flush()
 
     def allowed(self) -> None:
         text, self.asking = self.asking, None

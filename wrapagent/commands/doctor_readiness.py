@@ -3,7 +3,7 @@
 Every adapter waits for its tool's own ready screen (a prompt glyph, a
 footer); when a release changes that screen, the generic rule (bracketed
 paste on, output quiet) still sees the composer ready and the blocks still
-go in (issue 25). The record says which rule fired (`ready_by`) and which
+go in. The record says which rule fired (`ready_by`) and which
 release ran (`tool_version`); this module reads the newest records of the
 current user (every project's sessions root) and words what a `generic`
 means for the user: nothing is broken, the adapter is out of date, report

@@ -12,6 +12,7 @@ import sys
 from typing import IO, Any, Mapping, Sequence
 
 from wrapagent import paths
+from wrapagent.commands.ask import yes_at_terminal
 from wrapagent.commands.sessions_find import SessionsError as _SessionsError
 from wrapagent.commands.sessions_find import _resolve_project, pick
 
@@ -94,7 +95,7 @@ def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], stdi
     if len(doomed) > 1 and not ns.yes:
         out.write(f"this drops {what}; their diff and undo go with them:\n")
         _list_ids(doomed, out)
-        if not _confirm(sys.stdin if stdin is None else stdin, out):
+        if not yes_at_terminal(sys.stdin if stdin is None else stdin, out, "Drop them?"):
             out.write("nothing dropped (--yes drops them without asking, --dry-run only lists)\n")
             return 1
     try:
@@ -115,19 +116,6 @@ def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], stdi
 def _list_ids(session_ids: Sequence[str], out: IO[str]) -> None:
     for session_id in session_ids:
         out.write(f"  {session_id}\n")
-
-
-def _confirm(stdin: IO[str], out: IO[str]) -> bool:
-    """A yes typed at the terminal; no terminal is no yes."""
-    try:
-        interactive = stdin.isatty()
-    except (AttributeError, ValueError):
-        interactive = False
-    if not interactive:
-        return False
-    out.write("Drop them? [y/N] ")
-    out.flush()
-    return stdin.readline().strip().lower() in ("y", "yes")
 
 
 def resume_argv(record: Mapping[str, Any], extra: Sequence[str]) -> tuple[str, list[str], str]:

@@ -118,7 +118,7 @@ def _project_name(record: Mapping[str, Any]) -> str:
 
 # Every field shown comes from a record, and a record holds what a cloned
 # repository chose (its folder's name), what the user typed and what hooks
-# said: all of it goes through `wrapagent.visible` (issue 20 §5). One-line
+# said: all of it goes through `wrapagent.visible` (docs/security.md). One-line
 # cells and fields through `_cell`, multi-line texts (the injected blocks,
 # the log) through `visible_text`, which keeps their newlines.
 

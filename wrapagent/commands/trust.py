@@ -22,7 +22,7 @@ from typing import IO, Any, Mapping
 from wrapagent import paths
 from wrapagent.hooks.trust import TRUSTED, TrustStore, shell_word, content_sha256
 from wrapagent.session.resolve import nested_depth
-from wrapagent.visible import field, visible  # one helper for all output (issue 20 §5)
+from wrapagent.visible import field, visible  # one helper for all output (docs/security.md)
 
 
 def _block(label: str, text: str) -> list[str]:

@@ -26,6 +26,7 @@ from typing import IO, Mapping
 
 from wrapagent import paths
 from wrapagent.commands import shims as shims_mod
+from wrapagent.commands.ask import yes_at_terminal
 
 WRAPAGENT_REFS = "refs/wrapagent/"
 RECORD_NAME = "session.json"
@@ -220,18 +221,6 @@ def _remove_empty(path: Path) -> None:
         pass  # not empty or not there: someone else's files stay
 
 
-def _confirm(stdin: IO[str], out: IO[str]) -> bool:
-    try:
-        interactive = stdin.isatty()
-    except (AttributeError, ValueError):
-        interactive = False
-    if not interactive:
-        return False
-    out.write("Remove them? This deletes the session history. [y/N] ")
-    out.flush()
-    return stdin.readline().strip().lower() in ("y", "yes")
-
-
 def cmd_uninstall(*, yes: bool, dry_run: bool, with_config: bool, shim_dir: str | None,
                   stdin: IO[str], out: IO[str], env: Mapping[str, str] | None = None) -> int:
     """`wrapagent uninstall [--yes] [--dry-run] [--config] [--dir DIR]`; returns the exit code."""
@@ -257,7 +246,7 @@ def cmd_uninstall(*, yes: bool, dry_run: bool, with_config: bool, shim_dir: str 
     _remove_empty(paths.data_dir(env))
     history = plan.has_history or (with_config and plan.config_dir.exists())
     if history:
-        if yes or _confirm(stdin, out):
+        if yes or yes_at_terminal(stdin, out, "Remove them? This deletes the session history."):
             status |= remove_history(plan, env, out)
             if with_config and plan.config_dir.exists():
                 status |= _rmtree(plan.config_dir, out)

@@ -1,31 +1,13 @@
 """Session ids: ULIDs, made before anything else of a session exists.
 
-A module of its own because the id is needed before the tool starts (the
-tool's environment carries WRAPAGENT_SESSION_ID) while the record module
-(json, datetime, pathlib) is imported only once the tool runs.
+The id names the session's record folder and is needed before the tool
+starts (the tool's environment carries WRAPAGENT_SESSION_ID), so it is
+made in `paths` (`new_session_id`, re-exported here), which a full-mode
+start loads anyway: this package and module would be two more to load
+before the tool (~0.3 ms). What reads ids (`looks_like_id`) lives here.
 """
 
-from __future__ import annotations
-
-import os
-import time
-
-CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-
-def new_session_id() -> str:
-    """A ULID: sortable by creation time, so `ls` and `git log` list sessions in order.
-
-    48 bits of milliseconds + 80 random bits, Crockford base32, 26 characters
-    (https://github.com/ulid/spec). Written here rather than imported:
-    python-ulid pulls in importlib.metadata, ~70 ms on every aliased start.
-    """
-    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
-    chars = []
-    for _ in range(26):
-        chars.append(CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+from wrapagent.paths import CROCKFORD, new_session_id  # noqa: F401 - re-exported: one import point
 
 
 _ID_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")

@@ -18,23 +18,35 @@ output is dropped rather than waited for, and a marker says how much; past
 `max_bytes` of asciicast text the recording stops, with a marker saying so.
 An idle session costs nothing: the thread sleeps in `get()`.
 
+Encoding output as JSON (decode, escape, ~3.5 ns a byte) holds the
+interpreter lock, which the proxy's copy threads need after each of their
+system calls; on a loaded machine it also takes the CPU the copy needs. So
+while the tool floods its terminal (a batch of BURST_BYTES or more: a `cat`,
+a build log) the writer only keeps the raw chunks, as they came, up to
+HELD_BYTES in memory, then appended to `<id>.cast.spool` (one `writev`, the
+lock released) with each event's time and length;
+the events are encoded once the burst is over (a batch below BURST_BYTES,
+or QUIET_SECS without output), or when the spool reaches SPOOL_MAX_BYTES.
+The work is the same; it is done while the screen is quiet. Output at a
+person's pace (a TUI redrawing, a spinner) is encoded as it comes.
+
 The file is `<state>/recordings/<session id>.cast` while the session runs
 (0600, created with O_EXCL | O_NOFOLLOW), gzip-compressed to
 `<session id>.cast.gz` when it ends; recordings older than the checkpoints'
 `keep_days` are deleted at a later session's end (`expire`).
+
+A recorder may be made before its file (`Recorder(…, deferred=True)`, then
+`open()`): chunks queue from the first one, and the file, its header, the
+writer thread and the JSON module come once the tool's first bytes are on
+the screen (`session/recorded.py`).
 """
 
-from __future__ import annotations
-
-import json
 import os
 import time
 from time import monotonic
 
-from wrapagent.history.private_files import create_private, private_dir
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing, json and the private-files module load once the file is opened:
+if TYPE_CHECKING:  # a tool that goes first is recorded from its first byte, before they are needed
     from typing import Mapping
 
 RECORDINGS_DIR = "recordings"
@@ -48,8 +60,28 @@ write) stay short, so it never holds the interpreter lock long while the output 
 for it after each of its system calls."""
 MAX_BACKLOG_BYTES = 16 * 1024 * 1024
 """Output queued for the writer beyond this is dropped (a marker says how much): never a wait."""
+BURST_BYTES = 512 * 1024
+"""A batch (BATCH_SECS of output) this large is a burst (~10 MB/s): spooled raw, encoded after it."""
+QUIET_SECS = 0.2
+"""Spooled events are encoded once no output came for this long (or a batch is no burst)."""
+SPOOL_MAX_BYTES = 256 * 1024 * 1024
+"""A spool this large is encoded even while the burst goes on: what a crash can lose, bounded.
+With a size cap (the default 64 MiB) the spool never gets past the cap: see `_spool`."""
+HELD_BYTES = 1024 * 1024
+"""The first this-much of a burst stays in memory as it came (the chunks the queue held anyway);
+a longer burst goes on to the spool file. Not more: chunks kept alive make every new chunk of
+the copy fresh memory (page faults, cache misses), and a 30 MB `cat` held in memory ran 5 %
+slower than one spooled to the file, in the same run."""
+SPOOL_SUFFIX = ".spool"
+IOV_MAX = 512
+"""Chunks per `writev` (Linux allows 1024, macOS 1024)."""
+SPOOL_READ_BYTES = 4 * 1024 * 1024
+"""The spool is read back and encoded this much at a time (memory, not speed)."""
 JOIN_SECS = 5.0
-"""At the end, how long the writer gets to write what is queued."""
+"""At the end, how long the writer gets to write what is queued (plus ENCODE_SECS_PER_MB)."""
+ENCODE_SECS_PER_MB = 0.1
+"""…and this long per MB still queued or spooled: a burst that just ended is encoded now
+(~3.5 ns a byte, 10x that allowed for a loaded machine)."""
 COMPRESS_LEVEL = 1
 """gzip's fastest level: terminal output still shrinks 5-10x, and a recording at its 64 MiB cap
 is compressed in well under a second while the user waits for their prompt."""
@@ -59,14 +91,14 @@ MARKER_WORDS = 8
 MARKER_CHARS = 60
 
 
-def recordings_dir(env: Mapping[str, str] | None = None) -> str:
+def recordings_dir(env: "Mapping[str, str] | None" = None) -> str:
     """`$XDG_STATE_HOME/wrapagent/recordings`: outside the sessions repositories (never committed)."""
     from wrapagent.paths import state_dir_str
 
     return os.path.join(state_dir_str(env), RECORDINGS_DIR)
 
 
-def recording_path(session_id: str, env: Mapping[str, str] | None = None) -> str | None:
+def recording_path(session_id: str, env: "Mapping[str, str] | None" = None) -> "str | None":
     """The session's recording on disk (compressed, else the raw one of a session that never ended)."""
     base = os.path.join(recordings_dir(env), session_id)
     for path in (base + ".cast.gz", base + ".cast"):
@@ -75,7 +107,7 @@ def recording_path(session_id: str, env: Mapping[str, str] | None = None) -> str
     return None
 
 
-def marker_label(turn: int, text: str, by: str | None = None) -> str:
+def marker_label(turn: int, text: str, by: "str | None" = None) -> str:
     """`turn N: first words` of a message, on one line, short."""
     words = " ".join(text.split()[:MARKER_WORDS])
     words = "".join(ch if ch.isprintable() else " " for ch in words)
@@ -88,17 +120,32 @@ def marker_label(turn: int, text: str, by: str | None = None) -> str:
 class Recorder:
     """Writes one session's asciicast in a thread; fed by the proxy's threads (module docstring)."""
 
-    def __init__(self, path: str, rows: int, cols: int, *, max_bytes: int, term_type: str | None = None,
-                 title: str | None = None) -> None:
+    def __init__(self, path: str, rows: int, cols: int, *, max_bytes: int, term_type: "str | None" = None,
+                 title: "str | None" = None, deferred: bool = False) -> None:
+        """A recorder whose file is created now, or with `deferred` by `open()` (OSError if it cannot be).
+
+        Deferred, chunks queue from now on (timed from now, as they come) and
+        nothing else happens: no file, no thread, no import of `json`, not
+        even of `_queue` (a shared library to load): a list holds them until
+        `open` hands them to the writer's queue, in order.
+        """
         import _thread
-        from queue import SimpleQueue
 
         self.path = path
         self.max_bytes = max_bytes
         self.started = monotonic()
-        self.fd = create_private(path)
-        self._queue: SimpleQueue = SimpleQueue()
-        self._put = self._queue.put
+        self._header: dict = {"version": 3, "term": {"cols": cols, "rows": rows}, "timestamp": int(time.time())}
+        if term_type:
+            self._header["term"]["type"] = term_type
+        if title:
+            self._header["title"] = title
+        self.fd = -1
+        self._queue = None  # the writer's SimpleQueue, from `open` on
+        self._early: list = []
+        """What came before `open`, in order (with `_early_lock`: `open` may run beside the output thread)."""
+        self._early_lock = _thread.allocate_lock()
+        self._put = self._put_early
+        """Puts one item for the writer: `_put_early` until `open`, then the queue's own `put` (C)."""
         self.queued = 0
         """Output thread: bytes of output queued (with `taken`: the backlog)."""
         self.taken = 0
@@ -112,23 +159,82 @@ class Recorder:
         self.markers = 0
         self.error: str | None = None
         self._noted_dropped = 0
+        self._spool_fd: int | None = None
+        self._spooled: list[tuple] = []
+        """Writer thread: the events of the spool, in order: (at, length) for output, else as queued."""
+        self._spool_bytes = 0
+        self._spool_in_file = False
+        """Some of the spooled output is in the spool file (the rest of the burst goes there too)."""
         self._last = 0.0
         """Seconds since `started` of the last event written (intervals are relative)."""
-        header: dict = {"version": 3, "term": {"cols": cols, "rows": rows}, "timestamp": int(time.time())}
-        if term_type:
-            header["term"]["type"] = term_type
-        if title:
-            header["title"] = title
-        self._write_line(json.dumps(header, ensure_ascii=False))
+        self._done = None
+        if not deferred:
+            self.open()
+
+    def open(self) -> None:
+        """Create the file (0600, never through a link), write the header, start the writer thread.
+
+        On an OSError nothing more is queued, what was is dropped, and the error is raised.
+        """
+        import _thread
         import codecs
+        import json
         from json.encoder import encode_basestring
 
+        from wrapagent.history.private_files import create_private
+
+        try:
+            self.fd = create_private(self.path)
+            self._write_line(json.dumps(self._header, ensure_ascii=False))
+        except OSError:
+            self.discard()
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
+            raise
         self._quote = encode_basestring
         """JSON string quoting (C): the event line without an encoder object per event."""
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        from _queue import SimpleQueue  # `queue` would load threading and heapq
+
+        with self._early_lock:
+            queue = SimpleQueue()
+            for item in self._early:
+                queue.put(item)
+            self._early = []
+            self._queue = queue
+            self._put = queue.put
         self._done = _thread.allocate_lock()
         self._done.acquire()
         _thread.start_new_thread(self._run, ())
+
+    def discard(self) -> None:
+        """No recording after all (not wanted, or its file cannot be made): what was queued is dropped."""
+        self.stopped = True
+        self._discard_queued()
+
+    def _put_early(self, item: tuple) -> None:
+        with self._early_lock:
+            if self.stopped:
+                return
+            if self._queue is None:
+                self._early.append(item)
+            else:  # `open` ran since this call looked up `_put`
+                self._queue.put(item)
+
+    def _discard_queued(self) -> None:
+        with self._early_lock:
+            self._early = []
+            queue = self._queue
+        if queue is None:
+            return
+        from _queue import Empty
+
+        try:
+            while True:
+                queue.get_nowait()
+        except Empty:
+            pass
 
     # -- the proxy's side: never blocks ------------------------------------------------
 
@@ -158,15 +264,23 @@ class Recorder:
         get, get_nowait = self._queue.get, self._queue.get_nowait
         try:
             while True:
-                batch = [get()]
-                if batch[0] is not None:
+                if self._spooled:
+                    try:
+                        first = get(timeout=QUIET_SECS)
+                    except Empty:  # the burst is over: its events now
+                        self._unspool()
+                        continue
+                else:
+                    first = get()
+                batch = [first]
+                if first is not None:
                     time.sleep(BATCH_SECS)
                     try:
                         while batch[-1] is not None:
                             batch.append(get_nowait())
                     except Empty:
                         pass
-                if not self._write_batch(batch):
+                if not self._take(batch):
                     break
         except Exception as exc:  # a full disk: the session goes on, the record says why
             self.error = f"{type(exc).__name__}: {exc}"
@@ -174,8 +288,87 @@ class Recorder:
         finally:
             self._done.release()
 
-    def _write_batch(self, batch: list) -> bool:
-        """Write a batch of queued items as events; False at the end marker (None)."""
+    def _take(self, batch: list) -> bool:
+        """A burst goes to the spool; anything else is written, after what was spooled."""
+        size = sum(len(item[1]) for item in batch if item is not None and len(item) == 2)
+        if size >= BURST_BYTES and batch[-1] is not None and not self.stopped:
+            self._spool(batch, size)
+            if self._spool_bytes >= SPOOL_MAX_BYTES:
+                self._unspool()
+            return True
+        if self._spooled:
+            self._unspool()
+        return self._write_batch(batch)
+
+    def _spool(self, batch: list, size: int) -> None:
+        """Keep a burst's output raw, in memory up to HELD_BYTES, then in the spool file, with
+        its events' times: (at, chunk) held, (at, length) in the file, other events as queued."""
+        if not self._spool_in_file and self._spool_bytes + size <= HELD_BYTES:
+            for item in batch:
+                if len(item) == 2:
+                    self.taken += len(item[1])
+                self._spooled.append(item)
+            self._spool_bytes += size
+            return
+        chunks: list[bytes] = []
+        # What is spooled already cannot fit under the cap (its JSON is never shorter): more
+        # would never be written, and the spool stays bounded by the cap. The cap's marker comes
+        # when the spool is encoded.
+        over = bool(self.max_bytes) and self.written + self._spool_bytes > self.max_bytes
+        for item in batch:
+            if len(item) != 2:
+                self._spooled.append(item)
+                continue
+            data = item[1]
+            self.taken += len(data)
+            if not over:  # past the cap it could never be written: the cap's marker says so
+                chunks.append(data)
+                self._spooled.append((item[0], len(data)))
+        if not chunks:
+            return
+        if self._spool_fd is None:
+            from wrapagent.history.private_files import CREATE_FLAGS
+
+            flags = (CREATE_FLAGS & ~(os.O_WRONLY | os.O_APPEND)) | os.O_RDWR  # read back when encoded
+            self._spool_fd = os.open(self.path + SPOOL_SUFFIX, flags, 0o600)
+        _write_chunks(self._spool_fd, chunks)
+        self._spool_bytes += sum(len(c) for c in chunks)
+        self._spool_in_file = True
+
+    def _unspool(self) -> None:
+        """Encode the spooled events into the recording, in order, then empty the spool."""
+        items, self._spooled = self._spooled, []
+        fd, offset = self._spool_fd, 0
+        part: list = []
+        part_bytes = 0
+        for item in items:
+            if len(item) == 2:
+                data = item[1]
+                if isinstance(data, int):  # in the spool file
+                    assert fd is not None
+                    length, data = data, os.pread(fd, data, offset)
+                    offset += length
+                part.append((item[0], data))
+                part_bytes += len(data)
+                if part_bytes < SPOOL_READ_BYTES:
+                    continue
+            else:
+                part.append(item)
+                continue
+            self._write_batch(part, taken=False)
+            part, part_bytes = [], 0
+        if part:
+            self._write_batch(part, taken=False)
+        if fd is not None:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+        self._spool_bytes = 0
+        self._spool_in_file = False
+
+    def _write_batch(self, batch: list, taken: bool = True) -> bool:
+        """Write a batch of queued items as events; False at the end marker (None).
+
+        `taken` false: the output was counted off the queue already (spooled)."""
         lines: list[str] = []
         run: list[bytes] = []
         run_at = 0.0
@@ -187,7 +380,8 @@ class Recorder:
                 break
             if len(item) == 2:
                 at, data = item
-                self.taken += len(data)
+                if taken:
+                    self.taken += len(data)
                 if run and (at - run_at > COALESCE_SECS or run_size >= EVENT_BYTES):
                     self._output(lines, run_at, run)
                     run, run_size = [], 0
@@ -210,24 +404,26 @@ class Recorder:
         self._flush(lines)
         return more
 
-    def _flush(self, lines: list[str]) -> None:
+    def _flush(self, lines: "list[str]") -> None:
         """Write the lines gathered (one write: the lock is released while it runs)."""
         if lines and not self.stopped:
             self._write_line("\n".join(lines))
         lines.clear()
 
-    def _output(self, lines: list[str], at: float, run: list[bytes]) -> None:
+    def _output(self, lines: "list[str]", at: float, run: "list[bytes]") -> None:
         text = self._decoder.decode(b"".join(run))
         if text:
             self._event(lines, at, "o", text)
 
-    def _event(self, lines: list[str], at: float, code: str, data: str) -> None:
+    def _event(self, lines: "list[str]", at: float, code: str, data: str) -> None:
         if self.stopped:
             return
         rel = max(at - self.started, self._last)
         line = f'[{round(rel - self._last, 6)!r}, "{code}", {self._quote(data)}]'  # = json.dumps of the list
         self._last = rel
         if self.max_bytes and self.written + sum(len(x) + 1 for x in lines) + len(line) > self.max_bytes:
+            import json
+
             lines.append(json.dumps([0.0, "m", f"recording stopped: its size cap of {self.max_bytes} bytes "
                                      "was reached ([record] max_bytes)"]))
             self.stopped = True
@@ -247,13 +443,20 @@ class Recorder:
 
     # -- the end -----------------------------------------------------------------------
 
-    def close(self, exit_code: int | None) -> dict:
+    def close(self, exit_code: "int | None") -> dict:
         """Write what is queued and the exit event, compress; what the record says about it."""
+        if self._done is None:  # never opened: no file, nothing to say but that
+            self.discard()
+            return {"events": 0, "markers": 0, "bytes": 0, "error": "the file was never created"}
+        import json
+
         self._put(None)
-        finished = self._done.acquire(timeout=JOIN_SECS)
+        pending = max(self.queued - self.taken, 0) + self._spool_bytes  # (the writer's, read as a hint)
+        wait = JOIN_SECS + pending / 1e6 * ENCODE_SECS_PER_MB
+        finished = self._done.acquire(timeout=wait)
         info: dict = {"events": self.events, "markers": self.markers, "bytes": self.written}
         if not finished:
-            info["note"] = f"the writer did not finish within {JOIN_SECS:g} s: the recording is cut"
+            info["note"] = f"the writer did not finish within {wait:.3g} s: the recording is cut"
         elif exit_code is not None and not self.stopped and self.error is None:
             try:
                 self._write_line(json.dumps([round(max(monotonic() - self.started - self._last, 0.0), 6),
@@ -272,14 +475,40 @@ class Recorder:
             info["file"] = self.path
             return info
         os.close(self.fd)
+        self._drop_spool()
         info.update(_compress(self.path))
         return info
+
+    def _drop_spool(self) -> None:
+        """The spool is empty once the writer is done: closed and removed."""
+        if self._spool_fd is None:
+            return
+        os.close(self._spool_fd)
+        self._spool_fd = None
+        try:
+            os.unlink(self.path + SPOOL_SUFFIX)
+        except OSError:
+            pass
+
+
+def _write_chunks(fd: int, chunks: list[bytes]) -> None:
+    """All of `chunks`, in order, in few `writev` calls (no copy into one buffer, the lock released)."""
+    for start in range(0, len(chunks), IOV_MAX):
+        group = chunks[start:start + IOV_MAX]
+        done = os.writev(fd, group)
+        total = sum(len(c) for c in group)
+        if done < total:  # a short write (a full disk, a signal): the rest one buffer at a time
+            view = memoryview(b"".join(group))[done:]
+            while view:
+                view = view[os.write(fd, view):]
 
 
 def _compress(path: str) -> dict:
     """`X.cast` -> `X.cast.gz` (0600, never through a link), the raw file removed; the record's fields."""
     import gzip
     import shutil
+
+    from wrapagent.history.private_files import create_private
 
     target = path + ".gz"
     try:
@@ -297,20 +526,38 @@ def _compress(path: str) -> dict:
     return {"file": target, "gz_bytes": os.path.getsize(target)}
 
 
-def start(session_id: str, settings, env: Mapping[str, str], rows: int, cols: int,
-          title: str | None = None) -> tuple[Recorder | None, str | None]:
+def start(session_id: str, settings, env: "Mapping[str, str]", rows: int, cols: int,
+          title: "str | None" = None) -> "tuple[Recorder | None, str | None]":
     """The session's recorder, or (None, why not) when it cannot be created."""
+    recorder = prepare(session_id, env, rows, cols, title=title)
+    why_not = open_prepared(recorder, env, settings.max_bytes)
+    return (None, why_not) if why_not is not None else (recorder, None)
+
+
+def prepare(session_id: str, env: "Mapping[str, str]", rows: int, cols: int,
+            title: "str | None" = None) -> "Recorder":
+    """The session's recorder before its file (`open_prepared` makes it): chunks queue meanwhile."""
+    path = os.path.join(recordings_dir(env), session_id + ".cast")
+    return Recorder(path, rows, cols, max_bytes=0, term_type=env.get("TERM"), title=title, deferred=True)
+
+
+def open_prepared(recorder: "Recorder", env: "Mapping[str, str]", max_bytes: int) -> "str | None":
+    """Make the recordings folder and the file of a `prepare`d recorder, capped at `max_bytes`
+    (0: no cap); why not, when they cannot be made (the recorder then takes nothing more)."""
+    from wrapagent.history.private_files import private_dir
+
+    recorder.max_bytes = max_bytes
     try:
-        folder = private_dir(recordings_dir(env))
-        recorder = Recorder(os.path.join(folder, session_id + ".cast"), rows, cols,
-                            max_bytes=settings.max_bytes, term_type=env.get("TERM"), title=title)
+        private_dir(recordings_dir(env))
+        recorder.open()
     except OSError as exc:
-        return None, f"recording: not recorded: {exc}"
-    return recorder, None
+        recorder.discard()
+        return f"recording: not recorded: {exc}"
+    return None
 
 
-def expire(keep_days: float, env: Mapping[str, str], *, now: float | None = None,
-           force: bool = False) -> list[str]:
+def expire(keep_days: float, env: "Mapping[str, str]", *, now: "float | None" = None,
+           force: bool = False) -> "list[str]":
     """Delete recordings of sessions older than `keep_days` (0 = keep all); the ids deleted.
 
     At most once a day (a mark file's mtime) unless `force`: one `stat` per session end.
@@ -349,14 +596,14 @@ def expire(keep_days: float, env: Mapping[str, str], *, now: float | None = None
     return gone
 
 
-def drop(session_ids: list[str], env: Mapping[str, str]) -> int:
+def drop(session_ids: "list[str]", env: "Mapping[str, str]") -> int:
     """Delete these sessions' recordings (`sessions prune` dropped their checkpoints); how many."""
     folder = recordings_dir(env)
     gone = 0
     for session_id in session_ids:
         if ulid_seconds(session_id) is None:
             continue  # not an id: never a path of its own
-        for suffix in (".cast.gz", ".cast"):
+        for suffix in (".cast.gz", ".cast", ".cast" + SPOOL_SUFFIX):
             try:
                 os.unlink(os.path.join(folder, session_id + suffix))
                 gone += 1
@@ -365,7 +612,7 @@ def drop(session_ids: list[str], env: Mapping[str, str]) -> int:
     return gone
 
 
-def ulid_seconds(session_id: str) -> float | None:
+def ulid_seconds(session_id: str) -> "float | None":
     """Seconds since the epoch in a ULID's first 10 characters, or None if it is not one."""
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
     if len(session_id) != 26:

@@ -226,6 +226,28 @@ def load_config(
         is_trusted if is_trusted is not None else (lambda p, d: _default_trust(env)(p, d)),
     )
 
+    return _merged((global_layer, config_layer, project_layer), global_hooks, pre_session, project_hooks)
+
+
+def config_without_files(project_root: str | Path, *, env: Mapping[str, str] | None = None) -> Config:
+    """What `load_config` returns when none of the files exists, without looking for them again.
+
+    For a launch that checked there is none (`planning.config_can_wait`) and
+    started the tool on that: a file appearing since must not change what
+    that decision was made on.
+    """
+    from wrapagent.paths import global_config_path, global_hooks_path, project_hooks_path
+
+    env = os.environ if env is None else env
+    layers = tuple(Layer(kind, path, False, False, None, ()) for kind, path in (
+        (LAYER_GLOBAL_HOOKS, global_hooks_path(env)), (LAYER_GLOBAL_CONFIG, global_config_path(env)),
+        (LAYER_PROJECT_HOOKS, project_hooks_path(os.fspath(project_root)))))
+    return _merged(layers, None, None, None)
+
+
+def _merged(layers: tuple[Layer, ...], global_hooks: HooksFile | None, pre_session: PreSessionHook | None,
+            project_hooks: HooksFile | None) -> Config:
+    """The layers' values as one Config: project entries over global ones (module docstring)."""
     lifecycle: dict[str, LifecycleHook] = {}
     guards: tuple[GuardSpec, ...] = ()
     checkpoints: dict[str, Any] = {}
@@ -249,7 +271,7 @@ def load_config(
         lifecycle=_frozen_map(lifecycle),
         guards=guards,
         pre_session=pre_session,
-        layers=(global_layer, config_layer, project_layer),
+        layers=layers,
         checkpoints=CheckpointSettings(**checkpoints),
         stop_check=stop_check or None,
         send=send,

@@ -66,8 +66,8 @@ PLACEHOLDERS: tuple[Placeholder, ...] = (
     Placeholder("cwd", "the working directory", "WRAPAGENT_WORKING_DIR"),
     Placeholder("exit_code", "the tool's exit code"),
     Placeholder("turn", "user submissions so far (1, 2, ...)", "WRAPAGENT_TURN"),
-    Placeholder("reason", "why the agent waits: idle (its turn ended, the only reason so far)",
-                "WRAPAGENT_REASON"),
+    Placeholder("reason", "why the agent waits: idle (its turn ended) or dialog (an approval or "
+                "question is up)", "WRAPAGENT_REASON"),
 )
 
 _SESSION = ("session_id", "session_dir", "sessions_root", "tool", "project_root", "cwd")
@@ -76,7 +76,7 @@ _WAITING_STDIN = (
     StdinField("session_id", "this session's id"),
     StdinField("tool", "the wrapped tool"),
     StdinField("turn", "user submissions so far (a number)"),
-    StdinField("reason", 'why it waits, as `{reason}` ("idle")'),
+    StdinField("reason", '"idle" or "dialog", as `{reason}`'),
 )
 
 PRE_RUN, POST_RUN, SESSION_COMPLETE, WAITING_FOR_INPUT = (
@@ -91,7 +91,8 @@ REGISTRY: list[HookEvent] = [
     HookEvent(SESSION_COMPLETE, "after post_run; by default commits the session record",
               (*_SESSION, "exit_code"), default_timeout=30.0,
               review="runs when the session is over, instead of committing its record"),
-    HookEvent(WAITING_FOR_INPUT, "each time the agent goes quiet after one of your submissions",
+    HookEvent(WAITING_FOR_INPUT, "each time the agent goes quiet after one of your submissions, "
+              "or puts up an approval or a question",
               (*_SESSION, "turn", "reason"), stdin_fields=_WAITING_STDIN, default_timeout=10.0,
               review="runs each time the agent waits for you", extra_keys=("quiet_secs",)),
 ]

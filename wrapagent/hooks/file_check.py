@@ -110,7 +110,7 @@ def too_many_key_parts(text: str) -> int | None:
     (a string holding 33 dot-separated words is no real hooks command). Each
     start is at a word boundary, so the scan stays linear on any text.
     """
-    if text.count(".") <= MAX_KEY_PARTS:
+    if text.count(".") < MAX_KEY_PARTS:  # more than MAX_KEY_PARTS parts need at least that many dots
         return None  # every usual file: no regex import
     import re
 

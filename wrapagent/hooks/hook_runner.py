@@ -397,6 +397,8 @@ def run_command(
     """
     import subprocess
 
+    from wrapagent import child_process
+
     started = time.monotonic()
 
     def result(exit_code: int | None, timed_out: bool, error: str | None, out: bytes = b"",
@@ -412,16 +414,7 @@ def run_command(
     held = _HeldTermination()
     try:
         with _EmptySignalMask():
-            proc = subprocess.Popen(
-                ["/bin/sh", "-c", command],
-                cwd=str(workdir),
-                env=dict(env),
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-            )
+            proc = child_process.start(["/bin/sh", "-c", command], cwd=workdir, env=env, stdin=stdin is not None)
     except OSError as exc:
         held.release()
         _LineLog(name, log)._say(f"[{name}] could not start: {exc}")
@@ -465,87 +458,33 @@ def run_command(
 
 
 def _pump(proc, stdin: bytes | None, timeout: float, name: str, log: Callable[[str], None], capture: bool):
-    """Feed stdin, read stdout/stderr until EOF, timeout, or the pipe-holding grace.
+    """Feed stdin, read stdout/stderr until EOF, timeout, or the pipe-holding grace (child_process.pump).
 
     Returns (captured stdout, timed_out, stuck, (stderr head, stdout head))
     where `stuck` means the shell exited but something else in its group kept
-    a pipe open past PIPE_GRACE.
+    a pipe open past PIPE_GRACE. Captured stdout past STDOUT_CAP is read and
+    dropped, so the hook never blocks on a full pipe.
     """
-    import selectors
+    from wrapagent import child_process
 
-    sel = selectors.DefaultSelector()
-    logs = {"stdout": _LineLog(name, log), "stderr": _LineLog(name, log)}
+    logs = {child_process.STDOUT: _LineLog(name, log), child_process.STDERR: _LineLog(name, log)}
     captured = bytearray()
-    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
-    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
-    pending = memoryview(stdin) if stdin else None
-    if proc.stdin is not None:
-        if pending:
-            os.set_blocking(proc.stdin.fileno(), False)
-            sel.register(proc.stdin, selectors.EVENT_WRITE, "stdin")
-        else:
-            proc.stdin.close()
 
-    deadline = time.monotonic() + max(0.0, timeout)
-    exited_at: float | None = None
-    timed_out = stuck = False
+    def on_data(stream: str, data: bytes) -> bool:
+        if stream == child_process.STDOUT and capture:
+            captured.extend(data[:max(0, STDOUT_CAP - len(captured))])
+        else:
+            logs[stream].feed(data)
+        return False
+
     try:
-        while sel.get_map():
-            now = time.monotonic()
-            if proc.poll() is not None and exited_at is None:
-                exited_at = now
-            if now >= deadline:
-                timed_out = proc.returncode is None
-                stuck = not timed_out
-                break
-            if exited_at is not None and now - exited_at >= PIPE_GRACE:
-                stuck = True
-                break
-            wait = deadline - now
-            wait = min(wait, 0.05 if exited_at is None else PIPE_GRACE - (now - exited_at))
-            for key, _ in sel.select(max(0.0, wait)):
-                stream = key.data
-                if stream == "stdin":
-                    try:
-                        written = os.write(key.fileobj.fileno(), pending[:65536])
-                        pending = pending[written:]
-                    except (BrokenPipeError, BlockingIOError, OSError) as exc:
-                        if isinstance(exc, BlockingIOError):
-                            continue
-                        pending = pending[:0]
-                    if not pending:
-                        sel.unregister(key.fileobj)
-                        _close(key.fileobj)
-                    continue
-                data = os.read(key.fileobj.fileno(), 65536)
-                if not data:
-                    sel.unregister(key.fileobj)
-                    continue
-                if stream == "stdout" and capture:
-                    room = STDOUT_CAP - len(captured)
-                    if room > 0:
-                        captured += data[:room]
-                else:
-                    logs[stream].feed(data)
+        outcome = child_process.pump(proc, stdin or None, time.monotonic() + max(0.0, timeout), on_data,
+                                     pipe_grace=PIPE_GRACE)
     finally:
-        for key in list(sel.get_map().values()):
-            sel.unregister(key.fileobj)
-        sel.close()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            _close(stream)
         for line_log in logs.values():
             line_log.flush()
-    heads = (bytes(logs["stderr"].head), bytes(logs["stdout"].head))
-    return bytes(captured), timed_out, stuck, heads
-
-
-def _close(stream) -> None:
-    if stream is None:
-        return
-    try:
-        stream.close()
-    except OSError:
-        pass
+    heads = (bytes(logs[child_process.STDERR].head), bytes(logs[child_process.STDOUT].head))
+    return bytes(captured), outcome == child_process.TIMED_OUT, outcome == child_process.HELD_OPEN, heads
 
 
 def run_lifecycle(

@@ -124,8 +124,9 @@ args = { max_bytes = 4000 }
 # submissions, once its output was quiet for quiet_secs (its spinner stops).
 # Once per wait, in the background (it never delays a key). wrapagent sees
 # the screen, not the agent: a long silent tool run looks like a wait too.
-# {reason} says why: "idle" (its turn ended; the only reason reported so
-# far: test for it, so that other reasons later are told apart). The hook
+# {reason} says why: "idle" (its turn ended) or "dialog" (an approval or a
+# question is up on its screen: fired as soon as it shows, without the quiet
+# wait; the quiet wait that follows does not fire again). The hook
 # also reads {"session_id", "tool", "turn", "reason"} as JSON
 # on stdin. A desktop notification; on macOS, instead of notify-send:
 #   command = "osascript -e 'display notification \\"needs you ({reason})\\" with title \\"{tool}\\"'"

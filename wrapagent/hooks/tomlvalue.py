@@ -32,8 +32,9 @@ def toml_value(value: Any) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     if isinstance(value, str):
-        # JSON string escapes are valid TOML basic-string escapes (\uXXXX included).
-        return json.dumps(value, ensure_ascii=False)
+        # JSON string escapes are valid TOML basic-string escapes (\uXXXX included); JSON leaves
+        # DEL as it is, which TOML does not take raw in a string.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, dict):
         return toml_table(value.items())
     if isinstance(value, (list, tuple)):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Callable
+
     from wrapagent.inject.outgoing import FollowedScreen
     from wrapagent.inject.screen_model import ScreenModel, ScreenReading
 
@@ -51,6 +53,10 @@ class ComposerScreen:
     def resize(self, rows: int, cols: int) -> None:
         if self.owned:
             self.screen.resize(rows, cols)
+
+    def observe(self, observer: Callable[[str], None]) -> None:
+        """`observer` gets the screen's text each time the emulator caught up (its own thread)."""
+        self.screen.observe(observer)
 
     def read(self, timeout: float = READ_TIMEOUT_SECS) -> ScreenReading | None:
         """The model's reading of the screen as drawn so far; None when the emulator lags."""

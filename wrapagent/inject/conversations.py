@@ -26,21 +26,26 @@ class Conversations:
         if not self.whole_session:
             return
         if self.adapter.compact_commands and sub.is_command_line(self.adapter.compact_commands):
+            self._watch_turn(mute=True)
             later = self._message > 1 and before in (ARMED, COMMAND)
             if (before == CHATTING or later) and self.on_compaction is not None:
                 self._compacted(sub.text.strip().split()[0], now)
             return
+        self._watch_turn(mute=sub.is_command(self.adapter.reset_commands))
         if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
             later = self._message > 1 and before in (ARMED, COMMAND)  # armed for a later message
             if (before == CHATTING or later) and self.on_reset is not None:
                 self._new_conversation(sub.text.strip(), now)
             return
-        if self.turns is None:
-            return
-        if sub.empty:
-            self.turns.resumed(now)
-        else:
-            self.turns.submitted(now, sub.text)
+        if self.turns is not None:
+            if sub.empty:
+                if before != WAIT_READY:  # (a new conversation has no turn to resume: the Enter
+                    self.turns.resumed(now)  # answered the reset's own question, codex's `/new`)
+            else:
+                self.turns.submitted(now, sub.text)
+        if before == CHATTING and self._message == 1 and not self.inject and not self.prompt_given \
+                and self.on_message is not None:
+            self._next_message()  # no blocks for the first message, but a later one may get some
 
     def _prompt_submitted(self, now: float) -> None:
         """The tool is up with the command line's prompt submitted: it is the first turn, and with
@@ -62,10 +67,39 @@ class Conversations:
         self._wait_ready_again(now)
         self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
 
+    def _watch_turn(self, mute: bool) -> None:
+        """A submission: a turn is under way (its compaction notice counts), unless it is a
+        typed `/compact` or a reset (their notices are no automatic compaction)."""
+        watch = self.compaction_watch
+        if watch is not None:
+            watch.mute() if mute else watch.submitted()
+
+    def _check_compaction(self, now: float) -> None:
+        """The tool compacted by itself (`compaction_watch.py`): the next message gets the blocks.
+
+        Counted where a typed `/compact` would be: after a message went with its blocks
+        (chatting), or while a later message is armed. A message whose blocks are on their
+        way now, or a conversation still waiting for its composer, gets them anyway.
+        """
+        watch = self.compaction_watch
+        if watch is None or not watch.take():
+            return
+        later = self._message > 1 and self.state in (ARMED, COMMAND)
+        if self.state != CHATTING and not later:
+            self.log(f"injection: the tool compacted conversation {self._conversation} by itself "
+                     f"while the blocks were still to come ({self.state}); nothing more to do")
+            return
+        self._compacted("automatic", now)
+
     def _compacted(self, how: str, now: float) -> None:
         """The conversation was compacted: its summary replaced the blocks, so the next message
         gets fresh ones (guards and pre_session run again, `compaction` true), as after a reset,
-        in the same conversation."""
+        in the same conversation.
+
+        After a typed command the tool redraws (and may ask something) before its composer is
+        back: wait for it as after a reset. An automatic compaction happened inside a turn, the
+        composer never left: the next message is armed at once (a message the user has begun
+        typing meanwhile goes as it is, and the one after it gets them)."""
         from wrapagent.inject.delivery import now_iso
 
         assert self.on_compaction is not None
@@ -77,8 +111,12 @@ class Conversations:
         self.on_compaction(self._conversation, self._message)
         self._open_report(conversation=self._conversation, message=self._message)
         self.report.compaction = True
-        self._wait_ready_again(now)
-        self.log(f"injection: {how} compacted conversation {self._conversation}; the next message gets the blocks")
+        if how == "automatic":
+            self._arm()
+        else:
+            self._wait_ready_again(now)
+        self.log(f"injection: conversation {self._conversation} compacted ({how}); "
+                 "the next message gets the blocks")
 
     def _next_message(self) -> None:
         """`every_message` guards: the next message of this conversation gets their blocks."""

@@ -55,13 +55,13 @@ from wrapagent.inject.block_delivery import BlocksDelivery
 from wrapagent.inject.composer import Composer
 from wrapagent.inject.conversations import Conversations
 from wrapagent.inject.held import HeldKeys
-from wrapagent.inject.keys import PASTE_START, TEXT, tokenize
+from wrapagent.inject.keys import PASTE_START, REPLY, TEXT, tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import READY_CHECK_INTERVAL, Readiness
 from wrapagent.inject.report import InjectionReport, close_unsubmitted
 from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLDING,
-                                     SETTLING, STARTING, WAIT_READY)
+                                     SETTLING, STARTING, WAIT_READY, allowed)
 
 __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOLDING", "DELIVERING",
            "SETTLING", "AWAIT_SUBMIT", "CHATTING", "DONE"]
@@ -69,6 +69,8 @@ __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND",
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from wrapagent.inject.dialog_watch import DialogTurn, DialogWatch
+    from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
     from wrapagent.inject.screen import Screen
@@ -141,9 +143,17 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self.view = self._follow_screen(adapter, rows, cols, outgoing)
         """The screen followed all session (a tool with a screen shape, whole session): the
         composer's content when the keys cannot tell (`composer_screen.py`)."""
+        self.dialogs: DialogWatch | None = None
+        """Set by the session when waiting_for_input is configured and the screen is followed."""
+        self.last_user_key = float("-inf")
+        """When the user's latest key came (kept while `dialogs` is set)."""
+        self.compaction_watch = self._watch_compaction(on_compaction, clock)
+        """The tool's own compaction notices on the followed screen (`compaction_watch.py`)."""
         self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
         self._conversation = 1
         self._message = 1
+        self.unexpected_transitions: list[tuple[str, str]] = []
+        """Changes of state the table (`states.TRANSITIONS`) does not list: none, or a bug."""
         self.state = STARTING
         self.done = False
         self.watch_output = True
@@ -172,11 +182,15 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
+        self._typed_on_drawn = False
+        """A key came while an unknown TUI's screen was drawn but not yet quiet (`_quiet_enough`):
+        at readiness, its text is a begun message if the screen shows it at the cursor, else
+        it answered whatever was drawn (`readiness._typed_at_cursor`)."""
         self._typed_shown = False
+        """At the ready screen, text typed before it showed in it (`readiness._typed_on_screen`)."""
         self._typed_at = float("-inf")
         """When a key typed on the tool's composer, before it was ready, last reached it
         (`readiness._typed_unseen`)."""
-        """At the ready screen, text typed before it showed in it (`readiness._typed_on_screen`)."""
         self._receipt_screen: Screen | None = None
         """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
         self._receipt_drawn = False
@@ -195,6 +209,28 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         shared = outgoing.screen if outgoing is not None else None
         return ComposerScreen.create(model, rows, cols, shared)
 
+    @property
+    def state(self) -> str:
+        """Where the injector is (`states.py`); every change is checked against its table."""
+        return self._state
+
+    @state.setter
+    def state(self, new: str) -> None:
+        old = getattr(self, "_state", None)
+        if old is not None and not allowed(old, new):
+            self.unexpected_transitions.append((old, new))
+            self.log(f"injection: unexpected change of state {old} -> {new} (not in the table)")
+        self._state = new
+    def _watch_compaction(self, on_compaction: Callable[[int, int], None] | None,
+                          clock: Callable[[], float]) -> CompactionWatch | None:
+        if self.view is None or on_compaction is None or not self.model.knows_compaction:
+            return None
+        from wrapagent.inject.compaction_watch import CompactionWatch
+
+        watch = CompactionWatch(self.model, clock)
+        self.view.observe(watch.observe)
+        return watch
+
     # -- Interceptor protocol -------------------------------------------------
 
     def wake_fd(self) -> int | None:
@@ -209,6 +245,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
+        if self.dialogs is not None:
+            seen = self.dialogs.deadline(self.last_output)
+            if seen is not None and (theirs is None or seen < theirs):
+                theirs = seen
         if own is None or theirs is None:
             return theirs if own is None else own
         return min(own, theirs)
@@ -238,6 +278,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             self.outgoing.on_resize(rows, cols)
         if self.view is not None:
             self.view.resize(rows, cols)
+        if self.compaction_watch is not None:
+            self.compaction_watch.resized()
         if self.state in (STARTING, WAIT_READY):
             self.screen.resize(rows, cols)
 
@@ -249,6 +291,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def on_output(self, data: bytes, now: float) -> None:
         try:
             self._on_output(data, now)
+            self._check_compaction(now)
             if self.interrupts is not None and self.interrupts.wants_output:
                 self.interrupts.output(data)
         except Exception as exc:
@@ -256,13 +299,31 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
 
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
+            self._note_key(data, now)
             if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
                 self._keys.queue(data, now)
                 return b""
+            self._check_compaction(now)
             command = self._holds_command()
             return self._to_tool(self._on_input(data, now), now, command)
         except Exception as exc:
             return self._fail(exc, data)
+
+    def _note_key(self, data: bytes, now: float) -> None:
+        """The user's latest key (a terminal's reply to a query is none): a dialog shown after
+        it may be its doing (`dialog_watch.py`)."""
+        if self.dialogs is not None and any(tok.kind != REPLY for tok in tokenize(data)):
+            self.last_user_key = now
+
+    def dialog_turn(self, turns) -> DialogTurn:
+        """The turn under way as the dialog watch sees it: the tracker's, this injector's keys."""
+        from wrapagent.inject.dialog_watch import DialogTurn
+
+        prefixes = self.adapter.command_prefixes
+        return DialogTurn(turns.working, lambda: turns.started_at,
+                          lambda: any(turns.text.lstrip().startswith(p) for p in prefixes),
+                          lambda: self.last_user_key,
+                          lambda: self.state in (CHATTING, ARMED))
 
     def _holds_command(self) -> bool:
         return self.interrupts is not None and self._composer.holds_command(self.adapter.command_prefixes)
@@ -286,6 +347,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 # One wake pipe for the guards and the outgoing queue: drained before
                 # either looks, so a wake-up that comes after its look is never lost.
                 self._drain_wake()
+            self._check_compaction(now)
             command = self._holds_command()
             out = self._due_replay(now) if self._keys.replay else b""
             out += self._poll(now)
@@ -293,6 +355,8 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 out += self._poll_outgoing(now)
             out = self._to_tool(out, now, command)
             if self.turns is not None and self.state != STARTING:
+                if self.dialogs is not None:
+                    self.dialogs.poll(now, self.last_output)
                 self.turns.poll(now, self.last_output)
                 self._stop_watching_for_notice()
             return out
@@ -343,9 +407,12 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
             return b""
         if (self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready()
                 and not self._typed_unseen(now)):
-            # The composer is drawn but its quiet period is not over: a key now
-            # starts a message, so the blocks must go before it, not after.
-            self._became_ready(now, "marker" if self._current_patterns() else "generic")
+            if self._quiet_enough(now):
+                # The composer is drawn but its quiet period is not over: a key now
+                # starts a message, so the blocks must go before it, not after.
+                self._became_ready(now, "marker" if self._current_patterns() else "generic")
+            else:
+                self._typed_on_drawn = True
         elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
             self._ready_on_key(data, now)
         if self.state == STARTING:
@@ -390,6 +457,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """
         composer = self._composer
         typed_shown, self._typed_shown = self._typed_shown, False
+        if self._typed_on_drawn and not typed_shown and not composer.in_paste:
+            composer.settled_empty()  # keys on a screen not quiet yet that it does not show: an answer
+        self._typed_on_drawn = False
         if not composer.in_paste:
             if composer.unknown and self.view is None:
                 # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
@@ -409,6 +479,16 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         self._begun_early = True
         self._note("a paste begun before the composer was ready goes without the blocks; "
                    "the next message gets them")
+
+    def _quiet_enough(self, now: float) -> bool:
+        """A key on a drawn screen may make it ready before its quiet period is over only for a
+        tool whose markers showed: an unknown TUI's screen that merely has something drawn may
+        be a start-up question (`(Y)es/(N)o`, drawn 50 ms ago) the key answers. Its key waits
+        for the quiet check like the timer; text it leaves in the composer begins a message
+        that goes without the blocks (the next one gets them)."""
+        if self.state != STARTING or self._patterns:
+            return True  # (after a reset: the tool's own rules, `_wait_ready_again`)
+        return now - self.last_output >= self.adapter.ready_quiet_secs
 
     def _ready_screen_holds_text(self) -> bool:
         """Keys typed before readiness: the ready screen shows them in the tool's composer (by
@@ -441,7 +521,9 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
         """
         report = self.report
         if self.outgoing is not None:
-            self.outgoing.cancel_all("the tool ended")
+            from wrapagent.inject.outgoing import TOOL_ENDED
+
+            self.outgoing.cancel_all(TOOL_ENDED)
             self.outgoing.close()
         if self.view is not None:
             self.view.close()

@@ -224,5 +224,5 @@ class MessageKeys:
         # `settle_secs` after the composer redrew, not at `settle_max_secs`):
         # the proxy must call on_output so the main thread is woken to re-read
         # it. With watch_output false it only stores `last_output`, and a lone
-        # first key waited for the next key or for settle_max_secs (issue 21).
+        # first key waited for the next key or for settle_max_secs.
         self.watch_output = True

@@ -81,8 +81,13 @@ SCREEN_RETRY_SECS = 10.0
 the tool still draws the end of its turn) is tried again every SCREEN_RETRY_GAP_SECS for this
 long before it is cancelled: a dialog keeps it from going, a lagging screen does not lose it."""
 SCREEN_RETRY_GAP_SECS = 0.25
+SLOW_RETRY_SECS = 2.0
+"""A patient request (a send) after SCREEN_RETRY_SECS: tried this often until it goes or the user types."""
 
 RELEASE_GAP_SECS = 0.05
+
+TOOL_ENDED = "the tool ended"
+"""The reason given to every request still queued when the tool exits (`cancel_all`)."""
 """The user's keys held during a delivery go this long after the Enter: never in its write."""
 
 IDLE = "idle"
@@ -95,12 +100,18 @@ RELEASING = "releasing"
 class Request:
     """One message to submit; `done(status, reason, at)` is called once, on the proxy's thread."""
 
-    __slots__ = ("text", "since", "done")
+    __slots__ = ("text", "since", "done", "patient")
 
-    def __init__(self, text: str, since: float, done: Callable[[str, str, str | None], None]) -> None:
+    def __init__(self, text: str, since: float, done: Callable[[str, str, str | None], None],
+                 *, patient: bool = False) -> None:
         self.text = text
         self.since = since  # monotonic: a user key after this cancels the request
         self.done = done
+        self.patient = patient
+        """A `wrapagent send`: while the agent waits and the user types nothing, it is tried
+        again (every SLOW_RETRY_SECS after SCREEN_RETRY_SECS) until the empty composer shows,
+        never dropped for a screen that did not catch up. A continuation is about this stop:
+        it gives up after SCREEN_RETRY_SECS and the agent may stop."""
 
 
 class Outgoing:
@@ -138,6 +149,7 @@ class Outgoing:
         """One line for the user's terminal (a message without a receipt); the injector hands it on."""
         self._retry_since: float | None = None
         self._retry_at: float | None = None
+        self._retry_slow = False
 
     # -- any thread ------------------------------------------------------------------
 
@@ -285,6 +297,7 @@ class Outgoing:
                 return b""
             reason = "the empty composer is not on the screen (a dialog?)"
         self._retry_since = self._retry_at = None
+        self._retry_slow = False
         if reason:
             self.log(f"outgoing: not sent: {reason}")
             request.done("cancelled", reason, None)
@@ -303,15 +316,40 @@ class Outgoing:
     def _retry_later(self, request: Request, now: float) -> bool:
         """Put `request` back at the head of the queue to be tried again (SCREEN_RETRY_SECS)."""
         since = now if self._retry_since is None else self._retry_since
+        gap = SCREEN_RETRY_GAP_SECS
         if now - since >= SCREEN_RETRY_SECS:
-            return False
+            if not request.patient:
+                return False
+            if not self._retry_slow:
+                self._retry_slow = True
+                self.log(f"outgoing: still no empty composer on the screen; trying every "
+                         f"{SLOW_RETRY_SECS:g}s until it shows or you type")
+            gap = SLOW_RETRY_SECS
         if self._retry_since is None:
             self.log("outgoing: the empty composer is not on the screen yet; trying again")
         with self._lock:
             self._queue.appendleft(request)
         self._retry_since = since
-        self._retry_at = now + SCREEN_RETRY_GAP_SECS
+        self._retry_at = now + gap
         return True
+
+    def drop_overtaken(self) -> None:
+        """(Between deliveries, while the user's keys own the composer: a command or a message
+        being typed, a reset's composer not back yet.) The request at the head that the user's
+        keys overtook is cancelled now, not when the composer is free again: its sender (the
+        stop check, a send) hears it and goes on (waiting_for_input fires, the send waits for
+        the next stop) instead of holding every later stop."""
+        if self.state != IDLE:
+            return
+        with self._lock:
+            request = self._queue[0] if self._queue else None
+            if request is None or self.last_user_key <= request.since:
+                return
+            self._queue.popleft()
+        self._retry_since = self._retry_at = None
+        self._retry_slow = False
+        self.log("outgoing: not sent: you typed after the agent stopped")
+        request.done("cancelled", "you typed after the agent stopped", None)
 
     def use_generic_composer(self) -> None:
         """The tool's ready markers never showed (its screen changed in a release): an empty
@@ -372,6 +410,7 @@ class FollowedScreen:
         self._busy = False
         self._restart = False
         self._rows_cols = (rows, cols)
+        self._observer: Callable[[str], None] | None = None
         threading.Thread(target=self._work, name="wrapagent-screen", daemon=True).start()
 
     def feed(self, data: bytes) -> None:
@@ -442,9 +481,24 @@ class FollowedScreen:
                 self._screen.resize(*size)
             if data:
                 self._screen.feed(data)
+            self._tell_observer()
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def observe(self, observer: Callable[[str], None]) -> None:
+        """Hand `observer` the screen's text each time the emulator has caught up (its thread)."""
+        self._observer = observer
+
+    def _tell_observer(self) -> None:
+        """(The emulator's thread, `_busy` set: nobody else reads the screen now.)"""
+        observer = self._observer
+        if observer is None or self._pending or self._closed:
+            return
+        try:
+            observer(self._screen.text())
+        except Exception:  # an observer's bug must never stop the screen being followed
+            self._observer = None
 
     def _wait_for_a_pause(self) -> None:
         """(Lock held.) Until the output paused FOLLOW_QUIET_SECS, `text` wants the screen, or close."""

@@ -39,13 +39,18 @@ class OutgoingHooks:
         """wrapagent's own message: only between the user's messages, never over their typing."""
         outgoing = self.outgoing
         assert outgoing is not None
-        if not outgoing.busy and (self.state not in (CHATTING, ARMED) or not outgoing.pending()):
+        if not outgoing.busy and not outgoing.pending():
+            return b""
+        if not outgoing.busy and self.state not in (CHATTING, ARMED):
+            outgoing.drop_overtaken()  # the user's keys own the composer: what they overtook is told so
             return b""
         # Unknown content (a key the keys cannot read) counts as text unless the screen can tell.
         unknown = self._composer.unknown and outgoing.screen is None
         out, submitted = outgoing.poll(now, self.last_output, self._composer.has_text or unknown)
         if outgoing.notice:
             self.screen_notice, outgoing.notice = outgoing.notice, b""
+        if submitted and self.compaction_watch is not None:
+            self.compaction_watch.submitted()  # its turn may compact the conversation too
         if submitted and self.turns is not None:
             self.turns.submitted(now)
         if not outgoing.busy and outgoing.held:

@@ -165,6 +165,15 @@ class Readiness:
         lines = typed.splitlines()
         return bool(lines) and lines[-1].strip()[-30:] in self.screen.text()
 
+    def _typed_at_cursor(self) -> bool:
+        """An unknown TUI: text typed on its drawn screen before the quiet check is a begun
+        message when the screen shows it right before the cursor (any length: `0`, `y` typed
+        into its composer); else those keys answered whatever was drawn (a start-up question)."""
+        composer = self._composer
+        if not self._typed_on_drawn or not composer.has_text or composer.in_paste:
+            return False
+        typed = composer.typed.rstrip("\r\n").splitlines()
+        return bool(typed) and bool(typed[-1].strip()) and self.screen.before_cursor().endswith(typed[-1].rstrip())
     def _composer_drawn(self) -> bool:
         """The screen so far shows the tool's composer (by its shape), ready or not."""
         if self.model.shape is None:
@@ -239,7 +248,7 @@ class Readiness:
         self._screen_dirty = False
         self._next_check = None
         self.watch_output = self._keep_watching
-        self._typed_shown = self._typed_on_screen()
+        self._typed_shown = self._typed_on_screen() or self._typed_at_cursor()
         self.screen.close()
         self.report.ready_by = by
         if by == "generic" and self._current_patterns():

@@ -39,10 +39,31 @@ class Screen:
         if self._closed:
             return
         try:
-            self._stream.feed(data)
+            if b"\x1b" in data:
+                self._feed_escapes(data)
+            else:
+                self._stream.feed(data)
         except Exception:
             self.errors += 1
             self._stream = self._pyte.ByteStream(self._screen)
+
+    def _feed_escapes(self, data: bytes) -> None:
+        """Feed `data` so that an ESC always starts a new sequence, as in a real terminal.
+
+        pyte takes the ESC that follows an unfinished sequence (a lone ESC at
+        the end of a chunk, a cut-off CSI) as part of it, and then prints the
+        rest of the next sequence as text: `ESC` + `ESC[H` drew "[H" on the
+        screen. xterm and every terminal a user runs abandon the unfinished
+        sequence instead; the parser is rebuilt on the same screen to do the same.
+        """
+        pieces = data.split(b"\x1b")
+        stream = self._stream
+        if pieces[0]:
+            stream.feed(pieces[0])
+        for piece in pieces[1:]:
+            if not getattr(stream, "_taking_plain_text", True):
+                stream = self._stream = self._pyte.ByteStream(self._screen)
+            stream.feed(b"\x1b" + piece)
 
     def resize(self, rows: int, cols: int) -> None:
         if not self._closed:
@@ -50,6 +71,14 @@ class Screen:
 
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self._screen.display)
+
+    def before_cursor(self) -> str:
+        """The cursor's line up to the cursor: where a composer without a known shape shows
+        what was just typed into it."""
+        if self._closed:
+            return ""
+        cursor = self._screen.cursor
+        return self._screen.display[cursor.y][:cursor.x].rstrip()
 
     def close(self) -> None:
         """Drop the emulator's buffers once injection no longer needs them."""

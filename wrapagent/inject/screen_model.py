@@ -19,6 +19,12 @@ choice in the last lines of the screen. What each tool draws is data (`ScreenSha
 one per adapter name, measured on the screens in `tests/screens/`); a tool without a
 shape (an unknown agent TUI) gets the generic reading: the composer is never known, and
 a dialog is a choice pattern in the bottom lines of the screen.
+
+A fourth question, **compaction notices**, is counted the same way: the line a tool draws
+when it compacted the conversation on its own (`Context compacted · 0s`, claude's
+`Compacting conversation…` status) is matched as a *whole line in the tool's own layout*,
+so a user's message (drawn behind the tool's prompt glyph) or an agent's reply (behind its
+reply glyph, indented after its first line) that quotes the words is not one.
 """
 
 from __future__ import annotations
@@ -58,9 +64,10 @@ class ScreenShape(Frozen):
     """How one tool draws its composer, as data (measured on its recorded screens)."""
 
     __slots__ = ("prompt", "rule_above", "rule_below", "rule_gap", "placeholders", "footer_lines",
-                 "working", "dialog_hints", "anchor", "pad_lines")
+                 "working", "dialog_hints", "anchor", "pad_lines", "compaction")
     _defaults = {"rule_above": None, "rule_below": None, "rule_gap": 0, "placeholders": (),
-                 "footer_lines": 4, "working": (), "dialog_hints": (), "anchor": None, "pad_lines": 0}
+                 "footer_lines": 4, "working": (), "dialog_hints": (), "anchor": None, "pad_lines": 0,
+                 "compaction": ()}
 
     prompt: str
     """The composer's prompt line; the named group `text` is what the composer shows."""
@@ -83,6 +90,10 @@ class ScreenShape(Frozen):
     with `rule_below` right under it). The composer is the run of `prompt` lines directly
     above it, less `pad_lines` at each end; its text is theirs, joined."""
     pad_lines: int
+    compaction: tuple[str, ...]
+    """The tool's own lines saying it compacts or compacted the conversation by itself: each a
+    regex that must match a whole screen line (trailing blanks dropped), measured on the pinned
+    releases. Empty: automatic compaction is not recognised for this tool."""
 
 
 class ScreenReading(Frozen):
@@ -119,6 +130,22 @@ class ScreenModel:
         self._working = [re.compile(p) for p in shape.working]
         self._hints = [re.compile(p) for p in shape.dialog_hints]
         self._anchor = re.compile(shape.anchor) if shape.anchor else None
+        self._compaction = [re.compile(p) for p in shape.compaction]
+
+    @property
+    def knows_compaction(self) -> bool:
+        """The tool's compaction notices are known (see `compaction_notices`)."""
+        return self.shape is not None and bool(self.shape.compaction)
+
+    def compaction_notices(self, text: str) -> int:
+        """How many of the tool's compaction lines the screen shows (see the module docstring).
+
+        Whole lines only: the notice is a line of the tool's own layout, never a part of one.
+        """
+        if self.shape is None or not self._compaction:
+            return 0
+        return sum(1 for line in text.split("\n")
+                   if any(p.fullmatch(line.rstrip()) for p in self._compaction))
 
     def read(self, text: str) -> ScreenReading:
         lines = text.split("\n")
@@ -232,6 +259,9 @@ SHAPES: dict[str, ScreenShape] = {
         placeholders=CODEX_SUGGESTIONS,
         footer_lines=3,
         working=(r"esc to interrupt",),
+        # a history cell at column 0 with its elapsed time; a reply saying the same words
+        # without the time is none (codex draws replies behind the same `•`)
+        compaction=(r"• Context compacted · (?:\d+h )?(?:\d+m )?\d+s",),
     ),
     "claude": ScreenShape(
         prompt=r"❯(?:[ \xa0](?P<text>.*))?$",
@@ -239,6 +269,11 @@ SHAPES: dict[str, ScreenShape] = {
         rule_below=r"^─{3,}\s*$",
         footer_lines=3,
         working=(r"esc to interrupt",),
+        # its spinner line while it compacts (2.1.330 draws no notice after an automatic one),
+        # and the boundary notice where it draws one; glyph at column 0, which neither a user
+        # message (`❯ `) nor a reply (`● `, then indented) has
+        compaction=(r"[^\s❯●⏺>│] Compacting conversation… \(\d+[hms]?[^)]*\).*",
+                    r"[^\s❯●⏺>│] Conversation compacted(?: · .*| \(.*\))?"),
     ),
     "gemini": ScreenShape(
         # ` > text`, the placeholder after three spaces; a mode line may sit under its rule
@@ -248,6 +283,8 @@ SHAPES: dict[str, ScreenShape] = {
         placeholders=(r"Type your message or @path/to/file",),
         footer_lines=12,  # the slash-command list opens below it
         working=(r"esc to cancel",),
+        # an info line at column 0 (replies are `✦ ` and indented, user messages ` > `)
+        compaction=(r"ℹ Context compressed from \d+% to \d+%\.(?: Change threshold in /settings\.)?",),
     ),
     "opencode": ScreenShape(
         # a box: `┃` + two spaces + text, a padding line above and below the text, then the
@@ -259,6 +296,8 @@ SHAPES: dict[str, ScreenShape] = {
         placeholders=(r"Ask anything(?:…|\.\.\.).*",),
         footer_lines=4,  # hints, a tip, the path line
         working=(r"esc interrupt",),
+        # the divider before the summary, two columns in (a reply's lines are five in)
+        compaction=(r"  ─{3,} Compaction ─{3,}",),
     ),
     "demo": ScreenShape(
         # wrapagent's own demo agent: an inline `demo> ` prompt on the last line
@@ -266,6 +305,7 @@ SHAPES: dict[str, ScreenShape] = {
         footer_lines=0,
         working=(r"(?m)^[|/\\-] thinking +\d",),
         dialog_hints=(r"press Enter to allow", r"press 1 or 2"),
+        compaction=(r"\(conversation compacted automatically\)",),
     ),
 }
 

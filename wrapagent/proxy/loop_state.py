@@ -15,7 +15,6 @@ the others only read it, and look again after every wake-up.
 import _thread
 import errno
 import os
-import select
 
 try:  # the C module: `signal` imports `enum` for its IntEnums (~8 ms of start-up)
     import _signal as signal
@@ -109,6 +108,8 @@ def write_all(fd: int, data: "bytes | memoryview") -> bool:
         try:
             n = os.write(fd, view)
         except BlockingIOError:
+            import select  # only here: not loaded before the tool's first byte
+
             select.select([], [fd], [])  # a non-blocking fd someone else set: wait, not spin
             continue
         except OSError as exc:

@@ -4,7 +4,7 @@ The shape of the floor of a Python proxy (bench/loop_shapes.py `threads`):
 one blocking read of the master into a reused buffer (no allocation per
 read), one write of what it returned. No wait before the read, no read that
 comes back empty, no accumulation across reads: each chunk goes out while
-the child writes the next one (bench/ptybench.py, issue 21).
+the child writes the next one (measured by bench/ptybench.py, docs/performance.md).
 
 Output ends when the master reports EIO: the last holder of the terminal
 closed it (every byte of a fast-exiting child is read first), never on
@@ -30,13 +30,13 @@ from time import monotonic
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent import portable
 from wrapagent.proxy.loop_state import block_signals_in_this_thread, drain_pipe, poke, write_all
 from wrapagent.proxy.terminal_modes import ModeTracker
 
 if TYPE_CHECKING:
     from typing import Callable
 
+    from wrapagent.portable import Waiter
     from wrapagent.proxy.loop_state import LoopState
     from wrapagent.proxy.to_child import ToChild
 
@@ -94,8 +94,7 @@ class OutputCopier:
         st = self.st
         try:
             block_signals_in_this_thread()
-            waiter = portable.Waiter()
-            waiter.watch((self.master, st.out_r))
+            waiter = None  # made on the first wait: the first bytes come before `portable` is needed
             master, whole, mv, buf = self.master, self.whole, self.mv, self.buf
             stdout_fd, to_child, modes = self.stdout_fd, self.to_child, self.modes
             readv, write, find, gate = os.readv, os.write, buf.find, st.out_gate
@@ -104,6 +103,8 @@ class OutputCopier:
                 try:
                     got = readv(master, whole)
                 except BlockingIOError:
+                    if waiter is None:
+                        waiter = self._waiter()
                     if not self._wait_master(waiter):
                         break
                     continue
@@ -168,7 +169,15 @@ class OutputCopier:
             poke(st.main_w)
             poke(st.in_w)
 
-    def _wait_master(self, waiter: "portable.Waiter") -> bool:
+    def _waiter(self) -> "Waiter":
+        """The wait on the master and this thread's wake-up pipe (`portable`: poll, or select on macOS)."""
+        from wrapagent import portable
+
+        waiter = portable.Waiter()
+        waiter.watch((self.master, self.st.out_r))
+        return waiter
+
+    def _wait_master(self, waiter: "Waiter") -> bool:
         """The master had nothing (non-blocking): sleep until it is readable; False when output must stop.
 
         Once the child was reaped, stop after DRAIN_QUIET_SECS of quiet or
@@ -201,6 +210,8 @@ def wake(master: int) -> bool:
     one NUL at the end of a read once `LoopState.woken` is set. False if the terminal side
     could not be opened or took nothing.
     """
+    from wrapagent import portable
+
     peer = portable.open_pty_peer(master)
     if peer is None:
         return False

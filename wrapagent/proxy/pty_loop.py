@@ -25,7 +25,6 @@ except ImportError:  # pragma: no cover - an interpreter without it
     import signal  # type: ignore[no-redef]
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent import portable
 from wrapagent.proxy import terminal
 from wrapagent.proxy.loop_state import killpg as _killpg
 from wrapagent.proxy.loop_state import write_all
@@ -101,6 +100,8 @@ def _terminate(pid: int, grace: float, pgid: "int | None" = None) -> "tuple[int,
 
 def session_leftovers(sid: int) -> "list[int]":
     """Processes still in the child's session (it was the session leader); see `portable`."""
+    from wrapagent import portable
+
     return portable.session_leftovers(sid)
 
 
@@ -109,6 +110,8 @@ def reap_leftovers(sid: int, grace: float = ORPHAN_GRACE_SECS) -> int:
     pids = session_leftovers(sid)
     if not pids:
         return 0
+    from wrapagent import portable
+
     for pid in pids:
         _kill(pid, signal.SIGTERM)
     end = time.monotonic() + grace
@@ -178,9 +181,9 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     try:
         if on_spawn is not None:
             on_spawn(tool)
-        portable.prepare_sweep()  # (the master stays blocking: see to_child._write)
+        # (the master stays blocking: see to_child._write)
         with terminal.raw_mode(stdin_fd) as saved:
-            loop.job.saved = saved  # job control gives the terminal back with these
+            loop.saved = saved  # job control gives the terminal back with these
             try:
                 loop.run(sigpipe, after_start)
             finally:

@@ -24,18 +24,17 @@ except ImportError:  # pragma: no cover - an interpreter without it
     import signal  # type: ignore[no-redef]
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 
-from wrapagent import portable
 from wrapagent.proxy import terminal
-from wrapagent.proxy.input_thread import InputCopier
 from wrapagent.proxy.loop_state import CopyThread, LoopState, drain_pipe, killpg, poke
 from wrapagent.proxy.output_thread import DRAIN_QUIET_SECS, OutputCopier, wake
-from wrapagent.proxy.job_control import JobControl
 from wrapagent.proxy.spawn import FORWARDED_SIGNALS, JOB_SIGNALS, usable_size
 from wrapagent.proxy.to_child import ToChild
 
 if TYPE_CHECKING:
     from typing import Callable
 
+    from wrapagent.proxy.input_thread import InputCopier
+    from wrapagent.proxy.job_control import JobControl
     from wrapagent.proxy.spawn import SignalPipe
     from wrapagent.proxy.to_child import Interceptor
 
@@ -66,16 +65,31 @@ class Supervisor:
         self.kill_grace = kill_grace
         self.to_child = ToChild(st, interceptor)
         self.output = OutputCopier(st, self.to_child, on_output)
-        self.input = InputCopier(st, self.to_child)
-        self.threads = [CopyThread(self.output.run), CopyThread(self.input.run)]
-        self.job = JobControl(st, pid, self.output.modes)
-        self.job.tool_pgid = self.tool_pgid
+        self.input: "InputCopier | None" = None
+        """The key copier, made by `run` once the output thread runs (`_start_input`)."""
+        self.threads = [CopyThread(self.output.run)]
+        """The output thread, then the input thread."""
+        self._job: "JobControl | None" = None
+        self.saved: "list | None" = None
+        """The user's terminal settings (`pty_loop` sets them): job control gives the terminal back with these."""
         self.status: "int | None" = None
         self.rusage: "object | None" = None
         self.kill_deadline: "float | None" = None
         self.result_signals: "list[int]" = []
         self.killed = False
         self.output_abandoned = False
+
+    @property
+    def job(self) -> "JobControl":
+        """Job control, made with its module on the first stop or job signal: a start never waits for it."""
+        if self._job is None:
+            from wrapagent.proxy.job_control import JobControl
+
+            job = JobControl(self.st, self.pid, self.output.modes)
+            job.tool_pgid = self.tool_pgid
+            job.saved = self.saved
+            self._job = job
+        return self._job
 
     def threads_alive(self) -> bool:
         return any(thread.is_alive() for thread in self.threads)
@@ -118,8 +132,9 @@ class Supervisor:
         self.result_signals.append(sig)
         if self.status is None:
             killpg(self.tool_pgid, sig)
-            if self.job.tool_stopped:  # a stopped tool acts on it once continued (as `kill` in a shell)
-                self.job.tool_stopped = False
+            job = self._job
+            if job is not None and job.tool_stopped:  # a stopped tool acts on it once continued (as `kill` in a shell)
+                job.tool_stopped = False
                 killpg(self.tool_pgid, signal.SIGCONT)
                 killpg(self.pid, signal.SIGCONT)
             if self.kill_deadline is None:
@@ -196,13 +211,16 @@ class Supervisor:
         and the copy of its first bytes. Signals that come meanwhile wait on
         the pipe.
         """
-        for thread in self.threads:
-            thread.start()
+        self.threads[0].start()  # first: the tool's first bytes wait for nothing else
+        self._start_input()
         self.copy_whole_size()
         st, to_child = self.st, self.to_child
         pending = after_start
         pending_until = time.monotonic() + AFTER_START_WAIT_SECS
         first_seen = False
+        from wrapagent import portable
+
+        portable.prepare_sweep()
         waiter = portable.Waiter()
         sigfd = sigpipe.rfd
         while (st.master_open and not self.output_abandoned) or self.status is None or pending is not None:
@@ -242,6 +260,20 @@ class Supervisor:
         if st.error is not None:
             raise st.error
 
+    def _start_input(self) -> None:
+        """Load and start the key copier (and `portable`, its wait) once the output thread runs.
+
+        Keys typed meanwhile wait in the user's terminal, lost by no one; the
+        tool's first output is copied while these modules load (the output
+        thread takes the interpreter lock at each of the import's system calls).
+        """
+        from wrapagent.proxy.input_thread import InputCopier
+
+        self.input = InputCopier(self.st, self.to_child)
+        thread = CopyThread(self.input.run)
+        self.threads.append(thread)
+        thread.start()
+
     def copy_whole_size(self) -> None:
         """Give the child the user's terminal size with its pixels (`spawn` set rows and cols).
 
@@ -257,7 +289,8 @@ class Supervisor:
     def stop(self) -> None:
         """Stop both copy threads and wait for them (also on the exception path)."""
         st = self.st
-        self.job.release()
+        if self._job is not None:
+            self._job.release()
         st.stop_input = st.stop_output = True
         poke(st.in_w)
         poke(st.out_w)

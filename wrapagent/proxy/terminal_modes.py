@@ -118,18 +118,8 @@ class ModeTracker:
             out.append(b"\x1b[=0;1u")
         if self.other_keys:
             out.append(b"\x1b[>4;0m")
-        alt = []
-        for mode, differs in sorted(self.changed.items()):
-            if not differs:
-                continue
-            if mode in PRIVATE_MODES_ON_BY_DEFAULT:
-                out.append(b"\x1b[?%dh" % mode)
-            elif mode in _ALT_SCREEN:
-                alt.append(b"\x1b[?%dl" % mode)
-            else:
-                out.append(b"\x1b[?%dl" % mode)
-        return b"".join(out + alt)
-
+        alt, others = self._private_modes(to_default=True)
+        return b"".join(out + others + alt)
 
     def reapply_sequence(self) -> bytes:
         """What turns every mode of `reset_sequence` on again (job control: the tool's screen is back).
@@ -137,23 +127,25 @@ class ModeTracker:
         The alternate screen first, so the modes after it, and the tool's
         redraw, land on the tool's screen.
         """
-        alt = []
-        out = []
-        for mode, differs in sorted(self.changed.items()):
-            if not differs:
-                continue
-            if mode in PRIVATE_MODES_ON_BY_DEFAULT:
-                out.append(b"\x1b[?%dl" % mode)
-            elif mode in _ALT_SCREEN:
-                alt.append(b"\x1b[?%dh" % mode)
-            else:
-                out.append(b"\x1b[?%dh" % mode)
+        alt, out = self._private_modes(to_default=False)
         out += [b"\x1b[>%du" % flags for flags in self.kitty_stack]
         if self.kitty_set:
             out.append(b"\x1b[=%d;1u" % self.kitty_flags)
         if self.other_keys:
             out.append(b"\x1b[>4;%dm" % self.other_keys_level)
         return b"".join(alt + out)
+
+    def _private_modes(self, *, to_default: bool) -> tuple[list[bytes], list[bytes]]:
+        """(alternate-screen sequences, the others) that set each private mode the tool changed back to the
+        terminal's default (`to_default`) or again as the tool had it; each caller orders the two lists."""
+        alt, others = [], []
+        for mode, differs in sorted(self.changed.items()):
+            if not differs:
+                continue
+            tool_turned_on = mode not in PRIVATE_MODES_ON_BY_DEFAULT
+            final = b"l" if tool_turned_on == to_default else b"h"
+            (alt if mode in _ALT_SCREEN else others).append(b"\x1b[?%d" % mode + final)
+        return alt, others
 
 
 def _unfinished(data: bytes, i: int) -> bool:

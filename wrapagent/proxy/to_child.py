@@ -54,7 +54,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 from wrapagent.proxy.loop_state import poke
 
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Callable, Protocol
 
     from wrapagent.proxy.loop_state import LoopState
 
@@ -106,11 +106,9 @@ class ToChild:
         # a call from a copy thread that moves either pokes it.
         self.main_deadline: "float | None" = None
         self.main_wake: "int | None" = None
-        import fcntl
-
-        self._fcntl, self._setfl = fcntl.fcntl, fcntl.F_SETFL
-        self._blocking_flags = fcntl.fcntl(st.master, fcntl.F_GETFL) & ~os.O_NONBLOCK
-        self._nonblocking_flags = self._blocking_flags | os.O_NONBLOCK
+        self._fcntl: "Callable[..., int] | None" = None  # with the flags below, by `_load_flags`
+        self._setfl = 0
+        self._blocking_flags = self._nonblocking_flags = 0
         self._flags_lock = _thread.allocate_lock()
         self._nonblocking_for_good = False
 
@@ -118,7 +116,19 @@ class ToChild:
         """The child was reaped: no more writes, and the output thread's drain reads must not block."""
         with self._flags_lock:
             self._nonblocking_for_good = True
-            self._fcntl(self.master, self._setfl, self._nonblocking_flags)
+            fcntl = self._fcntl or self._load_flags()
+            fcntl(self.master, self._setfl, self._nonblocking_flags)
+
+    def _load_flags(self) -> "Callable[..., int]":
+        """`fcntl` and the master's flags, on the first switch (under `_flags_lock`; nothing else
+        changes them): the copy loop's start, before the tool's first byte, does not load it."""
+        import fcntl
+
+        self._setfl = fcntl.F_SETFL
+        self._blocking_flags = fcntl.fcntl(self.master, fcntl.F_GETFL) & ~os.O_NONBLOCK
+        self._nonblocking_flags = self._blocking_flags | os.O_NONBLOCK
+        self._fcntl = fcntl.fcntl
+        return fcntl.fcntl
 
     def _write(self, data: "bytes | bytearray") -> int:
         """One write to the master that never blocks (raises BlockingIOError when it takes nothing).
@@ -133,7 +143,7 @@ class ToChild:
         with self._flags_lock:
             if self._nonblocking_for_good:
                 return os.write(self.master, data)
-            fcntl, fd = self._fcntl, self.master
+            fcntl, fd = self._fcntl or self._load_flags(), self.master
             fcntl(fd, self._setfl, self._nonblocking_flags)
             try:
                 return os.write(fd, data)

@@ -104,6 +104,13 @@ class _Prefix:
                     pass
 
 
+def undo_notices(live: Live) -> bool:
+    """An interactive session with turn checkpoints: `wrapagent undo` may leave its next message a
+    block even when no guard or pre_session is configured (later messages are armed for it)."""
+    info = live.record.record.get("checkpoints")
+    return bool(live.launch.interactive) and isinstance(info, dict) and info.get("status") == "taken"
+
+
 def undo_notice(live: Live) -> str:
     """The `<prompt-guard name="undo">` block, once, when `wrapagent undo`/`redo` changed files
     while this session ran (the notice it left in the session folder, taken and removed here)."""
@@ -169,7 +176,7 @@ class Conversation:
     """The interceptor of a terminal session and everything it drives, until `report`."""
 
     def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
-                 sends: bool = False) -> None:
+                 sends: bool = False, undo: bool = False) -> None:
         from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
         from wrapagent.proxy.spawn import start_size
 
@@ -195,8 +202,9 @@ class Conversation:
 
             self.outgoing = Outgoing(adapter, rows, cols, wake=self.prefix.poke, log=live.record.log)
             self.gate = StopGate(live, stop_check, self.turns, self.outgoing,
-                                 self.firer.fire if self.firer is not None else None, sends=sends)
+                                 self._fire_idle if self.firer is not None else None, sends=sends)
             self.turns.fire = self.gate.stopped
+            self.turns.on_same_wait = self.gate.same_wait
         if sends:
             from wrapagent.session.send_channel import SendServer
 
@@ -205,8 +213,8 @@ class Conversation:
             except OSError as exc:
                 live.record.warn(f"send: cannot take messages: {exc}")
         prompt_given = plan is not None and plan.kind == "argv" and not plan.oneshot
-        every = (first or resets or prompt_given) and (any(g.every_message for g in live.cfg.guards)
-                                                       or self.turn_checkpoints is not None)  # the undo block
+        every = ((first or resets or prompt_given) and any(g.every_message for g in live.cfg.guards)) \
+            or ((first or resets or prompt_given or undo) and self.turn_checkpoints is not None)  # the undo block
         interrupts = self._interrupt_watch(adapter.name)
         self.interceptor = FirstMessageInjector(
             adapter, rows=rows, cols=cols,
@@ -216,6 +224,7 @@ class Conversation:
             on_compaction=self._compacted if resets and adapter.compact_commands else None,
             on_message=self._next_message if every else None, outgoing=self.outgoing,
             interrupts=interrupts, prompt_given=prompt_given)
+        self._watch_dialogs()
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -227,6 +236,8 @@ class Conversation:
         (after an argv prompt too: it is the first); turns are followed whenever either is on, or
         waiting_for_input is configured.
         """
+        from wrapagent.session.recorded import marks_turns
+
         first = plan is not None and plan.kind == "interactive"
         resets = (plan is not None and plan.kind in ("interactive", "argv") and not plan.oneshot
                   and bool(live.launch.adapter.reset_commands))
@@ -241,14 +252,15 @@ class Conversation:
                 stop_check, sends = None, False
         every = (plan is not None and plan.kind == "argv" and not plan.oneshot
                  and any(g.every_message for g in live.cfg.guards))
-        if (first or resets or every or stop_check is not None or sends) and not _types_into(live):
-            first = resets = every = sends = False
+        undo = undo_notices(live)
+        if (first or resets or every or stop_check is not None or sends or undo) and not _types_into(live):
+            first = resets = every = sends = undo = False
             stop_check = None
         if not (first or resets or every or wait_hook is not None or stop_check is not None or sends
-                or live.recorder is not None):  # a recording marks each turn's start
+                or undo or (live.recorder is not None and marks_turns(live.launch, live.cfg))):  # a marker per turn
             return None
         return cls(live, plan, first=first, resets=resets, wait_hook=wait_hook, stop_check=stop_check,
-                   sends=sends)
+                   sends=sends, undo=undo)
 
     # -- per conversation ----------------------------------------------------------
 
@@ -352,6 +364,27 @@ class Conversation:
         self.turns.on_turn = on_turn
         return turns
 
+    def _watch_dialogs(self) -> None:
+        """With waiting_for_input and a followed screen, a dialog mid-turn fires it at once."""
+        view = self.interceptor.view
+        if self.firer is None or view is None:
+            return
+        from wrapagent.inject.dialog_watch import DialogWatch
+
+        firer, interceptor = self.firer, self.interceptor
+        interceptor.dialogs = DialogWatch(view, interceptor.dialog_turn(self.turns),
+                                          lambda turn: firer.fire(turn, "dialog"), log=self.live.record.log)
+
+    def _fire_idle(self, turn: int) -> None:
+        """The quiet wait: waiting_for_input with reason idle, unless it already fired for the
+        dialog still on screen (one notification per wait)."""
+        assert self.firer is not None
+        dialogs = self.interceptor.dialogs if hasattr(self, "interceptor") else None
+        if dialogs is not None and dialogs.showing:
+            self.live.record.log(f"turns: turn {turn}: waiting_for_input already fired for the dialog")
+            return
+        self.firer.fire(turn, "idle")
+
     def _turn_tracker(self, wait_hook, stop_check):
         from wrapagent.session.turns import TurnTracker
 
@@ -361,7 +394,7 @@ class Conversation:
         from wrapagent.session.recorded import on_turn
 
         tracker = TurnTracker(quiet or self.live.launch.adapter.wait_quiet_secs,
-                              self.firer.fire if self.firer is not None else None, log=self.live.record.log)
+                              self._fire_idle if self.firer is not None else None, log=self.live.record.log)
         tracker.on_marker = on_turn(self.live)
         return tracker
 
@@ -391,13 +424,15 @@ class Conversation:
             inj["notes"] = notes
             if first["status"] in ("lost", "not delivered"):
                 live.failures.append("injection not delivered")
+        later = [asdict(r) for r in interceptor.reports[1:]]
+        if not any(g.every_message for g in live.cfg.guards):  # armed only for an undo block
+            later = [r for r in later if r["status"] != "none"]
         if self.plan is not None:
-            later = [asdict(r) for r in interceptor.reports[1:]]
-            if not any(g.every_message for g in live.cfg.guards):  # armed only for an undo block
-                later = [r for r in later if r["status"] != "none"]
             record["injections"] = [dict(inj, conversation=1, message=1), *later]
-            if any(r["status"] in ("lost", "not delivered") for r in later):
-                live.failures.append("injection after a reset not delivered")
+        elif later:  # no blocks configured: only undo blocks went in
+            record["injections"] = later
+        if any(r["status"] in ("lost", "not delivered") for r in later):
+            live.failures.append("injection after a reset not delivered")
         if interceptor.compactions:
             record["compactions"] = list(interceptor.compactions)
         self.turns.record_into(record)

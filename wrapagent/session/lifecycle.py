@@ -15,10 +15,7 @@ The phases, each in its module, each handing the next what it needs:
 `finishing` (post_run, transcripts, `after` checkpoint, session_complete).
 """
 
-from __future__ import annotations
-
-from wrapagent.errors import WrapagentError
-from wrapagent.session.planning import Launch, load_config, tool_goes_first
+from wrapagent.session.planning import Launch, config_can_wait, find_project_root, load_config, tool_goes_first
 
 SWEEP_WAIT_SECS = 90.0  # at the end, for the abandoned-session sweep (bounded by the 60 s commit lock)
 
@@ -26,12 +23,12 @@ SWEEP_WAIT_SECS = 90.0  # at the end, for the abandoned-session sweep (bounded b
 class Session:
     """A session to run (`opts`: a launch.RunOptions); `run` takes it through its phases."""
 
-    def __init__(self, opts, env: dict[str, str], child_env: dict[str, str],
-                 executable: str, argv: list[str], interactive: bool) -> None:
+    def __init__(self, opts, env: "dict[str, str]", child_env: "dict[str, str]",
+                 executable: str, argv: "list[str]", interactive: bool) -> None:
         self.launch = Launch(opts, env, child_env, executable, argv, interactive)
 
     @property
-    def env(self) -> dict[str, str]:
+    def env(self) -> "dict[str, str]":
         return self.launch.env
 
     def tool_goes_first(self, cfg) -> bool:
@@ -49,20 +46,26 @@ class Session:
         return 128 + terminated.signum  # not reached: `_TerminatedRaised` re-sends the signal
 
     def _run(self) -> int:
-        from wrapagent.history.ids import new_session_id
+        from wrapagent.paths import new_session_id  # (`history.ids`: two modules more before the tool)
 
         launch = self.launch
-        cfg = load_config(launch)
+        find_project_root(launch)
+        # No config file, and the defaults let the tool go first: the config loads once it runs.
+        cfg = None if config_can_wait(launch) else load_config(launch)
         session_id = new_session_id()
         launch.child_env["WRAPAGENT_SESSION_ID"] = session_id
         opened: list = []  # the Live, once its record exists (the tool-first order makes it in a callback)
         try:
-            if tool_goes_first(launch, cfg):
-                from wrapagent.session.starting import spawn_first
-
-                started = spawn_first(launch, session_id)
-                if started is not None and _exec_succeeded(started[0]):
-                    return _run_tool_first(launch, cfg, session_id, started, opened)
+            if cfg is None or tool_goes_first(launch, cfg):
+                started = _spawn_first(launch, session_id)
+                if started is not None:
+                    recorder = _early_recorder(launch, cfg, session_id)  # made while the exec runs
+                    if _exec_succeeded(started[0]):
+                        return _run_tool_first(launch, cfg, session_id, started, recorder, opened)
+                    if recorder is not None:
+                        recorder.discard()  # nothing was written: it had no file yet
+            if cfg is None:
+                cfg = load_config(launch)  # no file: nothing printed, the defaults
             return _run_in_order(launch, cfg, session_id, opened)
         finally:
             from wrapagent.session.finishing import end_running_hooks
@@ -142,6 +145,45 @@ def _signal_module():
         return signal
 
 
+def _spawn_first(launch: Launch, session_id: str):
+    """The tool, started before the record exists (`planning.tool_goes_first`); (child, start time) or None.
+
+    None when its record folder cannot be made: the usual order then
+    reports it (the tool runs without a record). Whether the tool's exec
+    succeeded is checked by the caller (`Child.check_exec`) once it has
+    loaded what it needs meanwhile. Here rather than in `starting`, the
+    start phase of the usual order: one module fewer before the tool starts.
+    """
+    import time
+
+    from wrapagent.paths import make_session_dir, sessions_root_str
+
+    # The one thing of the record that can fail for the user to fix: before the tool.
+    try:
+        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id, launch.env)
+    except Exception as exc:
+        if _is_wrapagent_error(exc):
+            return None
+        raise
+
+    from wrapagent.proxy import spawn
+
+    started = time.time()
+    try:
+        return spawn.start(launch.argv, env=launch.child_env), started
+    except Exception as exc:
+        if _is_wrapagent_error(exc):
+            return None
+        raise
+
+
+def _is_wrapagent_error(exc: BaseException) -> bool:
+    """`isinstance(exc, WrapagentError)`, its module loaded only when something failed."""
+    from wrapagent.errors import WrapagentError
+
+    return isinstance(exc, WrapagentError)
+
+
 def _exec_succeeded(child) -> bool:
     """Whether a tool started first exec'd; else the usual order reports the failure in the record.
 
@@ -152,34 +194,65 @@ def _exec_succeeded(child) -> bool:
 
     try:
         child.check_exec()
-    except WrapagentError:
-        return False
+    except Exception as exc:
+        if _is_wrapagent_error(exc):
+            return False
+        raise
     return True
 
 
-def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list) -> int:
-    """The session of a tool already started: record, sweep and context while it starts up."""
+def _early_recorder(launch: Launch, cfg, session_id: str):
+    """The recorder of a tool that goes first (`recorded.early_recorder`), or None when `cfg` wants none.
+
+    With `cfg` None (the defaults, not loaded yet) it is made, and dropped
+    later if the config says so (`recorded.open_early`).
+    """
+    from wrapagent.session.recorded import early_recorder, wants_recording
+
+    return early_recorder(session_id, launch) if cfg is None or wants_recording(launch, cfg) else None
+
+
+def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, opened: list) -> int:
+    """The session of a tool already started: record, sweep and context once its first output is out.
+
+    `cfg` is None when it is the defaults (`planning.config_can_wait`): it
+    is made then too. The recording (`recorder`, or None) starts with the tool, its file then.
+    """
     from wrapagent.proxy import pty_loop
 
-    from wrapagent.session.recorded import make_recorder
+    from wrapagent.session.late_turns import LateInterceptor
 
     child, started_at = started
-    recorder, why_not = make_recorder(session_id, launch, cfg)
+    # A recording marks each turn: the interceptor that follows them comes with the record,
+    # and catches up on what it missed (`late_turns`); until then a stand-in keeps what it sees.
+    stand_in = LateInterceptor() if recorder is not None else None
+    conversation: list = []
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too
         from wrapagent.session.live import look_up_version, open_live
+        from wrapagent.session.planning import defaults_config
+        from wrapagent.session.recorded import open_early
         from wrapagent.session.starting import history_before
 
-        live = open_live(launch, cfg, session_id, started_at)
+        config = defaults_config(launch) if cfg is None else cfg
+        live = open_live(launch, config, session_id, started_at)
         opened.append(live)
-        live.recorder = recorder
-        if why_not is not None:
-            live.record.warn(why_not)
+        live.record.log(f"{launch.name} started first: nothing had to come before it")
+        if recorder is not None:
+            live.recorder, why_not = open_early(recorder, launch, config)
+            if why_not is not None:
+                live.record.warn(why_not)
         look_up_version(live)
         history_before(live)  # records why there is no checkpoint
+        if stand_in is not None:
+            _follow_late_turns(live, config, stand_in, conversation)
 
     try:
-        result = pty_loop.proxy(child, after_start=setup, on_output=recorder)
+        try:
+            result = pty_loop.proxy(child, after_start=setup, on_output=recorder, interceptor=stand_in)
+        finally:
+            if conversation and conversation[0] is not None:
+                conversation[0].report()
     except BaseException as exc:
         if opened:
             from wrapagent.session.finishing import tool_failed
@@ -194,8 +267,24 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, opened: list)
     return result.exit_code
 
 
+def _follow_late_turns(live, config, stand_in, conversation: list) -> None:
+    """A tool that went first: its turns followed from here (`late_turns`), if its recording marks them;
+    else the stand-in is told no interceptor comes, and the proxy drops it."""
+    from wrapagent.session.recorded import marks_turns
+
+    if live.recorder is None:
+        stand_in.give_up("no recording")
+    elif not marks_turns(live.launch, config):
+        stand_in.give_up("not an agent program: its recording has no turns")
+    else:
+        from wrapagent.session.late_turns import follow_turns
+
+        conversation.append(follow_turns(live, stand_in))
+
+
 def _run_in_order(launch: Launch, cfg, session_id: str, opened: list) -> int:
     """Record, pre_run (which may refuse), the `before` checkpoint, the tool, what comes after."""
+    from wrapagent.errors import WrapagentError
     from wrapagent.session.events import refused, run_event
     from wrapagent.session.finishing import after, tool_failed
     from wrapagent.session.live import open_live

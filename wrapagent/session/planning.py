@@ -6,19 +6,15 @@ the later phases (`starting`, `conversation`, `finishing`) from the values
 it returns. Imports stay lazy: this runs before the tool starts.
 """
 
-from __future__ import annotations
-
 import os
 import sys
-
-from wrapagent.errors import WrapagentError
 
 
 def stderr_line(line: str) -> None:
     """One line for the user on stderr (never while the tool's screen is up), printed inert.
 
     It names the tool, paths and what hooks said: `visible` escapes what
-    could act on the terminal (issue 20 §5).
+    could act on the terminal (docs/security.md).
     """
     from wrapagent.visible import field
 
@@ -78,12 +74,47 @@ class Launch:
         return Path(self.root_str)
 
 
-def load_config(launch: Launch):
-    """The effective config of the project (and `launch.root_str` set to its root); problems on stderr."""
-    from wrapagent.hooks import config_loader as config_mod
+def find_project_root(launch: Launch) -> None:
+    """`launch.root_str`: the git project the tool starts in, else its folder (`paths.project_root_of`)."""
     from wrapagent.paths import project_root_of
 
     launch.root_str = project_root_of(launch.cwd_str)
+
+
+def config_can_wait(launch: Launch) -> bool:
+    """The config is the defaults and they let the tool go first: it loads once the tool runs.
+
+    True when no config file exists (global hooks and config, the project's
+    `.wrapagent`), nothing replaces the loader (`config_factory`), and, with
+    the defaults, nothing of the session has to come before the tool
+    (`tool_goes_first`: a terminal, not a git project). The loader, its
+    config model and its table of events are then loaded once the tool's
+    first output is on the screen (`defaults_config`): with no file there is
+    no problem to report, no trust to ask about, nothing for `--strict`.
+    Call `find_project_root` first.
+    """
+    if not launch.interactive or launch.opts.config_factory is not None \
+            or os.path.exists(os.path.join(launch.root_str, ".git")):
+        return False
+    from wrapagent.paths import global_config_path, global_hooks_path
+
+    env = launch.env
+    return not any(os.path.lexists(path) for path in (
+        global_hooks_path(env), global_config_path(env), os.path.join(launch.root_str, ".wrapagent")))
+
+
+def defaults_config(launch: Launch):
+    """The config when `config_can_wait` found no file: the defaults, the files' layers absent."""
+    from wrapagent.hooks.config_loader import config_without_files
+
+    return config_without_files(launch.root_str, env=launch.env)
+
+
+def load_config(launch: Launch):
+    """The effective config of the project (and `launch.root_str` set to its root); problems on stderr."""
+    from wrapagent.hooks import config_loader as config_mod
+
+    find_project_root(launch)
     if launch.opts.config_factory is not None:
         cfg = launch.opts.config_factory(launch.project_root, launch.env)
     else:
@@ -103,6 +134,8 @@ def load_config(launch: Launch):
             # Decided on the bytes the loader read: the file is not read again.
             stderr_line(untrusted_notice(Path(layer.path), changed=layer.trust == "changed"))
     if launch.opts.strict and cfg.has_errors:
+        from wrapagent.errors import WrapagentError
+
         raise WrapagentError("invalid configuration (--strict): fix the errors above", 2)
     return cfg
 

@@ -8,8 +8,6 @@ the session's conversation goes into the search index (`history/search_index.py`
 None of it may fail the session: problems are warnings in the record.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from wrapagent.session.live import Live
@@ -23,22 +21,72 @@ def wants_recording(launch, cfg) -> bool:
 def make_recorder(session_id: str, launch, cfg):
     """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else.
 
-    Needs no record: a tool that goes first (`planning.tool_goes_first`) is
-    recorded from its first byte, before its record exists. Its recording has
-    no turn markers: turns are followed only where an interceptor watches the
-    keys (a git project, hooks), which is what makes the tool wait.
+    A tool that goes first (`planning.tool_goes_first`) gets an `early_recorder`
+    instead, recording from its first byte before its record exists; its turns
+    are followed by an interceptor attached once the record exists (`late_turns`).
     """
     if not wants_recording(launch, cfg):
         return None, None
     from wrapagent.history import recording
+
+    rows, cols = _start_size()
+    return recording.start(session_id, cfg.record, launch.env, rows, cols, title=_title(launch))
+
+
+def early_recorder(session_id: str, launch):
+    """The recorder of a tool that goes first (`planning.tool_goes_first`), recording from its first byte.
+
+    Only its queue exists until `open_early` (after the tool's first
+    output, with the config, which may not be loaded yet, and the record):
+    the file, the writer thread and `json` do not hold the first byte back.
+    Its turns are marked once the record exists (`late_turns`: a stand-in
+    interceptor keeps what the proxy sees until then).
+    """
+    from wrapagent.history import recording
+
+    rows, cols = _start_size()
+    return recording.prepare(session_id, launch.env, rows, cols, title=_title(launch))
+
+
+def open_early(recorder, launch, cfg):
+    """`make_recorder`'s answer for an `early_recorder`: its file made, or it dropped (not wanted, or
+    the file cannot be made: then why not)."""
+    if not wants_recording(launch, cfg):
+        recorder.discard()
+        return None, None
+    from wrapagent.history import recording
+
+    why_not = recording.open_prepared(recorder, launch.env, cfg.record.max_bytes)
+    return (None, why_not) if why_not is not None else (recorder, None)
+
+
+def _start_size() -> "tuple[int, int]":
     from wrapagent.proxy.spawn import start_size
 
-    rows, cols = start_size()
-    title = f"{launch.name} in {launch.root_str}"
-    return recording.start(session_id, cfg.record, launch.env, rows, cols, title=title)
+    return start_size()
 
 
-def start_recording(live: Live) -> None:
+def _title(launch) -> str:
+    return f"{launch.name} in {launch.root_str}"
+
+
+def marks_turns(launch, cfg) -> bool:
+    """Whether a recording follows the turns of this tool: an agent program (`inject/agents.py`:
+    the known CLIs and those `[agents] programs` names) in a terminal session with `[record]`.
+
+    A turn is a message submitted to an agent's composer. A shell, a pager or `cat` has
+    none, and the interceptor that would look for one feeds its screen emulator every byte
+    until a composer shows, which for them is never (~150 KB/s: a `cat` of a big file would
+    crawl).
+    """
+    if not wants_recording(launch, cfg):
+        return False
+    from wrapagent.inject.agents import is_agent
+
+    return is_agent(launch.adapter.name, cfg.agents)
+
+
+def start_recording(live: "Live") -> None:
     """Create the recorder of a terminal session (`live.recorder`), at the tool's start size."""
     recorder, why_not = make_recorder(live.record.id, live.launch, live.cfg)
     if why_not is not None:
@@ -46,7 +94,7 @@ def start_recording(live: Live) -> None:
     live.recorder = recorder
 
 
-def on_turn(live: Live):
+def on_turn(live: "Live"):
     """The turn tracker's callback: a marker `turn N: first words` in the recording; None without one."""
     recorder = live.recorder
     if recorder is None:
@@ -59,7 +107,7 @@ def on_turn(live: Live):
     return mark
 
 
-def finish_recording(live: Live) -> None:
+def finish_recording(live: "Live") -> None:
     """Close and compress the recording (its numbers in the record); expire old ones."""
     recorder, live.recorder = live.recorder, None
     record = live.record
@@ -85,7 +133,7 @@ def finish_recording(live: Live) -> None:
         record.warn(f"recording: expiry: {exc!r}")
 
 
-def index_session(live: Live) -> None:
+def index_session(live: "Live") -> None:
     """The session's messages and replies into the search index (after the transcripts were copied)."""
     record = live.record
     if record.unavailable is not None:

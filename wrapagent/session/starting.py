@@ -7,8 +7,6 @@ whose conversation (`conversation.Conversation`) watches the keys. Each
 returns the proxy's result, already written into the record.
 """
 
-from __future__ import annotations
-
 import os
 
 
@@ -18,35 +16,7 @@ if TYPE_CHECKING:
     from wrapagent.session.planning import Launch
 
 
-def spawn_first(launch: Launch, session_id: str):
-    """The tool, started before the record exists (`planning.tool_goes_first`); (child, start time) or None.
-
-    None when its record folder cannot be made: the usual order then
-    reports it (the tool runs without a record). Whether the tool's exec
-    succeeded is checked by the caller (`Child.check_exec`) once it has
-    loaded what it needs meanwhile.
-    """
-    import time
-
-    from wrapagent.errors import WrapagentError
-    from wrapagent.paths import make_session_dir, sessions_root_str
-
-    # The one thing of the record that can fail for the user to fix: before the tool.
-    try:
-        make_session_dir(sessions_root_str(launch.root_str, launch.env), session_id, launch.env)
-    except WrapagentError:
-        return None
-
-    from wrapagent.proxy import spawn
-
-    started = time.time()
-    try:
-        return spawn.start(launch.argv, env=launch.child_env), started
-    except WrapagentError:
-        return None
-
-
-def history_before(live: Live) -> None:
+def history_before(live: "Live") -> None:
     """Snapshot the work tree just before the tool starts: the user's own edits are "before"."""
     import time
 
@@ -58,13 +28,17 @@ def history_before(live: Live) -> None:
         checkpoints.begin(live.record.record, live.cfg.checkpoints, live.launch.root_str, live.env)
     except Exception as exc:  # never the end of the session
         live.record.warn(f"checkpoints: {exc!r}")
+    if (live.record.record.get("checkpoints") or {}).get("status") == "taken":
+        # The running record names its store and `before`: `sessions diff/undo ID --turn N`
+        # reach a running session's turns through it (the record is otherwise saved at the end).
+        live.record.save(durable=False)
 
 
-def run_tool(live: Live):
+def run_tool(live: "Live"):
     """Start the tool in the planned mode and proxy it to its end; the result, in the record."""
     from wrapagent.proxy import passthrough
     from wrapagent.proxy import pty_loop
-    from wrapagent.session.conversation import Conversation, collect_blocks
+    from wrapagent.session.conversation import Conversation, collect_blocks, undo_notices
     from wrapagent.session.finishing import tool_ended
     from wrapagent.session.live import look_up_version
     from wrapagent.session.planning import prompt_plan, wants_injection
@@ -77,8 +51,8 @@ def run_tool(live: Live):
         if plan.reason:
             inj["notes"].append(plan.reason)
         live.child_env = launch.adapter.child_env(live.child_env)
-    elif (live.cfg.stop_check is not None or live.cfg.send) and launch.interactive:
-        # A continuation is delivered like the blocks: the same settings (opencode's paste).
+    elif (live.cfg.stop_check is not None or live.cfg.send or undo_notices(live)) and launch.interactive:
+        # A continuation or an undo block is delivered like the blocks: the same settings (opencode's paste).
         live.child_env = launch.adapter.child_env(live.child_env)
     env = live.child_env
     argv = list(launch.argv)
@@ -123,7 +97,7 @@ ARG_CAP = 128 * 1024 - 1
 limit of the two platforms (macOS limits only the total, ARG_MAX = 1 MiB)."""
 
 
-def _inject_into_argument(live: Live, argv: list[str], index: int) -> None:
+def _inject_into_argument(live: "Live", argv: "list[str]", index: int) -> None:
     """Put the blocks in front of the prompt argument, the whole argument kept under ARG_CAP.
 
     Longer, the tool could not start at all (E2BIG: exit 126): the last
@@ -150,7 +124,7 @@ def _inject_into_argument(live: Live, argv: list[str], index: int) -> None:
         inj["status"] = "none"
 
 
-def _pre_read_stdin(launch: Launch, plan) -> tuple[bytes, bool] | None:
+def _pre_read_stdin(launch: "Launch", plan) -> "tuple[bytes, bool] | None":
     """The start of piped stdin, read up front where the tool mixes it with argv prompts.
 
     gemini (stdin first, then the argument) and `opencode run` (arguments,
@@ -167,7 +141,7 @@ def _pre_read_stdin(launch: Launch, plan) -> tuple[bytes, bool] | None:
     return None
 
 
-def stdin_head(fd: int, cap: int | None = None) -> tuple[bytes, bool]:
+def stdin_head(fd: int, cap: "int | None" = None) -> "tuple[bytes, bool]":
     """The first bytes of piped stdin: (bytes, whether stdin ended).
 
     Waits for the first byte (or the end), then takes what keeps arriving
@@ -211,7 +185,7 @@ def _prompt_text(data: bytes) -> str:
     return data[:PROMPT_CAP].decode("utf-8", "replace")
 
 
-def _run_stdin_args(live: Live, argv: list[str], plan, head: tuple[bytes, bool]):
+def _run_stdin_args(live: "Live", argv: "list[str]", plan, head: "tuple[bytes, bool]"):
     """`opencode run a b`: message args move to stdin, joined the way the tool joins them."""
     from wrapagent.inject.adapters.opencode import quote_join
     from wrapagent.proxy import passthrough
@@ -228,8 +202,8 @@ def _run_stdin_args(live: Live, argv: list[str], plan, head: tuple[bytes, bool])
                                                    on_spawn=lambda pid: look_up_version(live)))
 
 
-def _stdin_feeder(live: Live, *, initial: bytes, read_head: bool = False, stdin_left: bool = False,
-                  prompt: str | None = None):
+def _stdin_feeder(live: "Live", *, initial: bytes, read_head: bool = False, stdin_left: bool = False,
+                  prompt: "str | None" = None):
     """Feed the tool's stdin: blocks, then the prompt, byte for byte, streamed.
 
     `read_head`: the prompt is piped stdin, not read yet (its head is read
@@ -270,7 +244,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _injected(live: Live, prefix: str, path: str) -> None:
+def _injected(live: "Live", prefix: str, path: str) -> None:
     from wrapagent.history.records import now_iso
 
     inj = live.record.record["injection"]

@@ -18,6 +18,13 @@ wait for a stop the agent may stop at: then the oldest one is submitted
 instead of waiting_for_input firing, one per stop; one that comes while the
 agent already waits goes at once. A key of the user's since the stop (or
 since the message came, whichever is later) defers it to the next stop.
+"Waits" means stopped and not resumed since: the user's answer to a dialog
+(an Enter, a one-key answer) puts the agent back to work in the same turn,
+and a message waits for that turn's stop. An answer the tool ignored (it drew
+nothing after it) leaves the agent waiting: what that key deferred goes then
+(`same_wait`). A send whose empty composer the screen does not show yet is
+tried again until it does or the user types (`Request.patient`); nothing
+queued is dropped silently: at the session's end its sender hears why.
 
 A stop the user caused (they interrupted the agent: the tracker's
 `interrupted_turn`, decided by `inject/interrupts.py`) is theirs: the check
@@ -44,13 +51,15 @@ MAX_SENT_RECORDED = 500
 class Send:
     """One message from `wrapagent send`; `reply(dict)` answers a waiting sender (or does nothing)."""
 
-    __slots__ = ("text", "arrived", "entry", "reply")
+    __slots__ = ("text", "arrived", "entry", "reply", "deferred")
 
     def __init__(self, text: str, arrived: float, entry: dict, reply: Callable[[dict], None]) -> None:
         self.text = text
         self.arrived = arrived  # monotonic
         self.entry = entry      # its item in the record's `sent`
         self.reply = reply
+        self.deferred = ""
+        """Why it was last put back to wait for a stop ("" never): said if the session ends first."""
 
 
 class StopGate:
@@ -173,9 +182,29 @@ class StopGate:
             if len(self.sent) < MAX_SENT_RECORDED:
                 self.sent.append(send.entry)
             self._queue.append(send)
-            if self._idle_turn is not None and self._idle_turn == self.tracker.turn \
-                    and self.tracker.interrupted_turn != self._idle_turn:  # after an interrupt: the user first
+            if self._waits_locked():
                 self._send_next_locked(max(self._idle_since, time.monotonic()))
+
+    def _waits_locked(self) -> bool:
+        """The agent waits after its latest turn: stopped, not resumed since (an answer to its
+        dialog puts it back to work until the next stop), and not interrupted (the user first)."""
+        tracker = self.tracker
+        return (self._idle_turn is not None and self._idle_turn == tracker.turn
+                and tracker.working() is None and tracker.interrupted_turn != self._idle_turn)
+
+    def same_wait(self, turn: int) -> None:
+        """(The proxy's thread.) An Enter re-armed the turn but the tool drew nothing after it: the
+        agent still waits, so a message deferred by that key goes now instead of at a stop that
+        will not come."""
+        import time
+
+        with self._lock:
+            if self._running or turn != self.tracker.turn or self.tracker.interrupted_turn == turn:
+                return
+            self._idle_turn = turn
+            if self._queue and self._sending is None:
+                self.live.record.log("send: the agent still waits after that key: trying the queued message again")
+            self._send_next_locked(time.monotonic())
 
     def _send_next_locked(self, since: float) -> bool:
         if self._sending is not None or not self._queue or self.outgoing is None:
@@ -187,7 +216,7 @@ class StopGate:
         def done(status: str, reason: str, at: str | None) -> None:
             self._send_done(send, status, reason, at)
 
-        self.outgoing.post(Request(send.text, max(since, send.arrived), done))
+        self.outgoing.post(Request(send.text, max(since, send.arrived), done, patient=True))
         return True
 
     def _send_done(self, send: Send, status: str, reason: str, at: str | None) -> None:
@@ -196,6 +225,7 @@ class StopGate:
             self._sending = None
             if status == "cancelled":
                 self._idle_turn = None  # the user has the keyboard: the next stop
+                send.deferred = reason
                 self.live.record.log(f"send: deferred to the next stop: {reason}")
                 return
             self._queue.remove(send)
@@ -204,8 +234,17 @@ class StopGate:
             send.entry.update(status="delivered", delivered_at=at, turn=self.tracker.turn + 1)
             send.reply({"delivered_at": at})
             self.live.record.log(f"send: message submitted (turn {self.tracker.turn + 1})")
-        else:
-            self._fail_send(send, reason)
+            return
+        self._fail_send(send, reason)
+        import time
+
+        from wrapagent.inject.outgoing import TOOL_ENDED
+
+        if reason == TOOL_ENDED:
+            return
+        with self._lock:  # nothing was submitted: the agent still waits, the next one may go
+            if self._waits_locked():
+                self._send_next_locked(time.monotonic())
 
     def _fail_send(self, send: Send, reason: str) -> None:
         send.entry.update(status="not delivered", reason=reason)
@@ -217,7 +256,8 @@ class StopGate:
             queued, self._queue = self._queue, []
         for send in queued:
             if send.entry.get("status") == "queued":
-                self._fail_send(send, "the session ended")
+                why = f" (it waited for the agent's next stop: {send.deferred})" if send.deferred else ""
+                self._fail_send(send, "the session ended" + why)
 
     # -- the proxy's thread again (Outgoing calls `done`) ----------------------------
 
@@ -234,8 +274,13 @@ class StopGate:
             return
         self.entry.setdefault("not_sent", []).append({"after_turn": turn, "status": status, "reason": reason})
         self.live.record.log(f"stop_check: continuation not sent: {reason}")
-        if status == "cancelled":
-            self._may_stop(turn)  # the user took over: a stop like any other
+        from wrapagent.inject.outgoing import TOOL_ENDED
+
+        if status == "cancelled" or status == "not delivered" and reason != TOOL_ENDED:
+            # The user took over, or the text was not taken (no Enter went): either way nothing
+            # was submitted and the agent waits, a stop like any other (waiting_for_input, the
+            # next queued send), not one that holds every later stop and send.
+            self._may_stop(turn)
         else:
             with self._lock:
                 self._running = False

@@ -2,7 +2,7 @@
 
 The record says which release ran (`tool_version`) so that a screen the
 adapter no longer recognises can be tied to the release that changed it
-(issue 25). Finding it must cost the user nothing:
+(`doctor` names it). Finding it must cost the user nothing:
 
 - it starts in a thread only once the tool has been spawned (`Lookup`);
 - a cache in the state folder maps the binary the session ran (real path,
@@ -287,55 +287,45 @@ class VersionRun:
         self.killed = False
 
     def run(self, executable: str, env: Mapping[str, str], timeout: float) -> tuple[str | None, str | None]:
-        """(version, error); never longer than `timeout`, its process group killed after."""
-        import select
+        """(version, error); never longer than `timeout`, its process group killed after.
+
+        Output past OUTPUT_CAP is read and dropped (a tool printing its whole
+        help must not block on a full pipe); a `kill` from another thread
+        ends the group, and so the output, at once.
+        """
         import subprocess
         import time
+
+        from wrapagent import child_process
 
         child_env = dict(env)
         child_env["WRAPAGENT_DISABLE"] = "1"  # a wrapagent inside it execs the tool directly
         try:
-            self.proc = proc = subprocess.Popen(
-                [executable, "--version"], cwd=NEUTRAL_CWD, env=child_env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+            self.proc = proc = child_process.start([executable, "--version"], cwd=NEUTRAL_CWD, env=child_env,
+                                                   stderr="stdout")
         except OSError as exc:
             return None, f"cannot run: {exc.strerror or exc}"
         if self.killed:  # the session ended while it started
             self.kill()
         out = bytearray()
-        fd = proc.stdout.fileno()  # type: ignore[union-attr]
+
+        def keep(stream: str, data: bytes) -> bool:
+            out.extend(data[:max(0, OUTPUT_CAP - len(out))])
+            return False
+
         deadline = time.monotonic() + timeout
-        timed_out = False
+        outcome = None
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    timed_out = True
-                    break
-                try:
-                    ready = select.select([fd], [], [], min(left, 0.2))[0]
-                except (OSError, ValueError):
-                    break
-                if not ready:
-                    if self.killed:
-                        break
-                    continue
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    break
-                if len(out) < OUTPUT_CAP:
-                    out += chunk[: OUTPUT_CAP - len(out)]
+            outcome = child_process.pump(proc, None, deadline, keep)
+            if outcome == child_process.ENDED and not self.killed:  # its output ended: let it exit
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
         finally:
-            if timed_out or self.killed:
-                self.kill()
-            try:
-                code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self.kill()
-                code = proc.wait()
-            proc.stdout.close()  # type: ignore[union-attr]
+            child_process.stop_group(proc)  # whatever is left: `--version` has no state worth a SIGTERM
+        code = proc.returncode
         name = os.path.basename(executable)
-        if timed_out:
+        if outcome in (child_process.TIMED_OUT, child_process.HELD_OPEN):
             return None, f"`{name} --version` did not finish within {timeout:g}s"
         if self.killed:
             return None, f"`{name} --version` had not finished when the session ended"

@@ -63,6 +63,13 @@ class TurnTracker:
         """The latest turn the user interrupted (its stop is theirs: no continuation, no send)."""
         self._armed_at: float | None = None
         self._needs_output = False
+        self.started_at: float | None = None
+        """When the latest turn was submitted or last resumed (kept after its stop)."""
+        self.text = ""
+        """The latest submission's text (a command's turn is the user's: `dialog_watch.py`)."""
+        self.on_same_wait: Callable[[int], None] | None = None
+        """Told (turn) when an Enter re-armed the watch but the tool drew nothing after it: the
+        agent still waits, as it did (the stop gate may go on with what it holds)."""
         self.on_turn: Callable[[str, int], None] | None = None
         """Told ("start", n) at a submission and ("stop", n) at a wait: the turn checkpoints
         (history/turn_checkpoints.py). It must not block: it only queues."""
@@ -81,7 +88,8 @@ class TurnTracker:
             if by:
                 entry["by"] = by
             self.turns.append(entry)
-        self._armed_at = now
+        self._armed_at = self.started_at = now
+        self.text = text
         self._needs_output = False
         if self.on_turn is not None:
             self.on_turn("start", self.turn)
@@ -89,7 +97,7 @@ class TurnTracker:
     def resumed(self, now: float) -> None:
         if self.turn == 0:
             return  # before the first submission there is no turn to wait after
-        self._armed_at = now
+        self._armed_at = self.started_at = now
         self._needs_output = True
 
     def working(self) -> int | None:
@@ -110,7 +118,10 @@ class TurnTracker:
             return
         self._armed_at = None
         if self._needs_output and last_output <= armed:
-            return  # an Enter that changed nothing on screen: the same wait goes on
+            # An Enter that changed nothing on screen: the same wait goes on.
+            if self.on_same_wait is not None:
+                self.on_same_wait(self.turn)
+            return
         self._waiting(quiet_since)
 
     # -- a wait ---------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""Keys held while the blocks go in are released read by read, with their gaps (capped), in order."""
+
+from __future__ import annotations
+
+import pytest
+
+from wrapagent.inject.held import HELD_GAP_CAP_SECS, HeldKeys
+
+
+def test_the_first_read_goes_at_once_the_others_keep_their_gaps() -> None:
+    held = HeldKeys()
+    held.hold(10.0, b"h")
+    held.hold(10.1, b"i")
+    held.hold(15.0, b"\r")  # typed long after: its gap is capped
+    assert held.release(20.0) == (3, 3, b"h")
+    assert held.replay == [(pytest.approx(20.1), 10.1, b"i"), (pytest.approx(20.1 + HELD_GAP_CAP_SECS), 15.0, b"\r")]
+    assert held.pop_due(20.05) is None and held.next_due() == pytest.approx(20.1)
+    assert held.pop_due(20.1) == b"i"
+    assert held.pop_due(30.0) == b"\r" and held.next_due() is None
+
+
+def test_nothing_held_releases_nothing() -> None:
+    held = HeldKeys()
+    held.hold(1.0, b"")  # an empty read is no read
+    assert held.release(2.0) == (0, 0, b"")
+
+
+def test_a_read_arriving_during_the_replay_goes_behind_it() -> None:
+    held = HeldKeys()
+    held.hold(0.0, b"a")
+    held.hold(0.05, b"b")
+    held.release(1.0)
+    held.queue(b"c", 1.02)  # arrived 0.97 s after b: capped
+    assert [d for _, _, d in held.replay] == [b"b", b"c"]
+    assert held.replay[-1][0] == pytest.approx(1.05 + HELD_GAP_CAP_SECS)
+
+
+def test_rehold_and_take_all_keep_every_byte_in_order() -> None:
+    held = HeldKeys()
+    for t, d in ((0.0, b"a"), (0.1, b"b"), (0.2, b"c")):
+        held.hold(t, d)
+    held.release(1.0)
+    held.rehold()  # a replayed Ctrl-C, then a key: the rest is held again
+    assert [d for _, d in held.reads] == [b"b", b"c"] and held.replay == []
+    held.hold(2.0, b"d")
+    assert held.take_all() == b"bcd" and held.take_all() == b""
