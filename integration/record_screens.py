@@ -22,6 +22,7 @@ others still run.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -53,12 +54,14 @@ class Recorder:
         self.saved: list[str] = []
         self.failed: list[str] = []
 
-    def save(self, term, state: str, name: str) -> None:
+    def save(self, term, state: str, name: str, text: str | None = None) -> None:
+        """Save the screen as it is now (or `text`, a screen read earlier: a frame that lasts
+        only a moment)."""
         if self.only and name not in self.only:
             return
         self.out.mkdir(parents=True, exist_ok=True)
         path = self.out / f"{state}-{name}.txt"
-        path.write_text(term.screen_text().rstrip() + "\n", encoding="utf-8")
+        path.write_text((text if text is not None else term.screen_text()).rstrip() + "\n", encoding="utf-8")
         self.saved.append(path.name)
         print(f"  saved {path.relative_to(ROOT)}", flush=True)
 
@@ -214,6 +217,72 @@ def record_untrusted(env: CliEnv, rec: Recorder) -> None:
     rec.step("folder-trust", trust)
 
 
+CLAUDE_MODES = {"default": ("manual", "manual mode on"), "acceptEdits": ("accept-edits", "accept edits on"),
+                "plan": ("plan", "plan mode on"), "auto": ("auto", "auto mode on")}
+AUTO_MODE_QUESTION = "Make auto mode your default permission mode?"
+
+
+def _claude_profile(env: CliEnv, mode: str, *, question_answered: bool) -> None:
+    """`permissions.defaultMode` in the user's settings; whether the one-time question about auto
+    mode was answered (`hasSeenAutoDefaultNudge`: claude asks it in every mode but auto)."""
+    settings = env.home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"permissions": {"defaultMode": mode}}))
+    path = env.home / ".claude.json"
+    data = json.loads(path.read_text())
+    data["hasSeenAutoDefaultNudge"] = question_answered
+    path.write_text(json.dumps(data))
+
+
+def record_claude_modes(env: CliEnv, rec: Recorder) -> None:
+    """claude's permission modes: each mode's footer on the ready screen (the question about auto
+    mode answered), and, on a profile that never answered it, the first frame (the composer and
+    the mode, no key hint yet: not the ready screen) and that question over the composer."""
+    if env.tool != "claude":
+        return
+    settings = env.home / ".claude" / "settings.json"
+    saved = (settings.read_text() if settings.exists() else None, (env.home / ".claude.json").read_text())
+    try:
+        for mode, (name, footer) in CLAUDE_MODES.items():
+            def ready_in_mode(mode: str = mode, name: str = name, footer: str = footer) -> None:
+                _claude_profile(env, mode, question_answered=True)
+                _, term = _start(env)
+                try:
+                    _ready(env, term)
+                    if footer not in term.screen_text():
+                        raise AssertionError(f"no {footer!r} in the footer")
+                    rec.save(term, "empty", f"mode-{name}")
+                finally:
+                    _quit(env, term)
+
+            rec.step(f"mode-{name}", ready_in_mode)
+
+        def question() -> None:
+            _claude_profile(env, "plan", question_answered=False)
+            _, term = _start(env)
+            try:
+                # the first frame: the composer and the mode, before the question and the key hint
+                term.wait_for(re.compile(r"❯[\s\S]*plan mode on"), timeout=env.spec.ready_timeout)
+                first = term.screen_text()
+                if AUTO_MODE_QUESTION not in first and not re.search(env.spec.ready, first):
+                    rec.save(term, "empty", "first-frame-plan", text=first)
+                else:
+                    print("  the first frame was gone before it was read", flush=True)
+                term.wait_for(AUTO_MODE_QUESTION, timeout=env.spec.ready_timeout)
+                term.wait_quiet(1.0, timeout=20)
+                rec.save(term, "dialog", "auto-mode-question")
+            finally:
+                _quit(env, term)
+
+        rec.step("auto-mode-question", question)
+    finally:
+        if saved[0] is None:
+            settings.unlink(missing_ok=True)
+        else:
+            settings.write_text(saved[0])
+        (env.home / ".claude.json").write_text(saved[1])
+
+
 def record(tool: str, which: str, out_root: Path, only: set[str]) -> Recorder:
     bins = bin_dir(SETS[which].cache)
     version = installed_version(bins, tool) or which
@@ -226,6 +295,7 @@ def record(tool: str, which: str, out_root: Path, only: set[str]) -> Recorder:
             record_main_session(env, rec)
             record_resumed(env, rec)
             record_untrusted(env, rec)
+            record_claude_modes(env, rec)
         finally:
             env.reap_leftovers()
     return rec

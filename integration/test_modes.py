@@ -96,6 +96,9 @@ def test_claude_mode(cli_env, tool, mode):
     send(term, "after the reset")
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout)
     assert texts[1] == BLOCKS + "after the reset", mock.summary()
+    # (the new conversation's first reply; claude takes Ctrl-C for its interrupt while it streams)
+    term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=20)
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)
     record = cli_env.sessions()[-1]
@@ -117,10 +120,10 @@ def test_claude_mode_fresh_profile(cli_env, tool, mode):
     term.enter(after=0.3)
     answer_nudge(term, timeout=5)
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
-    try:  # the early message, unless the question took it
-        mock.wait_for_turns(1, api=spec.api, timeout=10)
+    try:  # the early message, unless the question took it (a loaded machine may take long to send it)
+        mock.wait_for_turns(1, api=spec.api, timeout=30)
         term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
-    except AssertionError:
+    except (AssertionError, TimeoutError):
         pass
     term.wait_quiet(1.0, timeout=20)
     texts = mock.user_texts(api=spec.api)

@@ -236,7 +236,7 @@ def test_fast_typing_submit_then_reset_in_held_keys() -> None:
     assert w.inj.on_input(b"h", w.clock.t) == b""
     w.inj.poll(w.clock.t)
     w.inj.on_input(b"i\r/clear\r", w.clock.t)
-    w.inj.on_output(PREFIX.replace("\n", "\r\n").encode(), w.clock.t)  # the composer shows the blocks
+    w.inj.on_output(PREFIX.replace("\n", "\r\n").encode(), w.clock.t + 0.01)  # the composer shows the blocks
     w.clock.t += 2
     assert w.inj.poll(w.clock.t) == b"hi\r/clear\r"
     assert w.resets == 1 and w.inj.state == "wait-ready"
@@ -262,7 +262,7 @@ def test_first_message_mode_is_unchanged() -> None:
     inj.poll(clock.t)
     inj.on_input(b"a", clock.t)
     inj.poll(clock.t)
-    inj.on_output(PREFIX.replace("\n", "\r\n").encode(), clock.t)  # the composer shows the blocks
+    inj.on_output(PREFIX.replace("\n", "\r\n").encode(), clock.t + 0.01)  # the composer shows the blocks
     clock.t += 2
     inj.poll(clock.t)
     inj.on_input(b"\r", clock.t)

@@ -73,8 +73,9 @@ def become_ready(inj: FirstMessageInjector, clock: Clock) -> None:
 
 
 def echo(inj: FirstMessageInjector, clock: Clock) -> None:
-    """The tool draws the text just written into its composer (what the receipt reads)."""
-    inj.on_output((inj.report.text or "").replace("\n", "\r\n").encode(), clock.t)
+    """The tool draws the text just written into its composer (what the receipt reads), a moment
+    after it was written."""
+    inj.on_output((inj.report.text or "").replace("\n", "\r\n").encode(), clock.t + 0.01)
 
 
 def first_key_through(inj: FirstMessageInjector, clock: Clock, key: bytes = b"a") -> bytes:

@@ -8,6 +8,8 @@ a codex whose composer no marker knows (a glyph and a footer of a future release
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from wrapagent.inject.adapters import adapter_for
@@ -413,3 +415,22 @@ def test_keys_on_claude_first_frame_that_never_show_do_not_stop_readiness() -> N
     assert w.inj.state == "starting"
     w.wait(TYPED_ECHO_SECS)
     assert w.inj.state == "armed" and w.inj.report.ready_by == "marker"
+
+
+SCREENS = Path(__file__).resolve().parent.parent / "screens" / "claude"
+
+
+CLAUDE_RECORDED = sorted(SCREENS.glob("*/empty-mode-*.txt")) + sorted(SCREENS.glob("*/empty-first-frame-*.txt"))
+
+
+@pytest.mark.parametrize("path", CLAUDE_RECORDED, ids=lambda p: "/".join(p.parts[-2:]))
+def test_claude_markers_on_its_recorded_screens(path: Path) -> None:
+    """Every permission mode's ready screen shows claude's markers (pinned and older release);
+    its first frame, recorded on a fresh profile before the start-up question, does not, nor does
+    it count as a composer found by structure (the screen model calls it empty: it is one)."""
+    first_frame = path.name.startswith("empty-first-frame-")
+    w = World("claude")
+    w.output(BP + b"\x1b[2J\x1b[H" + path.read_text(encoding="utf-8").replace("\n", "\r\n").encode())
+    assert w.inj._screen_ready() is not first_frame
+    w.wait(0.2)
+    assert w.inj.state == ("starting" if first_frame else "armed")

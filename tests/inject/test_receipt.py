@@ -67,6 +67,8 @@ def test_a_dialog_over_the_composer_is_not_delivered_and_the_user_is_told() -> N
     assert PREFIX.encode() in inj.poll(clock.t)
     inj.on_output(NUDGE, clock.t + 0.01)                    # the dialog took the keys
     clock.t += 2
+    assert inj.poll(clock.t) == b""                         # (an echo may still come)
+    clock.t += receipt.NOTHING_DRAWN_WAIT_SECS
     assert inj.poll(clock.t) == b"h"                        # the message goes on, once
     assert inj.report.status == "not delivered" and inj.report.attempts == 1
     assert any("dialog" in n for n in inj.report.notes)
@@ -87,6 +89,22 @@ def test_nothing_drawn_writes_the_blocks_once_more() -> None:
     clock.t += 0.2
     assert inj.poll(clock.t) == b"h"
     assert inj.report.status == "delivered" and inj.report.attempts == 2
+
+
+def test_a_late_echo_after_other_redraws_is_a_receipt() -> None:
+    """Measured on claude under a load of 25: its redraws came at once, the echo of the typed blocks
+    1.5 s later (`settle_max_secs`). It was called not delivered although the model got them, and
+    the next message would have got a second set."""
+    inj, clock = ready_injector()
+    inj.on_input(b"h", clock.t)
+    inj.poll(clock.t)
+    inj.on_output(b"\x1b[H\x1b[2Kdemo> ", clock.t + 0.01)     # a redraw, not the blocks
+    clock.t += inj.adapter.settle_max_secs + 0.05
+    assert inj.poll(clock.t) == b""                         # still waiting for the echo
+    inj.on_output(PREFIX.replace("\n", "\r\n").encode(), clock.t)
+    clock.t += 0.1
+    assert inj.poll(clock.t) == b"h"
+    assert inj.report.status == "delivered" and inj.report.attempts == 1
 
 
 def test_nothing_drawn_twice_is_not_delivered() -> None:
@@ -118,7 +136,7 @@ def test_in_a_whole_session_the_next_message_gets_the_blocks_after_an_undelivere
     inj.on_input(b"h", clock.t)
     inj.poll(clock.t)
     inj.on_output(NUDGE, clock.t + 0.01)
-    clock.t += 2
+    clock.t += receipt.NOTHING_DRAWN_WAIT_SECS
     assert inj.poll(clock.t) == b"h"
     inj.on_input(b"\r", clock.t)                             # answers the dialog, or goes bare
     assert inj.state == "wait-ready"

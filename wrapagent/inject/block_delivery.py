@@ -90,7 +90,7 @@ class BlocksDelivery:
         if outcome != receipt.SHOWN and not timed_out:
             # Quiet, but the composer does not show them yet: the tool may still be echoing
             # (claude echoes typed input ~100 ms late, after other redraws). Wait for more
-            # output, at most until `settle_max_secs`.
+            # output, at most until `receipt.settle_limit`.
             self._receipt_read_at = self.last_output
             return b""
         self._close_receipt()
@@ -104,10 +104,10 @@ class BlocksDelivery:
         return self._release(now, finished=False)
 
     def _settle_limit(self) -> float:
-        """Seconds after the delivery by which the receipt is decided (longer while nothing was drawn)."""
+        """Seconds after the delivery by which the receipt is decided, if the screen never shows it."""
         from wrapagent.inject.receipt import settle_limit
 
-        return settle_limit(self.adapter.settle_max_secs, self._receipt_drawn)
+        return settle_limit(self.adapter.settle_max_secs)
 
     @property
     def _output_since_receipt(self) -> bool:

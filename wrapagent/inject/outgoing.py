@@ -186,7 +186,7 @@ class Outgoing:
             return self._outbox[0][0]
         if self.state == SETTLING:
             assert self._delivered_at is not None
-            limit = receipt.settle_limit(self.adapter.settle_max_secs, self._receipt_drawn)
+            limit = receipt.settle_limit(self.adapter.settle_max_secs)
             if last_output > self._delivered_at and last_output > self._receipt_read_at:
                 return min(last_output + self.adapter.settle_secs, self._delivered_at + limit)
             return self._delivered_at + limit
@@ -215,8 +215,7 @@ class Outgoing:
             assert self._delivered_at is not None
             took = (last_output > self._delivered_at and last_output > self._receipt_read_at
                     and now - last_output >= self.adapter.settle_secs)
-            timed_out = now - self._delivered_at >= receipt.settle_limit(self.adapter.settle_max_secs,
-                                                                         self._receipt_drawn)
+            timed_out = now - self._delivered_at >= receipt.settle_limit(self.adapter.settle_max_secs)
             if took or timed_out:
                 outcome = self._read_receipt()
                 if outcome != receipt.SHOWN and not timed_out:
