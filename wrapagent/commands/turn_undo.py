@@ -88,10 +88,15 @@ def _snapshot(repo, ref: str, message: str) -> str:
 
 def _changed(repo, refs: Mapping[tuple[str, int, str], str], turns: list[int]) -> list[int]:
     """The turns whose stop differs from their start: a plain answer changed nothing to undo."""
+    from wrapagent.history.checkpoints import CheckpointError
+
     if not turns:
         return []
-    trees = repo.run(["rev-parse", *(f"{refs[('turn', n, w)]}^{{tree}}" for n in turns
-                                     for w in ("start", "stop"))]).text().split()
+    try:
+        trees = repo.run(["rev-parse", *(f"{refs[('turn', n, w)]}^{{tree}}" for n in turns
+                                         for w in ("start", "stop"))]).text().split()
+    except CheckpointError as exc:
+        raise SessionsError(f"cannot read the turns' checkpoints: {exc}") from None
     return [n for i, n in enumerate(turns) if trees[2 * i] != trees[2 * i + 1]]
 
 
