@@ -9,7 +9,8 @@ The mock model answers a message holding `(write /PATH TEXT)` directives with to
 2. `wrapagent sessions diff last --turn 2` shows turn 2's change and nothing of turn 1;
 3. `wrapagent undo`: exactly the bytes after turn 1 (a.txt `one\\n`, no b.txt);
 4. the next message reaches the model with one `<prompt-guard name="undo">` block naming
-   a.txt and b.txt before the typed text;
+   a.txt and b.txt before the typed text; on codex, that plain turn changed nothing, so
+   `undo` again takes back turn 1 (no a.txt) and `redo` puts turn 1 back;
 5. `wrapagent redo`: turn 2's bytes are back; the message after it says so (`redo`);
 6. after the quit, the record lists each turn's files and `sessions diff ID --turn 1` shows
    turn 1's change.
@@ -109,6 +110,21 @@ def test_undo_block_beside_a_configured_guard(cli_env, tool):
     undo_and_redo(cli_env, tool, guard=True)
 
 
+#: Where the undo goes on past a plain turn. Which turn comes next is the wrapper's business, not
+#: the CLI's (each CLI's turn boundaries are already proven above): one CLI shows it on real turns.
+AGAIN_ON = {"codex"}
+
+
+def undo_again_after_a_plain_turn(cli_env, a, b) -> None:
+    """Turn 3 (no tool call) changed nothing: `undo` goes on to turn 1, `redo` puts turn 1 back."""
+    again = wrapagent(cli_env, "undo")
+    assert again.returncode == 0 and "undid turn 1" in again.stdout, again.stdout + again.stderr
+    assert not a.exists() and not b.exists()
+    back = wrapagent(cli_env, "redo")
+    assert back.returncode == 0 and "redid turn 1" in back.stdout, back.stdout + back.stderr
+    assert a.read_bytes() == b"one\n" and not b.exists()
+
+
 def undo_and_redo(cli_env, tool: str, guard: bool) -> None:
     spec = SPECS[tool]
     mock = cli_env.mock
@@ -147,6 +163,8 @@ def undo_and_redo(cli_env, tool: str, guard: bool) -> None:
     received = turn(cli_env, term, mark, 3, "what changed since", "what changed since")
     block = undo_block("undo", received, "what changed since")
     assert "- a.txt\n" in block and "- b.txt\n" in block, block
+    if tool in AGAIN_ON:
+        undo_again_after_a_plain_turn(cli_env, a, b)
 
     # 5. redo: turn 2's bytes back, and the message after it says so
     redone = wrapagent(cli_env, "redo")
@@ -166,6 +184,8 @@ def undo_and_redo(cli_env, tool: str, guard: bool) -> None:
     assert [(i["message"], i["status"]) for i in later] == [(3, "submitted"), (4, "submitted")], record.get("injections")
     files = {t["n"]: t.get("files") for t in record["turns"]}
     assert files[1] == ["a.txt"] and sorted(files[2]) == ["a.txt", "b.txt"], record["turns"]
+    if tool in AGAIN_ON:  # turns 3 and 4 start from the tree the undo and the redo left
+        assert files[3] == [] and files[4] == [], record["turns"]
     diff = wrapagent(cli_env, "sessions", "diff", record["id"], "--turn", "1")
     assert diff.returncode == 0, diff.stderr
     assert re.search(r"^\+one$", diff.stdout, re.M) and "b.txt" not in diff.stdout, diff.stdout

@@ -120,3 +120,43 @@ def test_sessions_diff_and_undo_of_one_turn(world: World) -> None:
     undo = world.wrapagent("sessions", "undo", "last", "--turn", "1")
     assert undo.returncode == 0, undo.stderr
     assert not (world.project / "a.txt").exists() and (world.project / "b.txt").read_text() == "two\n"
+
+
+def test_a_turn_after_an_undo_starts_from_the_tree_the_undo_left(world: World) -> None:
+    """The undo is the next turn's start: a plain message after it changes nothing, so `undo` again
+    takes back the turn before (not the first undo), and `redo` puts that turn back."""
+    child = world.spawn()
+    try:
+        child.expect("demo> ")
+        world.wait_ref("before")
+        time.sleep(0.2)  # the injector arms once output has been quiet
+        say(child, "write a.txt one", 1)
+        world.wait_ref("turn-1-stop")
+        say(child, "write b.txt two", 2)
+        world.wait_ref("turn-2-stop")
+        a, b = world.project / "a.txt", world.project / "b.txt"
+
+        first = world.wrapagent("undo")
+        assert first.returncode == 0 and "undid turn 2" in first.stdout, first.stdout + first.stderr
+        assert a.read_text() == "one\n" and not b.exists()
+        say(child, "hello", 3)  # a plain answer, no file written
+        world.wait_ref("turn-3-stop")
+
+        second = world.wrapagent("undo")
+        assert second.returncode == 0 and "undid turn 1" in second.stdout, second.stdout + second.stderr
+        assert not a.exists() and not b.exists()  # back to the project as the session found it
+        again = world.wrapagent("redo")
+        assert again.returncode == 0 and "redid turn 1" in again.stdout, again.stdout + again.stderr
+        assert a.read_bytes() == b"one\n" and not b.exists()
+
+        say(child, "thanks", 4)  # starts from the redo's tree
+        world.wait_ref("turn-4-stop")
+        child.send("/quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    (path,) = (world.state / "wrapagent" / "projects").glob("*/*/session.json")
+    turns = {t["n"]: t for t in json.loads(path.read_text())["turns"]}
+    assert turns[1]["files"] == ["a.txt"] and turns[2]["files"] == ["b.txt"]
+    assert turns[3]["files"] == [] and turns[4]["files"] == []
+    assert "next-start" not in world.refs()  # each was taken by the turn it started

@@ -7,7 +7,13 @@ session's undo (every check first, exact bytes, a file changed since the
 turn ended refuses unless `--force`, `--dry-run`). Run again, it undoes
 the turn before. An undo is itself a checkpoint: the tree just before it
 (`undo-N-pre`) and just after (`undo-N-post`); `redo` puts `undo-N-pre` back
-for the last undone turn.
+for the last undone turn. A turn that changed no file (a plain answer) is
+skipped: there is nothing of it to undo.
+
+While the session runs, the tree an undo or redo leaves is the start of the
+session's next turn (`refs/sessions/<id>/next-start`, taken by the session):
+that turn does not count the undo as its own change, so `undo` again goes on
+to the turn before, and `redo` puts back what the last undo removed.
 
 While the session runs, its next message gets one `<prompt-guard
 name="undo">` block listing the files put back (`--quiet`: not), so the
@@ -80,6 +86,41 @@ def _snapshot(repo, ref: str, message: str) -> str:
         raise SessionsError(f"cannot take the undo checkpoint: {exc}") from None
 
 
+def _changed(repo, refs: Mapping[tuple[str, int, str], str], turns: list[int]) -> list[int]:
+    """The turns whose stop differs from their start: a plain answer changed nothing to undo."""
+    from wrapagent.history.checkpoints import CheckpointError
+
+    if not turns:
+        return []
+    try:
+        trees = repo.run(["rev-parse", *(f"{refs[('turn', n, w)]}^{{tree}}" for n in turns
+                                         for w in ("start", "stop"))]).text().split()
+    except CheckpointError as exc:
+        raise SessionsError(f"cannot read the turns' checkpoints: {exc}") from None
+    return [n for i, n in enumerate(turns) if trees[2 * i] != trees[2 * i + 1]]
+
+
+def _next_start(repo, record: Mapping[str, Any], commit: str | None, what: str) -> None:
+    """A running session's next turn starts from the tree this undo/redo left (taken by the session).
+
+    `commit` is the undo's `post` checkpoint; a redo (None) takes one of its own.
+    """
+    from wrapagent.history.store import StoreError
+    from wrapagent.history.turn_checkpoints import next_start_ref
+
+    if record.get("state") != "running":
+        return
+    ref = next_start_ref(str(record.get("id")))
+    if commit is None:
+        _snapshot(repo, ref, f"after {what}: the next turn starts here")
+        return
+    try:
+        repo.store.write_ref(ref, commit)
+    except (StoreError, OSError) as exc:
+        raise SessionsError(f"the files were put back, but the running session's next turn will count "
+                            f"it as its own change: {exc}") from None
+
+
 def _notify(record: Mapping[str, Any], what: str, files: list[str], quiet: bool) -> None:
     """Leave the running session a notice for its next message: the files put back."""
     from wrapagent.history.turn_checkpoints import leave_notice
@@ -106,10 +147,10 @@ def undo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, q
     record, repo = _session_and_repo(env, cwd)
     sid = str(record.get("id"))
     refs = turn_refs(repo, sid)
-    done = [n for (kind, n, which) in refs if kind == "turn" and which == "stop" and ("turn", n, "start") in refs
-            and ("undo", n, "post") not in refs]
+    done = _changed(repo, refs, sorted(n for (kind, n, which) in refs if kind == "turn" and which == "stop"
+                                       and ("turn", n, "start") in refs and ("undo", n, "post") not in refs))
     if not done:
-        raise SessionsError(f"session {sid} has no finished turn left to undo")
+        raise SessionsError(f"session {sid} has no finished turn that changed files left to undo")
     n = max(done)
     start, stop = refs[("turn", n, "start")], refs[("turn", n, "stop")]
     if dry_run:
@@ -118,7 +159,8 @@ def undo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, q
         return 0
     pre = _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-pre", f"before undo of turn {n}")
     plan = _put_back(repo, start, stop, force=force, dry_run=False)
-    _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-post", f"after undo of turn {n} (redo: {pre[:12]})")
+    post = _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-post", f"after undo of turn {n} (redo: {pre[:12]})")
+    _next_start(repo, record, post, f"undo of turn {n}")
     _notify(record, "undo", sorted(plan.acted_on), quiet)
     _print(out, f"undid turn {n} of session {sid}:", plan)
     return 0
@@ -140,6 +182,7 @@ def redo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, q
         return 0
     repo.run(["update-ref", "--stdin"], input=(f"delete refs/sessions/{sid}/undo-{n}-pre\n"
                                                f"delete refs/sessions/{sid}/undo-{n}-post\n").encode())
+    _next_start(repo, record, None, f"redo of turn {n}")
     _notify(record, "redo", sorted(plan.acted_on), quiet)
     _print(out, f"redid turn {n} of session {sid}:", plan)
     return 0

@@ -16,6 +16,12 @@ only written at its end). Snapshots are taken in a thread of their own:
 the proxy's thread only puts a request in a queue, so no key and no byte of
 the tool's output waits for git. At the end, `record_into` adds to each turn
 of the record its two commits and the files the turn changed.
+
+A `wrapagent undo`/`redo` run while the session runs is itself a checkpoint:
+it points `refs/sessions/<session>/next-start` at the tree it left, and the
+next turn starts there (taken and removed by this thread). Otherwise the turn
+after an undo would count the undo as its own change, and the next undo would
+put back what the first one removed.
 """
 
 from __future__ import annotations
@@ -69,6 +75,26 @@ def turn_ref(session_id: str, n: int, which: str) -> str:
     return f"refs/sessions/{session_id}/turn-{n}-{which}"
 
 
+def next_start_ref(session_id: str) -> str:
+    """Where `wrapagent undo`/`redo` leave the tree they made, for the running session's next turn."""
+    return f"refs/sessions/{session_id}/next-start"
+
+
+def take_next_start(repo, session_id: str) -> str | None:
+    """The commit an undo/redo left for the next turn, its ref removed; None when there is none.
+
+    The removal names the commit read, so an undo that lands in between is
+    not lost: its ref stays for the turn after.
+    """
+    ref = next_start_ref(session_id)
+    found = repo.run(["rev-parse", "--verify", "-q", ref + "^{commit}"], check=False)
+    commit = found.text().strip() if found.ok else ""
+    if not commit:
+        return None
+    gone = repo.run(["update-ref", "-d", ref, commit], check=False)
+    return commit if gone.ok else None
+
+
 class TurnCheckpoints:
     """Snapshots of turns, in order, in one background thread."""
 
@@ -113,6 +139,7 @@ class TurnCheckpoints:
                         raise CheckpointError("not a git repository any more")
                     repo.open_store()
                 repo._config = None  # the user may change a setting between turns
+                self._after_undo(repo, which == "start" or self.taken.get(n, {}).get("start") is None)
                 if which == "start":
                     self._start(repo, n)
                     continue
@@ -133,6 +160,17 @@ class TurnCheckpoints:
                 self.log(f"turns: turn {n} {which} snapshot failed: {exc}")
             except Exception as exc:  # a bug here must not end the session
                 self.log(f"turns: turn {n} {which} snapshot failed: {exc!r}")
+
+    def _after_undo(self, repo, starts: bool) -> None:
+        """An undo/redo since the last snapshot: the turn about to start starts from the tree it left.
+
+        Seen at the stop of a turn already started (an undo while the turn
+        ran), it is only dropped: the stop snapshot, taken after it, is newer.
+        """
+        commit = take_next_start(repo, self.session_id)
+        if commit and starts:
+            self._last = commit
+            self.log(f"turns: the next turn starts from the undo/redo checkpoint {commit[:12]}")
 
     def _start(self, repo, n: int) -> None:
         """Turn `n` starts from the tree the turn before left: its ref names that commit."""
