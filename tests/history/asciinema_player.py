@@ -1,11 +1,13 @@
 """asciinema's own web player, where it is installed: a recording is played by its parser and driver.
 
-Optional: the npm package `asciinema-player` (3.17.0 checked; asciicast v3 since 3.10) is not a
-dependency. Point `WRAPAGENT_ASCIINEMA_PLAYER` at its folder, or install it where this looks:
+The npm package `asciinema-player` (asciicast v3 since 3.10) is pinned in `tests/history/player/`
+and `./run-tests` installs it into `integration/.cache/asciinema-player` (then a missing player
+fails these tests). Elsewhere, point `WRAPAGENT_ASCIINEMA_PLAYER` at its folder, or install it with
 
-    npm install --prefix integration/.cache/asciinema-player asciinema-player@3.17.0
+    cd integration/.cache/asciinema-player && cp ../../../tests/history/player/package*.json . && npm ci
 
-Nothing is fetched at test time: without node or the package the tests that use it are skipped.
+Nothing is fetched at test time: without node or the package (and outside `./run-tests`) the tests
+that use it are skipped.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ def play(cast: Path) -> dict:
     """
     node, folder = shutil.which("node"), player_dir()
     if node is None or folder is None:
-        pytest.skip("asciinema-player is not installed (see tests/history/asciinema_player.py)")
+        why = "asciinema-player is not installed (see tests/history/asciinema_player.py)"
+        if os.environ.get("WRAPAGENT_REQUIRE_PLAYER") == "1":  # ./run-tests installs it
+            pytest.fail(why)
+        pytest.skip(why)
     done = subprocess.run([node, str(SCRIPT), str(folder), str(cast)], capture_output=True, timeout=120,
                           check=True)
     return json.loads(done.stdout.decode("utf-8").splitlines()[-1])
