@@ -50,7 +50,9 @@ def short_path(path: str) -> Iterator[str]:
     import shutil
     import tempfile
 
-    tmp = tempfile.mkdtemp(prefix="wa-")  # 0700, ours
+    # 0700, ours; under /tmp when $TMPDIR is itself long (macOS's is ~50 bytes, a test's more)
+    base = tempfile.gettempdir()
+    tmp = tempfile.mkdtemp(prefix="wa-", dir=base if len(os.fsencode(base)) <= 60 else "/tmp")
     try:
         link = os.path.join(tmp, "d")
         os.symlink(os.path.dirname(path), link)
