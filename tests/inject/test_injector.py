@@ -6,6 +6,7 @@ import pytest
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.adapters.base import Adapter
+from wrapagent.inject.held import HELD_GAP_CAP_SECS
 from wrapagent.inject.injector import FirstMessageInjector
 from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
                                    REPLY, TEXT, tokenize)
@@ -119,9 +120,17 @@ def test_first_key_held_blocks_delivered_then_released() -> None:
     assert inj.deadline() == pytest.approx(clock.t + 0.01)    # ...the next one as far behind it as typed
     clock.t += 0.01
     assert inj.poll(clock.t) == b"ello"
-    assert inj.on_input(b"\r", clock.t) == b"\r"
-    assert inj.done and inj.report.status == "submitted"
+    # Enter typed 0.08 s after "ello", arriving just after "ello" went (the hold made the replay
+    # late): it keeps its 0.08 s, never goes in the letters' wake (gemini loses the last letter)
+    assert inj.on_input(b"\r", clock.t) == b""
+    assert inj.deadline() == pytest.approx(clock.t + 0.08)
+    assert inj.poll(clock.t + 0.07) == b""
+    clock.t += 0.08
+    assert inj.poll(clock.t) == b"\r"
+    assert inj.report.status == "submitted"
     assert inj.report.first_key_delay_ms == pytest.approx(80, abs=1)
+    clock.t += 1.0
+    assert inj.poll(clock.t) == b"" and inj.done
 
 
 def test_held_paste_then_enter_keep_their_gap() -> None:
@@ -143,7 +152,10 @@ def test_held_paste_then_enter_keep_their_gap() -> None:
     assert inj.poll(clock.t + HELD_GAP_CAP_SECS / 2) == b""
     clock.t += HELD_GAP_CAP_SECS
     assert inj.poll(clock.t) == b"\r"
-    assert inj.done and inj.report.status == "submitted"
+    assert inj.report.status == "submitted"
+    assert not inj.done                                       # a key typed now still keeps its gap...
+    clock.t += HELD_GAP_CAP_SECS
+    assert inj.poll(clock.t) == b"" and inj.done              # ...then the injector is done
 
 
 def test_keys_typed_during_the_replay_go_behind_it() -> None:
@@ -234,6 +246,7 @@ def test_ctrl_c_after_delivery_rearms() -> None:
     inj, clock, _ = make()
     become_ready(inj, clock)
     assert first_key_through(inj, clock) == b"a"
+    clock.t += HELD_GAP_CAP_SECS                                # typed well after the "a" went
     assert inj.on_input(b"\x03", clock.t) == b"\x03"
     assert inj.state == "armed"
     inj.on_input(b"b", clock.t)
