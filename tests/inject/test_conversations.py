@@ -87,8 +87,8 @@ class World:
                 # the composer shows what was written (the delivery's receipt)
                 self.inj.on_output((self.inj.report.text or "").replace("\n", "\r\n").encode(),
                                    self.clock.t - 0.04)
-            elif self.inj._keys.replay:  # released keys going out with their original gaps
-                self.clock.t = max(self.clock.t, self.inj._keys.replay[0][0])
+            elif self.inj._keys.next_due() is not None:  # released keys going out with their original gaps
+                self.clock.t = max(self.clock.t, self.inj._keys.next_due())
             else:
                 break
             out += self.inj.poll(self.clock.t)
@@ -264,8 +264,11 @@ def test_first_message_mode_is_unchanged() -> None:
     inj.poll(clock.t)
     inj.on_output(PREFIX.replace("\n", "\r\n").encode(), clock.t + 0.01)  # the composer shows the blocks
     clock.t += 2
-    inj.poll(clock.t)
-    inj.on_input(b"\r", clock.t)
+    assert inj.poll(clock.t) == b"a"
+    assert inj.on_input(b"\r", clock.t) == b""     # typed 2 s after the "a" that just went: kept apart
+    for _ in range(3):
+        clock.t += 0.3
+        inj.poll(clock.t)
     assert inj.done and inj.state == "done"
 
 

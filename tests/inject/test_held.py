@@ -16,7 +16,10 @@ def test_the_first_read_goes_at_once_the_others_keep_their_gaps() -> None:
     assert held.replay == [(pytest.approx(20.1), 10.1, b"i"), (pytest.approx(20.1 + HELD_GAP_CAP_SECS), 15.0, b"\r")]
     assert held.pop_due(20.05) is None and held.next_due() == pytest.approx(20.1)
     assert held.pop_due(20.1) == b"i"
-    assert held.pop_due(30.0) == b"\r" and held.next_due() is None
+    assert held.pop_due(30.0) == b"\r"
+    # it went long after it came: a read arriving now is kept apart from it (the lag, below)
+    assert held.next_due() == pytest.approx(30.0 + HELD_GAP_CAP_SECS)
+    assert not held.busy(30.0 + HELD_GAP_CAP_SECS) and held.next_due() is None
 
 
 def test_nothing_held_releases_nothing() -> None:
@@ -44,3 +47,29 @@ def test_rehold_and_take_all_keep_every_byte_in_order() -> None:
     assert [d for _, d in held.reads] == [b"b", b"c"] and held.replay == []
     held.hold(2.0, b"d")
     assert held.take_all() == b"bcd" and held.take_all() == b""
+
+
+def test_a_read_after_the_replay_ran_late_keeps_its_gap_to_the_last_replayed_one() -> None:
+    """The hold delays the replay: the Enter typed 0.47 s after the last letter arrives 0.07 s
+    after that letter went. Sent at once, gemini under load submitted without the letter."""
+    held = HeldKeys()
+    held.hold(0.0, b"a")
+    held.hold(0.05, b"n")
+    held.release(0.4)                        # the blocks took 0.4 s
+    assert held.pop_due(0.45) == b"n"         # the last letter went at 0.45, typed at 0.05
+    assert held.busy(0.52)                    # the Enter, typed 0.47 s after it: not at once
+    held.queue(b"\r", 0.52)
+    assert held.pop_due(0.52 + 0.01) is None
+    assert held.next_due() == pytest.approx(0.45 + HELD_GAP_CAP_SECS)
+    assert held.pop_due(0.45 + HELD_GAP_CAP_SECS) == b"\r"
+
+
+def test_a_replay_that_was_not_late_lets_the_next_read_go_at_once() -> None:
+    held = HeldKeys()
+    held.hold(1.0, b"a")
+    held.release(1.0)                         # nothing delayed it
+    assert not held.busy(1.01) and held.next_due() is None
+    held.hold(2.0, b"a")
+    held.release(2.2)
+    assert held.busy(2.2 + HELD_GAP_CAP_SECS / 2)
+    assert not held.busy(2.2 + HELD_GAP_CAP_SECS)   # the lag is over: as typed

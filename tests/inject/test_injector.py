@@ -6,6 +6,7 @@ import pytest
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.adapters.base import Adapter
+from wrapagent.inject.held import HELD_GAP_CAP_SECS
 from wrapagent.inject.injector import FirstMessageInjector
 from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
                                    REPLY, TEXT, tokenize)
@@ -87,7 +88,10 @@ def first_key_through(inj: FirstMessageInjector, clock: Clock, key: bytes = b"a"
     inj.poll(clock.t)
     echo(inj, clock)
     clock.t += 2
-    return inj.poll(clock.t)
+    out = inj.poll(clock.t)
+    clock.t += HELD_GAP_CAP_SECS  # the next key comes well after: not kept apart from this one
+    inj.poll(clock.t)
+    return out
 
 
 def test_keys_before_ready_pass_through() -> None:
@@ -120,9 +124,17 @@ def test_first_key_held_blocks_delivered_then_released() -> None:
     assert inj.deadline() == pytest.approx(clock.t + 0.01)    # ...the next one as far behind it as typed
     clock.t += 0.01
     assert inj.poll(clock.t) == b"ello"
-    assert inj.on_input(b"\r", clock.t) == b"\r"
-    assert inj.done and inj.report.status == "submitted"
+    # Enter typed 0.08 s after "ello", arriving just after "ello" went (the hold made the replay
+    # late): it keeps its 0.08 s, never goes in the letters' wake (gemini loses the last letter)
+    assert inj.on_input(b"\r", clock.t) == b""
+    assert inj.deadline() == pytest.approx(clock.t + 0.08)
+    assert inj.poll(clock.t + 0.07) == b""
+    clock.t += 0.08
+    assert inj.poll(clock.t) == b"\r"
+    assert inj.report.status == "submitted"
     assert inj.report.first_key_delay_ms == pytest.approx(80, abs=1)
+    clock.t += 1.0
+    assert inj.poll(clock.t) == b"" and inj.done
 
 
 def test_held_paste_then_enter_keep_their_gap() -> None:
@@ -144,7 +156,10 @@ def test_held_paste_then_enter_keep_their_gap() -> None:
     assert inj.poll(clock.t + HELD_GAP_CAP_SECS / 2) == b""
     clock.t += HELD_GAP_CAP_SECS
     assert inj.poll(clock.t) == b"\r"
-    assert inj.done and inj.report.status == "submitted"
+    assert inj.report.status == "submitted"
+    assert not inj.done                                       # a key typed now still keeps its gap...
+    clock.t += HELD_GAP_CAP_SECS
+    assert inj.poll(clock.t) == b"" and inj.done              # ...then the injector is done
 
 
 def test_keys_typed_during_the_replay_go_behind_it() -> None:
@@ -235,6 +250,7 @@ def test_ctrl_c_after_delivery_rearms() -> None:
     inj, clock, _ = make()
     become_ready(inj, clock)
     assert first_key_through(inj, clock) == b"a"
+    clock.t += HELD_GAP_CAP_SECS                                # typed well after the "a" went
     assert inj.on_input(b"\x03", clock.t) == b"\x03"
     assert inj.state == "armed"
     inj.on_input(b"b", clock.t)

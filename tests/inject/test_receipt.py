@@ -138,6 +138,7 @@ def test_in_a_whole_session_the_next_message_gets_the_blocks_after_an_undelivere
     inj.on_output(NUDGE, clock.t + 0.01)
     clock.t += receipt.NOTHING_DRAWN_WAIT_SECS
     assert inj.poll(clock.t) == b"h"
+    clock.t += 0.3                                           # typed well after the "h" went
     inj.on_input(b"\r", clock.t)                             # answers the dialog, or goes bare
     assert inj.state == "wait-ready"
     inj.on_output(b"\x1b[2J\x1b[Hdemo> ", clock.t + 0.01)   # the composer is back

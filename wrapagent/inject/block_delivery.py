@@ -169,7 +169,7 @@ class BlocksDelivery:
                 break
             out += self._on_input(data, now)
             self._rehold_replay()
-        if not self._keys.replay and self.state == DONE:
+        if not self._keys.busy(now) and self.state == DONE:  # (busy forgets a lag that is over)
             self.done = True  # held back by `_finish` until the last replayed key went
         return bytes(out)
 

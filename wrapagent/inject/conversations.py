@@ -178,4 +178,5 @@ class Conversations:
                 self._next_message()
             return
         self.state = DONE
-        self.done = not self._keys.replay  # else once the last replayed key went (`_due_replay`)
+        # else once the last replayed key went and its gap to the next is kept (`_due_replay`)
+        self.done = self._keys.next_due() is None

@@ -4,7 +4,11 @@ A tool reads its input as it comes: a paste's end and the Enter typed 0.8 s
 after it are two reads, and gemini 0.61 takes an Enter that comes in the same
 read as a paste's end as part of the paste (the message is never submitted).
 So held keys are released read by read: the first at once, each later one as
-far behind the one before as it came, at most HELD_GAP_CAP_SECS. Pure data and
+far behind the one before as it came, at most HELD_GAP_CAP_SECS. A read that
+comes after the last replayed one went, but sooner after it than it was typed
+(the replay runs late by the hold), is queued the same way: else an Enter typed
+0.5 s after the last letter reaches the tool 0.07 s after it, and gemini 0.61
+under load submits the composer without that letter. Pure data and
 arithmetic on the injector's clock; the injector feeds each read when its
 time comes (`pop_due`) and keeps them apart from the tool until then.
 """
@@ -29,6 +33,8 @@ class HeldKeys:
         """Held: (arrival time, bytes), in order."""
         self.replay: list[tuple[float, float, bytes]] = []
         """Released, not given to the tool yet: (due time, arrival time, bytes), in order."""
+        self._last: tuple[float, float] | None = None
+        """(time it went, arrival time) of the last released read, while the replay runs late."""
 
     def hold(self, now: float, data: bytes) -> None:
         if data:
@@ -39,6 +45,7 @@ class HeldKeys:
         out = b"".join(d for _, d in self.reads) + b"".join(d for _, _, d in self.replay)
         self.reads.clear()
         self.replay.clear()
+        self._last = None
         return out
 
     def release(self, now: float) -> tuple[int, int, bytes]:
@@ -49,6 +56,7 @@ class HeldKeys:
         reads, self.reads = self.reads, []
         if not reads:
             return 0, 0, b""
+        self._last = (now, reads[0][0])
         due, previous = now, reads[0][0]
         for arrived, data in reads[1:]:
             due += min(HELD_GAP_CAP_SECS, max(0.0, arrived - previous))
@@ -58,16 +66,39 @@ class HeldKeys:
 
     def queue(self, data: bytes, now: float) -> None:
         """A read that arrives while released reads are still to go: behind them, spaced the same way."""
-        due, arrived, _ = self.replay[-1]
+        due, arrived = self.replay[-1][:2] if self.replay else self._last or (now, now)
         self.replay.append((due + min(HELD_GAP_CAP_SECS, max(0.0, now - arrived)), now, data))
 
+    def busy(self, now: float) -> bool:
+        """Whether a read arriving `now` must be queued (`queue`) rather than go at once.
+
+        True while released reads are still to go, and after the last one went
+        until its gap to a read arriving now is as long as it was typed (capped).
+        """
+        if self.replay:
+            return True
+        end = self._lag_end()
+        if end is None or now >= end:
+            self._last = None
+            return False
+        return True
+
+    def _lag_end(self) -> float | None:
+        """Until when a new read would reach the tool closer to the last replayed one than typed."""
+        if self._last is None:
+            return None
+        went, arrived = self._last
+        return went + HELD_GAP_CAP_SECS if went > arrived else None
+
     def next_due(self) -> float | None:
-        return self.replay[0][0] if self.replay else None
+        return self.replay[0][0] if self.replay else self._lag_end()
 
     def pop_due(self, now: float) -> bytes | None:
         """The next replayed read if its time has come, else None."""
         if self.replay and self.replay[0][0] <= now:
-            return self.replay.pop(0)[2]
+            _, arrived, data = self.replay.pop(0)
+            self._last = (now, arrived)
+            return data
         return None
 
     def rehold(self) -> None:

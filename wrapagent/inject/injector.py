@@ -300,7 +300,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
             self._note_key(data, now)
-            if self._keys.replay:  # released keys still to go: these go behind them, spaced the same way
+            if self._keys.busy(now):  # released keys still to go (or just gone): behind them, spaced the same way
                 self._keys.queue(data, now)
                 return b""
             self._check_compaction(now)
@@ -349,7 +349,7 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                 self._drain_wake()
             self._check_compaction(now)
             command = self._holds_command()
-            out = self._due_replay(now) if self._keys.replay else b""
+            out = self._due_replay(now)  # also ends a first-message injection once the replay's lag is over
             out += self._poll(now)
             if self.outgoing is not None:
                 out += self._poll_outgoing(now)
