@@ -29,8 +29,6 @@ thread is soon back to its signals: it says it is done, and the proxy drops
 it. The session then has no turn markers, and its log says why.
 """
 
-from __future__ import annotations
-
 import _thread
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
@@ -126,17 +124,17 @@ class LateInterceptor:
         real = self._real
         return real.poll(now) if real is not None else b""
 
-    def deadline(self) -> float | None:
+    def deadline(self) -> "float | None":
         real = self._real
         return real.deadline() if real is not None else None
 
-    def wake_fd(self) -> int | None:
+    def wake_fd(self) -> "int | None":
         real = self._real
         return real.wake_fd() if real is not None else None
 
     # -- before the attach -------------------------------------------------------------
 
-    def _keep(self, event: tuple[Any, ...], size: int) -> bool:
+    def _keep(self, event: "tuple[Any, ...]", size: int) -> bool:
         """Keep a call for the interceptor to come; False when it is attached (forward it now)."""
         with self._lock:
             if self._real is not None:
@@ -159,7 +157,7 @@ class LateInterceptor:
                 self._kept = None
                 self.gave_up = why
 
-    def attach(self, real: Any, budget: float = CATCH_UP_SECS) -> bool:
+    def attach(self, real: "Any", budget: float = CATCH_UP_SECS) -> bool:
         """Hand `real` all calls seen so far, in order, then forward to it; False if it gave up.
 
         Called on the main thread outside the proxy's lock: the copy threads keep
@@ -186,7 +184,7 @@ class LateInterceptor:
                 self.give_up(f"catching up on the output before the session's record took over {budget:g} s")
 
 
-def follow_turns(live: Live, stand_in):
+def follow_turns(live: "Live", stand_in):
     """A tool that went first: the conversation that marks its turns, its interceptor handed to
     the proxy's stand-in (`LateInterceptor`); None when there is none.
 
@@ -209,7 +207,7 @@ def follow_turns(live: Live, stand_in):
     return conversation
 
 
-def _replay(real: Any, event: tuple[Any, ...]) -> None:
+def _replay(real: "Any", event: "tuple[Any, ...]") -> None:
     """One call as the proxy made it: `poll` follows every input and output call there too."""
     kind = event[0]
     if kind == "o":
