@@ -52,8 +52,10 @@ def block(value: str) -> str:
 
 
 def send(term, text: str) -> None:
+    """Type a message, wait until its end shows (the tool may wrap it anywhere), submit it."""
     term.type(text)
-    term.wait_for(text[-12:], timeout=20)
+    tail = text[-12:].replace(" ", "")
+    term.wait_for(re.compile(r"\s*".join(map(re.escape, tail))), timeout=20)
     term.enter(after=0.3)
 
 

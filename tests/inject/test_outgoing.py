@@ -336,3 +336,27 @@ def test_followed_screen_catches_up_when_asked_and_after_a_pause() -> None:
         assert "after a pause" in followed._screen.text()
     finally:
         followed.close()
+
+
+def test_followed_screen_shows_an_animation_that_never_pauses() -> None:
+    """A spinner redrawn faster than the pause the emulator waits for: what shows only while it
+    animates (claude's `Compacting conversation…`) still reaches the observer, while it animates."""
+    import threading
+    import time
+
+    from wrapagent.inject.outgoing import FOLLOW_QUIET_SECS, FollowedScreen
+
+    followed = FollowedScreen(5, 40)
+    seen = threading.Event()
+    followed.observe(lambda text: seen.set() if "Compacting" in text else None)
+    try:
+        frames = "|/-\\"
+        end = time.monotonic() + 60.0
+        i = 0
+        while not seen.is_set():  # a frame every half of the pause: the output never pauses
+            assert time.monotonic() < end, "the animation's screen never reached the observer"
+            followed.feed(b"\r%s Compacting conversation" % frames[i % 4].encode())
+            i += 1
+            time.sleep(FOLLOW_QUIET_SECS / 2)
+    finally:
+        followed.close()

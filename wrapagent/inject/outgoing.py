@@ -69,6 +69,13 @@ FOLLOW_QUIET_SECS = 0.1
 chunk, it took the interpreter lock from the copy threads all along a burst: a 30 MB `cat` came
 through at 0.06x the throughput of the proxy alone (bench/steady_proxy.py `followed`)."""
 
+FOLLOW_ANIMATION_SECS = 0.25
+FOLLOW_ANIMATION_BYTES = 64 * 1024
+"""Output that never pauses but stays small (a spinner, a status line redrawn ten times a second)
+is emulated at least every FOLLOW_ANIMATION_SECS: what such a screen shows only while it animates
+(claude's `Compacting conversation…`) is seen. A burst grows past FOLLOW_ANIMATION_BYTES within that
+time and still waits for its pause."""
+
 FOLLOW_PIECE_BYTES = 8 * 1024
 """Output emulated at a time (tens of ms of pyte); output that resumes meanwhile defers the rest."""
 
@@ -402,6 +409,8 @@ class FollowedScreen:
         self._screen = Screen(rows, cols)
         self._pending = bytearray()
         self._fed_at = 0.0
+        self._pending_since = 0.0
+        """When the oldest output not yet emulated came (`_wait_for_a_pause`)."""
         self._wanted = 0
         """`text` calls waiting: the emulator catches up now, pause or not."""
         self._size: tuple[int, int] | None = None
@@ -425,6 +434,7 @@ class FollowedScreen:
             self._pending += data
             self._fed_at = _monotonic()
             if idle:
+                self._pending_since = self._fed_at
                 self._cond.notify_all()
 
     def resize(self, rows: int, cols: int) -> None:
@@ -503,7 +513,11 @@ class FollowedScreen:
     def _wait_for_a_pause(self) -> None:
         """(Lock held.) Until the output paused FOLLOW_QUIET_SECS, `text` wants the screen, or close."""
         while self._pending and not self._wanted and not self._closed:
-            quiet = _monotonic() - self._fed_at
+            now = _monotonic()
+            quiet = now - self._fed_at
             if quiet >= FOLLOW_QUIET_SECS:
                 return
-            self._cond.wait(FOLLOW_QUIET_SECS - quiet)
+            behind = now - self._pending_since
+            if behind >= FOLLOW_ANIMATION_SECS and len(self._pending) <= FOLLOW_ANIMATION_BYTES:
+                return  # an animation that never pauses: emulated anyway, a little at a time
+            self._cond.wait(min(FOLLOW_QUIET_SECS - quiet, max(FOLLOW_ANIMATION_SECS - behind, 0.01)))
