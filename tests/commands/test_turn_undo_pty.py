@@ -160,3 +160,34 @@ def test_a_turn_after_an_undo_starts_from_the_tree_the_undo_left(world: World) -
     assert turns[1]["files"] == ["a.txt"] and turns[2]["files"] == ["b.txt"]
     assert turns[3]["files"] == [] and turns[4]["files"] == []
     assert "next-start" not in world.refs()  # each was taken by the turn it started
+
+
+def test_a_turn_after_sessions_undo_of_one_turn_starts_from_the_tree_it_left(world: World) -> None:
+    """`sessions undo ID --turn N` on a running session marks the next turn's start as `undo` does:
+    a plain message after it lists no files, instead of counting the undo as its own change."""
+    child = world.spawn()
+    try:
+        child.expect("demo> ")
+        world.wait_ref("before")
+        time.sleep(0.2)  # the injector arms once output has been quiet
+        say(child, "write a.txt one", 1)
+        world.wait_ref("turn-1-stop")
+        say(child, "write b.txt two", 2)
+        world.wait_ref("turn-2-stop")
+        (path,) = (world.state / "wrapagent" / "projects").glob("*/*/session.json")
+        sid = json.loads(path.read_text())["id"]
+
+        undo = world.wrapagent("sessions", "undo", sid, "--turn", "2")
+        assert undo.returncode == 0, undo.stdout + undo.stderr
+        assert (world.project / "a.txt").read_text() == "one\n" and not (world.project / "b.txt").exists()
+        assert "next-start" in world.refs()  # left for the running session's next turn
+        say(child, "hello", 3)  # a plain answer, no file written
+        world.wait_ref("turn-3-stop")
+        child.send("/quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    turns = {t["n"]: t for t in json.loads(path.read_text())["turns"]}
+    assert turns[1]["files"] == ["a.txt"] and turns[2]["files"] == ["b.txt"]
+    assert turns[3]["files"] == []
+    assert "next-start" not in world.refs()  # taken by the turn it started

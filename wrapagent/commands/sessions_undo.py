@@ -11,6 +11,9 @@ what only the records know:
 - a second undo of an undone session says so instead of finding
   "conflicts" (`checkpoints.undone_at` in the record).
 
+`--turn N` on a running session also marks the tree it left as the next
+turn's start (`turn_undo.mark_next_start`), as `wrapagent undo` does.
+
 Undo always ends by naming the `after` commit, from which any file can be
 brought back (`git restore --source=<commit> -- PATH`).
 """
@@ -209,6 +212,10 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
                                 f"run `wrapagent sessions undo {sid}` again to finish") from None
         if plan.acted_on and turn is None:
             _note_undone(record)
+        if plan.acted_on and turn is not None and repo.store is not None:
+            from wrapagent.commands.turn_undo import mark_next_start
+
+            mark_next_start(repo, record, None, f"undo of turn {turn}")  # else its next turn counts it
         out.write(f"undid session {sid} in {field(repo.top)}:\n")
     for path, what in lines:
         out.write(f"  {field(path)}: {what}\n")  # one line per path: a newline in a name is escaped

@@ -10,8 +10,9 @@ the turn before. An undo is itself a checkpoint: the tree just before it
 for the last undone turn. A turn that changed no file (a plain answer) is
 skipped: there is nothing of it to undo.
 
-While the session runs, the tree an undo or redo leaves is the start of the
-session's next turn (`refs/sessions/<id>/next-start`, taken by the session):
+While the session runs, the tree an undo or redo (or `sessions undo ID --turn N`,
+through `mark_next_start`) leaves is the start of the session's next turn
+(`refs/sessions/<id>/next-start`, taken by the session):
 that turn does not count the undo as its own change, so `undo` again goes on
 to the turn before, and `redo` puts back what the last undo removed.
 
@@ -100,10 +101,11 @@ def _changed(repo, refs: Mapping[tuple[str, int, str], str], turns: list[int]) -
     return [n for i, n in enumerate(turns) if trees[2 * i] != trees[2 * i + 1]]
 
 
-def _next_start(repo, record: Mapping[str, Any], commit: str | None, what: str) -> None:
+def mark_next_start(repo, record: Mapping[str, Any], commit: str | None, what: str) -> None:
     """A running session's next turn starts from the tree this undo/redo left (taken by the session).
 
-    `commit` is the undo's `post` checkpoint; a redo (None) takes one of its own.
+    `commit` is the undo's `post` checkpoint; None (a redo, `sessions undo ID --turn N`)
+    takes one of its own.
     """
     from wrapagent.history.store import StoreError
     from wrapagent.history.turn_checkpoints import next_start_ref
@@ -160,7 +162,7 @@ def undo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, q
     pre = _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-pre", f"before undo of turn {n}")
     plan = _put_back(repo, start, stop, force=force, dry_run=False)
     post = _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-post", f"after undo of turn {n} (redo: {pre[:12]})")
-    _next_start(repo, record, post, f"undo of turn {n}")
+    mark_next_start(repo, record, post, f"undo of turn {n}")
     _notify(record, "undo", sorted(plan.acted_on), quiet)
     _print(out, f"undid turn {n} of session {sid}:", plan)
     return 0
@@ -182,7 +184,7 @@ def redo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, q
         return 0
     repo.run(["update-ref", "--stdin"], input=(f"delete refs/sessions/{sid}/undo-{n}-pre\n"
                                                f"delete refs/sessions/{sid}/undo-{n}-post\n").encode())
-    _next_start(repo, record, None, f"redo of turn {n}")
+    mark_next_start(repo, record, None, f"redo of turn {n}")
     _notify(record, "redo", sorted(plan.acted_on), quiet)
     _print(out, f"redid turn {n} of session {sid}:", plan)
     return 0
