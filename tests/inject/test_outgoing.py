@@ -360,3 +360,28 @@ def test_followed_screen_shows_an_animation_that_never_pauses() -> None:
             time.sleep(FOLLOW_QUIET_SECS / 2)
     finally:
         followed.close()
+
+
+def test_followed_screen_catches_a_hinted_line_replaced_within_a_burst() -> None:
+    """A notice drawn and replaced while the output never pauses (claude's compaction line):
+    output holding an observer's hint is emulated at once, so the observer sees the line."""
+    import threading
+    import time
+
+    from wrapagent.inject.outgoing import FollowedScreen
+
+    followed = FollowedScreen(5, 60)
+    seen = threading.Event()
+    followed.observe(lambda text: seen.set() if "Compacting conversation" in text else None,
+                     hints=(b"ompact",))
+    try:
+        followed.feed(b"\r\x1b[2K* Compacting conversation (0s)")
+        for i in range(40):  # replaced at once, then redrawn every 20 ms: no pause to wait for
+            followed.feed(b"\r\x1b[2K* working %d" % i)
+            time.sleep(0.02)
+        end = time.monotonic() + 30.0
+        while not seen.is_set():
+            assert time.monotonic() < end, "the hinted line never reached the observer"
+            time.sleep(0.02)
+    finally:
+        followed.close()

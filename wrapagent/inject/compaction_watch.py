@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 
     from wrapagent.inject.screen_model import ScreenModel
 
+NOTICE_HINTS = (b"ompact", b"ompress")
+"""Bytes in the output that make the followed screen catch up at once, not at the next pause
+(`FollowedScreen.observe`): a notice drawn and replaced within a burst (claude's animated
+`Compacting conversation…` line) is then on the screen when it is read. Only a trigger: what
+counts is still a whole notice line of the tool's layout on the screen."""
+
 REDRAW_SECS = 3.0
 """After a resize, notices that appear are a redraw (codex redraws up to 2 s after SIGWINCH)."""
 

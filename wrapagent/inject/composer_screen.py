@@ -54,9 +54,10 @@ class ComposerScreen:
         if self.owned:
             self.screen.resize(rows, cols)
 
-    def observe(self, observer: Callable[[str], None]) -> None:
-        """`observer` gets the screen's text each time the emulator caught up (its own thread)."""
-        self.screen.observe(observer)
+    def observe(self, observer: Callable[[str], None], hints: tuple[bytes, ...] = ()) -> None:
+        """`observer` gets the screen's text each time the emulator caught up (its own thread),
+        and right after output holding one of `hints`."""
+        self.screen.observe(observer, hints)
 
     def read(self, timeout: float = READ_TIMEOUT_SECS) -> ScreenReading | None:
         """The model's reading of the screen as drawn so far; None when the emulator lags."""

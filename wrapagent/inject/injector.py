@@ -225,10 +225,10 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
                           clock: Callable[[], float]) -> CompactionWatch | None:
         if self.view is None or on_compaction is None or not self.model.knows_compaction:
             return None
-        from wrapagent.inject.compaction_watch import CompactionWatch
+        from wrapagent.inject.compaction_watch import NOTICE_HINTS, CompactionWatch
 
         watch = CompactionWatch(self.model, clock)
-        self.view.observe(watch.observe)
+        self.view.observe(watch.observe, hints=NOTICE_HINTS)
         return watch
 
     # -- Interceptor protocol -------------------------------------------------

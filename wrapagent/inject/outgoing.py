@@ -76,6 +76,10 @@ is emulated at least every FOLLOW_ANIMATION_SECS: what such a screen shows only 
 (claude's `Compacting conversation…`) is seen. A burst grows past FOLLOW_ANIMATION_BYTES within that
 time and still waits for its pause."""
 
+HINT_SECS = 0.5
+"""After output holding an observer's hint, output is emulated as it comes for this long: the
+rest of the line the hint began may come in the next chunks."""
+
 FOLLOW_PIECE_BYTES = 8 * 1024
 """Output emulated at a time (tens of ms of pyte); output that resumes meanwhile defers the rest."""
 
@@ -410,6 +414,12 @@ class FollowedScreen:
         self._pending = bytearray()
         self._fed_at = 0.0
         self._pending_since = 0.0
+        self._hints: tuple[bytes, ...] = ()
+        self._urgent_until = 0.0
+        """Until then output is emulated as it comes (`observe`'s hints)."""
+        self._hint_ends: list[int] = []
+        """Offsets in `_pending` where a chunk holding a hint ended: the observer reads the screen
+        there, before the output after it is emulated (it may replace the line at once)."""
         """When the oldest output not yet emulated came (`_wait_for_a_pause`)."""
         self._wanted = 0
         """`text` calls waiting: the emulator catches up now, pause or not."""
@@ -429,10 +439,15 @@ class FollowedScreen:
                 # Far behind (a tool printing megabytes): start over from here, on a blank
                 # screen. Until the tool redraws its composer, none is seen: the safe side.
                 self._pending.clear()
+                self._hint_ends.clear()
                 self._restart = True
             idle = not self._pending
             self._pending += data
             self._fed_at = _monotonic()
+            if self._hints and any(hint in data for hint in self._hints):
+                self._urgent_until = self._fed_at + HINT_SECS
+                self._hint_ends.append(len(self._pending))
+                self._cond.notify_all()
             if idle:
                 self._pending_since = self._fed_at
                 self._cond.notify_all()
@@ -474,8 +489,12 @@ class FollowedScreen:
                 if self._closed:
                     self._screen.close()
                     return
-                data = bytes(self._pending[:FOLLOW_PIECE_BYTES])
-                del self._pending[:FOLLOW_PIECE_BYTES]
+                take = min(FOLLOW_PIECE_BYTES, self._hint_ends[0]) if self._hint_ends else FOLLOW_PIECE_BYTES
+                data = bytes(self._pending[:take])
+                del self._pending[:take]
+                self._hint_ends = [end - take for end in self._hint_ends]
+                at_hint = bool(self._hint_ends) and self._hint_ends[0] <= 0
+                self._hint_ends = [end for end in self._hint_ends if end > 0]
                 size, self._size = self._size, None
                 restart, self._restart = self._restart, False
                 self._busy = True
@@ -491,19 +510,26 @@ class FollowedScreen:
                 self._screen.resize(*size)
             if data:
                 self._screen.feed(data)
-            self._tell_observer()
+            self._tell_observer(at_hint)
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
 
-    def observe(self, observer: Callable[[str], None]) -> None:
-        """Hand `observer` the screen's text each time the emulator has caught up (its thread)."""
+    def observe(self, observer: Callable[[str], None], hints: tuple[bytes, ...] = ()) -> None:
+        """Hand `observer` the screen's text each time the emulator has caught up (its thread).
+
+        Output holding one of `hints` is emulated at once, and so is all output for
+        HINT_SECS after it, without waiting for a pause: what the observer looks
+        for may show only for a moment, in the middle of a burst.
+        """
+        self._hints = hints
         self._observer = observer
 
-    def _tell_observer(self) -> None:
-        """(The emulator's thread, `_busy` set: nobody else reads the screen now.)"""
+    def _tell_observer(self, at_hint: bool = False) -> None:
+        """(The emulator's thread, `_busy` set: nobody else reads the screen now.) Once caught up,
+        or where a chunk holding a hint ended (`at_hint`), caught up or not."""
         observer = self._observer
-        if observer is None or self._pending or self._closed:
+        if observer is None or (self._pending and not at_hint) or self._closed:
             return
         try:
             observer(self._screen.text())
@@ -516,6 +542,8 @@ class FollowedScreen:
             now = _monotonic()
             quiet = now - self._fed_at
             if quiet >= FOLLOW_QUIET_SECS:
+                return
+            if now < self._urgent_until:
                 return
             behind = now - self._pending_since
             if behind >= FOLLOW_ANIMATION_SECS and len(self._pending) <= FOLLOW_ANIMATION_BYTES:
