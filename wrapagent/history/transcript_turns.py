@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 
 
-def _jsonl(data: bytes) -> list[dict]:
+def jsonl_objects(data: bytes) -> list[dict]:
+    """The JSON objects of a JSONL text, one per line; other lines (a cut one, a stray value) skipped."""
     out = []
     for line in data.splitlines():
         try:
@@ -82,7 +83,7 @@ CODEX_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md", 
 
 
 def codex_turns(data: bytes) -> list[dict[str, str]]:
-    entries = _jsonl(data)
+    entries = jsonl_objects(data)
     turns = _Turns()
     for entry in entries:
         payload = entry.get("payload")
@@ -111,7 +112,7 @@ def codex_turns(data: bytes) -> list[dict[str, str]]:
 
 def claude_turns(data: bytes) -> list[dict[str, str]]:
     turns = _Turns()
-    for entry in _jsonl(data):
+    for entry in jsonl_objects(data):
         message = entry.get("message")
         if not isinstance(message, dict) or entry.get("isMeta") or entry.get("isSidechain"):
             continue
@@ -130,7 +131,7 @@ def claude_turns(data: bytes) -> list[dict[str, str]]:
 
 
 def gemini_turns(data: bytes) -> list[dict[str, str]]:
-    entries = _jsonl(data)
+    entries = jsonl_objects(data)
     if len(entries) == 1 and isinstance(entries[0].get("messages"), list):
         entries = [m for m in entries[0]["messages"] if isinstance(m, dict)]  # one JSON document
     turns = _Turns()
@@ -174,7 +175,7 @@ def opencode_turns(data: bytes) -> list[dict[str, str]]:
 
 def demo_turns(data: bytes) -> list[dict[str, str]]:
     turns = _Turns()
-    for entry in _jsonl(data):
+    for entry in jsonl_objects(data):
         text = entry.get("text")
         if not isinstance(text, str):
             continue

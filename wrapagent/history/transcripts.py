@@ -71,15 +71,9 @@ def _head_lines(path: Path, limit: int = HEAD_BYTES) -> list[dict]:
             data = f.read(limit)
     except OSError:
         return []
-    out = []
-    for line in data.split(b"\n"):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
+    from wrapagent.history.transcript_turns import jsonl_objects
+
+    return jsonl_objects(data)
 
 
 def _recent_files(pattern_root: Path, glob: str, started: float, ended: float) -> list[tuple[float, Path]]:
