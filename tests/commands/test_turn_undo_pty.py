@@ -49,18 +49,20 @@ def world(tmp_path: Path) -> World:
     return World(tmp_path)
 
 
+def write_turns(world: World, child, *messages: str) -> None:
+    """At the demo's prompt, one turn per message (each `write PATH TEXT`), each waited to its stop."""
+    child.expect("demo> ")
+    world.wait_ref("before")
+    time.sleep(0.2)  # the injector arms once output has been quiet
+    for n, message in enumerate(messages, 1):
+        say(child, message, n)
+        world.wait_ref(f"turn-{n}-stop")
+
+
 def test_three_turns_undone_one_at_a_time_redone_and_the_agent_told(world: World) -> None:
     child = world.spawn()
     try:
-        child.expect("demo> ")
-        world.wait_ref("before")
-        time.sleep(0.2)  # the injector arms once output has been quiet
-        say(child, "write a.txt one", 1)
-        world.wait_ref("turn-1-stop")
-        say(child, "write b.txt two", 2)
-        world.wait_ref("turn-2-stop")
-        say(child, "write a.txt three", 3)
-        world.wait_ref("turn-3-stop")
+        write_turns(world, child, "write a.txt one", "write b.txt two", "write a.txt three")
         a, b = world.project / "a.txt", world.project / "b.txt"
         assert (a.read_text(), b.read_text()) == ("three\n", "two\n")
 
@@ -101,13 +103,7 @@ def test_sessions_diff_and_undo_of_one_turn(world: World) -> None:
     """`sessions diff last --turn N` shows exactly turn N; `sessions undo last --turn N` undoes it."""
     child = world.spawn()
     try:
-        child.expect("demo> ")
-        world.wait_ref("before")
-        time.sleep(0.2)
-        say(child, "write a.txt one", 1)
-        world.wait_ref("turn-1-stop")
-        say(child, "write b.txt two", 2)
-        world.wait_ref("turn-2-stop")
+        write_turns(world, child, "write a.txt one", "write b.txt two")
         child.send("/quit\r")
         child.expect(pexpect.EOF)
     finally:
@@ -127,13 +123,7 @@ def test_a_turn_after_an_undo_starts_from_the_tree_the_undo_left(world: World) -
     takes back the turn before (not the first undo), and `redo` puts that turn back."""
     child = world.spawn()
     try:
-        child.expect("demo> ")
-        world.wait_ref("before")
-        time.sleep(0.2)  # the injector arms once output has been quiet
-        say(child, "write a.txt one", 1)
-        world.wait_ref("turn-1-stop")
-        say(child, "write b.txt two", 2)
-        world.wait_ref("turn-2-stop")
+        write_turns(world, child, "write a.txt one", "write b.txt two")
         a, b = world.project / "a.txt", world.project / "b.txt"
 
         first = world.wrapagent("undo")
@@ -167,13 +157,7 @@ def test_a_turn_after_sessions_undo_of_one_turn_starts_from_the_tree_it_left(wor
     a plain message after it lists no files, instead of counting the undo as its own change."""
     child = world.spawn()
     try:
-        child.expect("demo> ")
-        world.wait_ref("before")
-        time.sleep(0.2)  # the injector arms once output has been quiet
-        say(child, "write a.txt one", 1)
-        world.wait_ref("turn-1-stop")
-        say(child, "write b.txt two", 2)
-        world.wait_ref("turn-2-stop")
+        write_turns(world, child, "write a.txt one", "write b.txt two")
         (path,) = (world.state / "wrapagent" / "projects").glob("*/*/session.json")
         sid = json.loads(path.read_text())["id"]
 
