@@ -8,9 +8,80 @@ the session's conversation goes into the search index (`history/search_index.py`
 None of it may fail the session: problems are warnings in the record.
 """
 
+import _thread
+from time import monotonic
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from wrapagent.history.recording import Recorder
     from wrapagent.session.live import Live
+
+EARLY_MAX_BYTES = 16 * 1024 * 1024
+"""Output an `EarlyOutput` keeps at most; past it chunks are dropped and counted (as the recorder's own
+backlog limit does: the recording's marker then says how much)."""
+
+
+class EarlyOutput:
+    """The recording of a tool that goes first, until its recorder exists: what it writes, timed as it comes.
+
+    The proxy's output observer from the tool's first byte. Nothing of the
+    recording is loaded for it (`history.recording`, its package: ~1.5 ms
+    between the fork and the first byte); `open_early` makes the recorder
+    after that byte and `hand_to` gives it what was kept, in order, then
+    forwards every chunk (one Python call more per chunk). Output comes from
+    the output thread, resizes and the hand-over from the main thread: a lock.
+    """
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.started = monotonic()
+        """The recording's time 0: the tool's start."""
+        self.rows, self.cols = rows, cols
+        self._lock = _thread.allocate_lock()
+        self._kept: "list[tuple]" = []
+        """`(at, chunk)` and `(at, "r", "COLSxROWS")`, in order: the recorder's own items."""
+        self._kept_bytes = 0
+        self.dropped = 0
+        self._handed = False
+        self._target: "Recorder | None" = None
+
+    def __call__(self, data: bytes) -> None:
+        """A chunk the tool wrote (already shown); from the output thread."""
+        target = self._target
+        if target is None:
+            with self._lock:
+                if not self._handed:
+                    if self._kept_bytes + len(data) > EARLY_MAX_BYTES:
+                        self.dropped += len(data)
+                    else:
+                        self._kept_bytes += len(data)
+                        self._kept.append((monotonic(), data))
+                    return
+                target = self._target
+            if target is None:  # no recording after all
+                return
+        target(data)
+
+    def resized(self, rows: int, cols: int) -> None:
+        """The user's terminal changed size; from the main thread."""
+        target = self._target
+        if target is None:
+            with self._lock:
+                if not self._handed:
+                    self._kept.append((monotonic(), "r", f"{cols}x{rows}"))
+                    return
+                target = self._target
+            if target is None:
+                return
+        target.resized(rows, cols)
+
+    def hand_to(self, recorder: "Recorder | None") -> None:
+        """What was kept to `recorder` (None: dropped, no recording), and every later call after it."""
+        with self._lock:
+            kept, self._kept = self._kept, []
+            if recorder is not None:
+                recorder.take_early(kept, self.dropped)
+            self._target = recorder
+            self._handed = True
 
 
 def wants_recording(launch, cfg) -> bool:
@@ -33,31 +104,35 @@ def make_recorder(session_id: str, launch, cfg):
     return recording.start(session_id, cfg.record, launch.env, rows, cols, title=_title(launch))
 
 
-def early_recorder(session_id: str, launch):
-    """The recorder of a tool that goes first (`planning.tool_goes_first`), recording from its first byte.
+def early_recorder() -> EarlyOutput:
+    """The recording of a tool that goes first (`planning.tool_goes_first`), from its first byte.
 
-    Only its queue exists until `open_early` (after the tool's first
+    Only an `EarlyOutput` until `open_early` (after the tool's first
     output, with the config, which may not be loaded yet, and the record):
-    the file, the writer thread and `json` do not hold the first byte back.
-    Its turns are marked once the record exists (`late_turns`: a stand-in
-    interceptor keeps what the proxy sees until then).
+    the recorder, its file, the writer thread and `json` do not hold the
+    first byte back. Its turns are marked once the record exists
+    (`late_turns`: a stand-in interceptor keeps what the proxy sees until then).
     """
-    from wrapagent.history import recording
-
     rows, cols = _start_size()
-    return recording.prepare(session_id, launch.env, rows, cols, title=_title(launch))
+    return EarlyOutput(rows, cols)
 
 
-def open_early(recorder, launch, cfg):
-    """`make_recorder`'s answer for an `early_recorder`: its file made, or it dropped (not wanted, or
-    the file cannot be made: then why not)."""
+def open_early(early: EarlyOutput, session_id: str, launch, cfg):
+    """`make_recorder`'s answer for an `early_recorder`: the recorder with its file made and what
+    the tool wrote so far, or None (not wanted; or the file cannot be made: then why not)."""
     if not wants_recording(launch, cfg):
-        recorder.discard()
+        early.hand_to(None)
         return None, None
     from wrapagent.history import recording
 
+    recorder = recording.prepare(session_id, launch.env, early.rows, early.cols, title=_title(launch),
+                                 started=early.started)
+    early.hand_to(recorder)
     why_not = recording.open_prepared(recorder, launch.env, cfg.record.max_bytes)
-    return (None, why_not) if why_not is not None else (recorder, None)
+    if why_not is not None:
+        early.hand_to(None)
+        return None, why_not
+    return recorder, None
 
 
 def _start_size() -> "tuple[int, int]":
