@@ -200,15 +200,23 @@ def _exec_succeeded(child) -> bool:
 
 
 def _early_recorder(launch: Launch, cfg):
-    """What records a tool that goes first until its recorder exists (`recorded.early_recorder`),
+    """What records a tool that goes first until its recorder exists (`late_turns.EarlyOutput`),
     or None when `cfg` wants no recording.
 
     With `cfg` None (the defaults, not loaded yet) it is made, and dropped
-    later if the config says so (`recorded.open_early`).
+    later if the config says so (`recorded.open_early`). Nothing of the
+    recorder loads for it: its module comes with the setup, after the first byte.
     """
-    from wrapagent.session.recorded import early_recorder, wants_recording
+    if cfg is not None:  # a config file was loaded: the recorder's modules are no cost worth saving here
+        from wrapagent.session.recorded import wants_recording
 
-    return early_recorder() if cfg is None or wants_recording(launch, cfg) else None
+        if not wants_recording(launch, cfg):
+            return None
+    from wrapagent.proxy.spawn import start_size
+    from wrapagent.session.late_turns import EarlyOutput
+
+    rows, cols = start_size()
+    return EarlyOutput(rows, cols)
 
 
 def _run_tool_first(launch: Launch, cfg, session_id: str, started, early, opened: list) -> int:

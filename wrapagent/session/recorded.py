@@ -8,80 +8,9 @@ the session's conversation goes into the search index (`history/search_index.py`
 None of it may fail the session: problems are warnings in the record.
 """
 
-import _thread
-from time import monotonic
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from wrapagent.history.recording import Recorder
     from wrapagent.session.live import Live
-
-EARLY_MAX_BYTES = 16 * 1024 * 1024
-"""Output an `EarlyOutput` keeps at most; past it chunks are dropped and counted (as the recorder's own
-backlog limit does: the recording's marker then says how much)."""
-
-
-class EarlyOutput:
-    """The recording of a tool that goes first, until its recorder exists: what it writes, timed as it comes.
-
-    The proxy's output observer from the tool's first byte. Nothing of the
-    recording is loaded for it (`history.recording`, its package: ~1.5 ms
-    between the fork and the first byte); `open_early` makes the recorder
-    after that byte and `hand_to` gives it what was kept, in order, then
-    forwards every chunk (one Python call more per chunk). Output comes from
-    the output thread, resizes and the hand-over from the main thread: a lock.
-    """
-
-    def __init__(self, rows: int, cols: int) -> None:
-        self.started = monotonic()
-        """The recording's time 0: the tool's start."""
-        self.rows, self.cols = rows, cols
-        self._lock = _thread.allocate_lock()
-        self._kept: "list[tuple]" = []
-        """`(at, chunk)` and `(at, "r", "COLSxROWS")`, in order: the recorder's own items."""
-        self._kept_bytes = 0
-        self.dropped = 0
-        self._handed = False
-        self._target: "Recorder | None" = None
-
-    def __call__(self, data: bytes) -> None:
-        """A chunk the tool wrote (already shown); from the output thread."""
-        target = self._target
-        if target is None:
-            with self._lock:
-                if not self._handed:
-                    if self._kept_bytes + len(data) > EARLY_MAX_BYTES:
-                        self.dropped += len(data)
-                    else:
-                        self._kept_bytes += len(data)
-                        self._kept.append((monotonic(), data))
-                    return
-                target = self._target
-            if target is None:  # no recording after all
-                return
-        target(data)
-
-    def resized(self, rows: int, cols: int) -> None:
-        """The user's terminal changed size; from the main thread."""
-        target = self._target
-        if target is None:
-            with self._lock:
-                if not self._handed:
-                    self._kept.append((monotonic(), "r", f"{cols}x{rows}"))
-                    return
-                target = self._target
-            if target is None:
-                return
-        target.resized(rows, cols)
-
-    def hand_to(self, recorder: "Recorder | None") -> None:
-        """What was kept to `recorder` (None: dropped, no recording), and every later call after it."""
-        with self._lock:
-            kept, self._kept = self._kept, []
-            if recorder is not None:
-                recorder.take_early(kept, self.dropped)
-            self._target = recorder
-            self._handed = True
 
 
 def wants_recording(launch, cfg) -> bool:
@@ -92,9 +21,10 @@ def wants_recording(launch, cfg) -> bool:
 def make_recorder(session_id: str, launch, cfg):
     """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else.
 
-    A tool that goes first (`planning.tool_goes_first`) gets an `early_recorder`
-    instead, recording from its first byte before its record exists; its turns
-    are followed by an interceptor attached once the record exists (`late_turns`).
+    A tool that goes first (`planning.tool_goes_first`) is recorded from its
+    first byte by a `late_turns.EarlyOutput` instead, its recorder made by
+    `open_early` once the record exists; its turns are followed by an
+    interceptor attached then too (`late_turns`).
     """
     if not wants_recording(launch, cfg):
         return None, None
@@ -104,22 +34,10 @@ def make_recorder(session_id: str, launch, cfg):
     return recording.start(session_id, cfg.record, launch.env, rows, cols, title=_title(launch))
 
 
-def early_recorder() -> EarlyOutput:
-    """The recording of a tool that goes first (`planning.tool_goes_first`), from its first byte.
-
-    Only an `EarlyOutput` until `open_early` (after the tool's first
-    output, with the config, which may not be loaded yet, and the record):
-    the recorder, its file, the writer thread and `json` do not hold the
-    first byte back. Its turns are marked once the record exists
-    (`late_turns`: a stand-in interceptor keeps what the proxy sees until then).
-    """
-    rows, cols = _start_size()
-    return EarlyOutput(rows, cols)
-
-
-def open_early(early: EarlyOutput, session_id: str, launch, cfg):
-    """`make_recorder`'s answer for an `early_recorder`: the recorder with its file made and what
-    the tool wrote so far, or None (not wanted; or the file cannot be made: then why not)."""
+def open_early(early, session_id: str, launch, cfg):
+    """`make_recorder`'s answer for a tool that went first, recorded so far by `early`
+    (`late_turns.EarlyOutput`): the recorder with its file made and what the tool wrote until
+    now, or None (not wanted; or the file cannot be made: then why not)."""
     if not wants_recording(launch, cfg):
         early.hand_to(None)
         return None, None

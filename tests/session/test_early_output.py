@@ -1,4 +1,4 @@
-"""The recording of a tool that goes first: kept from its first byte, handed to the recorder once it exists."""
+"""A tool that goes first is recorded from its first byte (`late_turns.EarlyOutput`), its recorder made later."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from wrapagent.session import recorded
-from wrapagent.session.recorded import EarlyOutput, open_early
+from wrapagent.session import late_turns
+from wrapagent.session.late_turns import EarlyOutput
+from wrapagent.session.recorded import open_early
 
 SESSION = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
@@ -97,7 +98,7 @@ def test_a_recording_that_cannot_be_made_says_why_and_takes_nothing_more(tmp_pat
 
 
 def test_output_past_the_limit_is_dropped_and_counted(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(recorded, "EARLY_MAX_BYTES", 10)
+    monkeypatch.setattr(late_turns, "EARLY_MAX_BYTES", 10)
     early = EarlyOutput(24, 80)
     early(b"12345678")
     early(b"abcdef")  # past the limit: dropped
@@ -110,8 +111,8 @@ def test_output_past_the_limit_is_dropped_and_counted(tmp_path: Path, monkeypatc
 
 
 def test_the_early_recording_loads_nothing_of_the_recorder() -> None:
-    code = ("import sys; from wrapagent.session.recorded import early_recorder; early_recorder()(b'x'); "
-            "print(','.join(m for m in ('wrapagent.history', 'wrapagent.history.recording', 'json', '_queue') "
-            "if m in sys.modules))")
+    code = ("import sys; from wrapagent.session.late_turns import EarlyOutput; EarlyOutput(24, 80)(b'x'); "
+            "print(','.join(m for m in ('wrapagent.session.recorded', 'wrapagent.history', "
+            "'wrapagent.history.recording', 'json', '_queue') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
