@@ -58,3 +58,16 @@ def test_nothing_outside_the_folder_or_through_a_link(inside: Path) -> None:
     os.symlink(target, inside / "link.txt")
     said = edit_files("write link.txt pwned")
     assert said.startswith("write link.txt: ") and target.read_text() == "theirs\n"
+
+
+def test_a_long_reply_prints_its_lines_in_one_burst() -> None:
+    import io
+
+    from wrapagent.commands.demo_agent import Agent
+
+    out = io.StringIO()
+    agent = Agent(None, out)
+    agent.print_long("(long 3) print the log")
+    assert out.getvalue() == "\r\noutput line 1 of 3\r\noutput line 2 of 3\r\noutput line 3 of 3\r\n"
+    agent.print_long("no (long) here, nor (long x)")
+    assert out.getvalue().count("output line") == 3
