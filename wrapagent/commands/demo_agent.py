@@ -17,9 +17,11 @@ that waits for Enter; one containing `(choose)` a question answered by one
 key (`1` or `2`, no Enter); one containing `(full)` fills its context, so after
 the reply it compacts the conversation by itself, saying so on a line of its
 own (`(conversation compacted automatically)`), as the real CLIs do when their
-context window fills. Like them too, ↑ on the prompt recalls the last
-message into it, and shift+tab switches a mode (redrawing the prompt, its
-text unchanged).
+context window fills; one containing `(long N)` prints N lines of output
+before its reply, in one burst, as an agent printing a long diff or test log
+does (tests use it to put the screen emulator behind the output). Like them
+too, ↑ on the prompt recalls the last message into it, and shift+tab
+switches a mode (redrawing the prompt, its text unchanged).
 
 WRAPAGENT_DEMO_PASTE_ENTER=joins makes it read input as gemini 0.61 does: an
 Enter that comes in the same read right after a paste's end is part of the
@@ -155,9 +157,21 @@ class Agent:
         if "(think)" in text:
             self.out.write("\r\n")
             self.think()
+        self.print_long(text)
         self.receive(text, "tty")
         if "(full)" in text:
             self.compact_by_itself()
+
+    def print_long(self, text: str) -> None:
+        """`(long N)`: N lines of output at once, before the reply."""
+        import re
+
+        found = re.search(r"\(long (\d{1,7})\)", text)
+        if found is None:
+            return
+        count = int(found.group(1))
+        self.out.write("\r\n" + "".join(f"output line {i} of {count}\r\n" for i in range(1, count + 1)))
+        self.out.flush()
 
     def compact_by_itself(self) -> None:
         """Its context is full: the conversation is replaced by a summary, and it says so."""
