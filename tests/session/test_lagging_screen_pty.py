@@ -2,7 +2,7 @@
 
 Before typing a `wrapagent send` (or a stop check's continuation) into the
 tool, wrapagent reads the tool's screen from a terminal emulator that runs in
-a thread of its own (`outgoing.FollowedScreen`): the empty composer must be
+a thread of its own (`followed_screen.FollowedScreen`): the empty composer must be
 there. After a burst of output (a long reply, a large paste's echo, a loaded
 machine) that emulator runs seconds behind the output, and the screen cannot
 be read when the delivery is due. Such a delivery is tried again until the
