@@ -87,3 +87,38 @@ def test_no_arming_without_a_message_callback() -> None:
     w.ready()
     assert w.send(b"first\r") == b"first\r" and w.send(b"second\r") == b"second\r"
     assert w.inj.state == "chatting" and len(w.inj.reports) == 1
+
+
+def test_keys_typed_while_a_late_replayed_key_starts_the_next_message_keep_their_order() -> None:
+    """The replay of a message's held keys ran late; the next message's first key, queued behind
+    it, starts a hold when its turn comes, and keys typed just after it (while the replay's lag
+    lasts) must be held behind it: never put in front of the keys held with it."""
+    w = World()
+    w.ready()
+    assert w.send(b"first") + w.send(b"\r") == b"first\r"      # message 2 is armed
+    t0 = w.clock.t
+    out = w.inj.on_input(b"a", t0) + w.inj.on_input(b"b", t0 + 0.01)
+    assert out == b"" and w.inj.state == "holding"
+    w.prefix = UNDO
+    w.clock.t = t0 + 1.0                                       # the guards took a second
+    out = w.inj.poll(w.clock.t)
+    w.inj.on_output(UNDO.replace("\n", "\r\n").encode(), w.clock.t + 0.01)
+    w.clock.t += 1.0
+    out += w.inj.poll(w.clock.t)                               # released: "a" now, "b" 10 ms later
+    typed = w.clock.t
+    for i, key in enumerate((b"\r", b"c", b"d", b"e")):       # typed while "b" is still to go
+        out += w.inj.on_input(key, typed + 0.001 * (i + 1))
+    late = b""
+    for _ in range(2000):
+        if w.inj.state == "holding" and w.prefix is None:
+            late += w.inj.on_input(b"f", w.clock.t + 0.001)   # typed in the lag after "c"
+            w.prefix = UNDO                                    # message 3's guards are done (the wake fd)
+        due = w.inj.deadline()
+        if due is None and w.inj.state != "holding":
+            break
+        w.clock.t = max(w.clock.t + 0.01, due or 0.0)
+        late += w.inj.poll(w.clock.t)
+        if w.inj.state == "settling":
+            w.inj.on_output(UNDO.replace("\n", "\r\n").encode(), w.clock.t + 0.001)
+    keys = (out + late).replace(b"\x1b[200~" + UNDO.encode() + b"\x1b[201~", b"")
+    assert keys == b"ab\rcdef", keys

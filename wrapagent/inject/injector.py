@@ -60,8 +60,8 @@ from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import READY_CHECK_INTERVAL, Readiness
 from wrapagent.inject.report import InjectionReport, close_unsubmitted
-from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLDING,
-                                     SETTLING, STARTING, WAIT_READY, allowed)
+from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLD_STATES,
+                                     HOLDING, SETTLING, STARTING, WAIT_READY, allowed)
 
 __all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOLDING", "DELIVERING",
            "SETTLING", "AWAIT_SUBMIT", "CHATTING", "DONE"]
@@ -300,7 +300,11 @@ class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
             self._note_key(data, now)
-            if self._keys.busy(now):  # released keys still to go (or just gone): behind them, spaced the same way
+            # Released keys still to go (or just gone): behind them, spaced the same way. Not while
+            # keys are held: a replayed key that started a message holds what comes after it with
+            # it (queued instead, a read typed in the replay's wake went out before the keys
+            # held with that first key).
+            if self.state not in HOLD_STATES and self._keys.busy(now):
                 self._keys.queue(data, now)
                 return b""
             self._check_compaction(now)
