@@ -85,11 +85,11 @@ class ScreenInterceptor(LightInterceptor):
 
 class FollowedInterceptor(LightInterceptor):
     """After the first message with a stop check or `wrapagent send` configured: every output chunk
-    is handed to the screen follower (`outgoing.FollowedScreen`, pyte in a thread of its own)."""
+    is handed to the screen follower (`followed_screen.FollowedScreen`, pyte in a thread of its own)."""
 
     def __init__(self) -> None:
         super().__init__()
-        from wrapagent.inject.outgoing import FollowedScreen
+        from wrapagent.inject.followed_screen import FollowedScreen
 
         size = pty_loop.terminal.get_winsize(0) or (24, 80, 0, 0)
         self.followed = FollowedScreen(size[0], size[1])

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
-    from wrapagent.inject.outgoing import FollowedScreen
+    from wrapagent.inject.followed_screen import FollowedScreen
     from wrapagent.inject.screen_model import ScreenModel, ScreenReading
 
 READ_TIMEOUT_SECS = 0.3
@@ -42,7 +42,7 @@ class ComposerScreen:
                shared: FollowedScreen | None) -> ComposerScreen:
         if shared is not None:
             return cls(model, shared, owned=False)
-        from wrapagent.inject.outgoing import FollowedScreen
+        from wrapagent.inject.followed_screen import FollowedScreen
 
         return cls(model, FollowedScreen(rows, cols), owned=True)
 

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from time import monotonic as _monotonic
 
 from wrapagent.inject import receipt
 from wrapagent.inject.delivery import delivery_chunks, now_iso
+from wrapagent.inject.followed_screen import FollowedScreen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,28 +60,6 @@ ENTER_GAPS = {
     "gemini": 0.6,
 }
 """Per tool, where ENTER_GAP_SECS is not enough."""
-
-MAX_SCREEN_LAG_BYTES = 4 * 1024 * 1024
-"""Output the emulator may lag behind by before it starts over (see FollowedScreen.feed)."""
-
-FOLLOW_QUIET_SECS = 0.1
-"""The emulator runs once the output paused this long (or `text` asks for the screen). Run on every
-chunk, it took the interpreter lock from the copy threads all along a burst: a 30 MB `cat` came
-through at 0.06x the throughput of the proxy alone (bench/steady_proxy.py `followed`)."""
-
-FOLLOW_ANIMATION_SECS = 0.25
-FOLLOW_ANIMATION_BYTES = 64 * 1024
-"""Output that never pauses but stays small (a spinner, a status line redrawn ten times a second)
-is emulated at least every FOLLOW_ANIMATION_SECS: what such a screen shows only while it animates
-(claude's `Compacting conversation…`) is seen. A burst grows past FOLLOW_ANIMATION_BYTES within that
-time and still waits for its pause."""
-
-HINT_SECS = 0.5
-"""After output holding an observer's hint, output is emulated as it comes for this long: the
-rest of the line the hint began may come in the next chunks."""
-
-FOLLOW_PIECE_BYTES = 8 * 1024
-"""Output emulated at a time (tens of ms of pyte); output that resumes meanwhile defers the rest."""
 
 SCREEN_CATCH_UP_SECS = 0.5
 """At most this long (on the proxy's thread) for the emulator to catch up with the output;
@@ -397,155 +375,3 @@ class Outgoing:
             self.state = SETTLING
             self._delivered_at = now
         return bytes(out)
-
-
-class FollowedScreen:
-    """The tool's screen, emulated in a background thread from the output it is handed.
-
-    `feed` (the proxy's output path) appends to a buffer and wakes the thread;
-    `text` waits (bounded) until the buffer is drained and returns the screen,
-    or None when the emulator did not catch up in time.
-    """
-
-    def __init__(self, rows: int, cols: int) -> None:
-        from wrapagent.inject.screen import Screen
-
-        self._screen = Screen(rows, cols)
-        self._pending = bytearray()
-        self._fed_at = 0.0
-        self._pending_since = 0.0
-        self._hints: tuple[bytes, ...] = ()
-        self._urgent_until = 0.0
-        """Until then output is emulated as it comes (`observe`'s hints)."""
-        self._hint_ends: list[int] = []
-        """Offsets in `_pending` where a chunk holding a hint ended: the observer reads the screen
-        there, before the output after it is emulated (it may replace the line at once)."""
-        """When the oldest output not yet emulated came (`_wait_for_a_pause`)."""
-        self._wanted = 0
-        """`text` calls waiting: the emulator catches up now, pause or not."""
-        self._size: tuple[int, int] | None = None
-        self._closed = False
-        self._cond = threading.Condition()
-        self._busy = False
-        self._restart = False
-        self._rows_cols = (rows, cols)
-        self._observer: Callable[[str], None] | None = None
-        threading.Thread(target=self._work, name="wrapagent-screen", daemon=True).start()
-
-    def feed(self, data: bytes) -> None:
-        """Append (the output thread: no emulation here); the emulator is woken only when it was idle."""
-        with self._cond:
-            if len(self._pending) > MAX_SCREEN_LAG_BYTES:
-                # Far behind (a tool printing megabytes): start over from here, on a blank
-                # screen. Until the tool redraws its composer, none is seen: the safe side.
-                self._pending.clear()
-                self._hint_ends.clear()
-                self._restart = True
-            idle = not self._pending
-            self._pending += data
-            self._fed_at = _monotonic()
-            if self._hints and any(hint in data for hint in self._hints):
-                self._urgent_until = self._fed_at + HINT_SECS
-                self._hint_ends.append(len(self._pending))
-                self._cond.notify_all()
-            if idle:
-                self._pending_since = self._fed_at
-                self._cond.notify_all()
-
-    def resize(self, rows: int, cols: int) -> None:
-        with self._cond:
-            self._size = (rows, cols)
-            self._cond.notify_all()
-
-    def text(self, timeout: float) -> str | None:
-        import time
-
-        end = time.monotonic() + timeout
-        with self._cond:
-            self._wanted += 1
-            self._cond.notify_all()
-            try:
-                while self._pending or self._busy or self._size is not None:
-                    left = end - time.monotonic()
-                    if left <= 0 or self._closed:
-                        return None
-                    self._cond.wait(left)
-                return self._screen.text()
-            finally:
-                self._wanted -= 1
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._pending.clear()
-            self._cond.notify_all()
-
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and self._size is None and not self._closed:
-                    self._cond.wait()
-                self._wait_for_a_pause()
-                if self._closed:
-                    self._screen.close()
-                    return
-                take = min(FOLLOW_PIECE_BYTES, self._hint_ends[0]) if self._hint_ends else FOLLOW_PIECE_BYTES
-                data = bytes(self._pending[:take])
-                del self._pending[:take]
-                self._hint_ends = [end - take for end in self._hint_ends]
-                at_hint = bool(self._hint_ends) and self._hint_ends[0] <= 0
-                self._hint_ends = [end for end in self._hint_ends if end > 0]
-                size, self._size = self._size, None
-                restart, self._restart = self._restart, False
-                self._busy = True
-            # pyte runs outside the lock: `feed` never waits for it. `text` waits for `_busy`.
-            if size is not None:
-                self._rows_cols = size
-            if restart:
-                from wrapagent.inject.screen import Screen
-
-                self._screen.close()
-                self._screen = Screen(*self._rows_cols)
-            elif size is not None:
-                self._screen.resize(*size)
-            if data:
-                self._screen.feed(data)
-            self._tell_observer(at_hint)
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
-
-    def observe(self, observer: Callable[[str], None], hints: tuple[bytes, ...] = ()) -> None:
-        """Hand `observer` the screen's text each time the emulator has caught up (its thread).
-
-        Output holding one of `hints` is emulated at once, and so is all output for
-        HINT_SECS after it, without waiting for a pause: what the observer looks
-        for may show only for a moment, in the middle of a burst.
-        """
-        self._hints = hints
-        self._observer = observer
-
-    def _tell_observer(self, at_hint: bool = False) -> None:
-        """(The emulator's thread, `_busy` set: nobody else reads the screen now.) Once caught up,
-        or where a chunk holding a hint ended (`at_hint`), caught up or not."""
-        observer = self._observer
-        if observer is None or (self._pending and not at_hint) or self._closed:
-            return
-        try:
-            observer(self._screen.text())
-        except Exception:  # an observer's bug must never stop the screen being followed
-            self._observer = None
-
-    def _wait_for_a_pause(self) -> None:
-        """(Lock held.) Until the output paused FOLLOW_QUIET_SECS, `text` wants the screen, or close."""
-        while self._pending and not self._wanted and not self._closed:
-            now = _monotonic()
-            quiet = now - self._fed_at
-            if quiet >= FOLLOW_QUIET_SECS:
-                return
-            if now < self._urgent_until:
-                return
-            behind = now - self._pending_since
-            if behind >= FOLLOW_ANIMATION_SECS and len(self._pending) <= FOLLOW_ANIMATION_BYTES:
-                return  # an animation that never pauses: emulated anyway, a little at a time
-            self._cond.wait(min(FOLLOW_QUIET_SECS - quiet, max(FOLLOW_ANIMATION_SECS - behind, 0.01)))
