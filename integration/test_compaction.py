@@ -37,13 +37,15 @@ def ours(texts: list[str], wanted: tuple[str, ...]) -> list[str]:
     return [t for t in texts if t.endswith(wanted)]
 
 
-def summary_requests(mock, api: str, since: int) -> list[dict]:
-    """The tool's requests for a summary after `since`.
+#: The kind of request (mock_server.classify) each tool asks for its summary with: codex,
+#: claude and opencode with an ordinary turn request, gemini with a non-streaming
+#: `generateContent`, which the mock classifies as `summary`.
+SUMMARY_KIND = {"codex": "turn", "claude": "turn", "gemini": "summary", "opencode": "turn"}
 
-    codex, claude and opencode ask for it with an ordinary turn request; gemini with a
-    non-streaming `generateContent`, which the mock classifies as `summary`.
-    """
-    return [r for r in mock.requests if r["seq"] > since and r["api"] == api and r["kind"] in ("turn", "summary")]
+
+def summary_requests(mock, tool: str, api: str, since: int) -> list[dict]:
+    """The tool's requests for a summary after `since`."""
+    return [r for r in mock.requests if r["seq"] > since and r["api"] == api and r["kind"] == SUMMARY_KIND[tool]]
 
 
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
@@ -61,7 +63,7 @@ def test_compact_gives_the_next_message_the_blocks(cli_env, tool):
     mark = mock.mark()
     send(term, COMMAND[tool])
     end = time.monotonic() + spec.reply_timeout
-    while not summary_requests(mock, spec.api, mark):
+    while not summary_requests(mock, tool, spec.api, mark):
         assert time.monotonic() < end, "the tool sent no summary request\n" + mock.summary()
         time.sleep(0.2)
     term.wait_quiet(3.0, timeout=60)
