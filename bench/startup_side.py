@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ptybench as pb  # noqa: E402 - the bench's own module, beside this file
 
 
-def _proxies(installs: Sequence[tuple[str, str]], home: Path) -> list[pb.Proxy]:
-    """pyexec (with the first install's interpreter), script, then bare and full of each install."""
+def _proxies(installs: Sequence[tuple[str, str]], home: Path, extras: Sequence[str] = ()) -> list[pb.Proxy]:
+    """pyexec (with the first install's interpreter), script, the extras, then bare and full of each install."""
     python = pb.python_of([installs[0][1]])
-    rows = [pb.pyexec_proxy(python), pb.script_proxy()]
+    rows = [pb.pyexec_proxy(python), pb.script_proxy(), *(pb.extra_proxy(spec) for spec in extras)]
     for name, launcher in installs:
         rows.append(pb.Proxy(f"bare-{name}", lambda a, launcher=launcher: [launcher, "--no-hooks", *a]))
         full = pb.wrapagent_full_proxy([launcher], home / name)
@@ -69,11 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--install", action="append", required=True, metavar="NAME=LAUNCHER",
                         help="a wrapagent launcher (bin/wrapagent of a venv), repeatable")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=CMD",
+                        help="another launcher, run as `CMD… sh -c …` (e.g. a shape of a Python proxy), repeatable")
     parser.add_argument("--shuffle", action="store_true", help="a new order of the rows in every round")
     args = parser.parse_args(argv)
     installs = [tuple(spec.split("=", 1)) for spec in args.install]
     env = pb.child_env()
-    rows = _proxies(installs, Path(tempfile.mkdtemp(prefix="wrapagent-startup-side-")))
+    rows = _proxies(installs, Path(tempfile.mkdtemp(prefix="wrapagent-startup-side-")), args.extra)
     for row in rows:  # the probe: creates each full row's sessions repository
         pb.run_first_byte(row, env)
     res: dict[str, list[float]] = {row.name: [] for row in rows}

@@ -121,19 +121,22 @@ class Recorder:
     """Writes one session's asciicast in a thread; fed by the proxy's threads (module docstring)."""
 
     def __init__(self, path: str, rows: int, cols: int, *, max_bytes: int, term_type: "str | None" = None,
-                 title: "str | None" = None, deferred: bool = False) -> None:
+                 title: "str | None" = None, deferred: bool = False, started: "float | None" = None) -> None:
         """A recorder whose file is created now, or with `deferred` by `open()` (OSError if it cannot be).
 
         Deferred, chunks queue from now on (timed from now, as they come) and
         nothing else happens: no file, no thread, no import of `json`, not
         even of `_queue` (a shared library to load): a list holds them until
-        `open` hands them to the writer's queue, in order.
+        `open` hands them to the writer's queue, in order. `started` (a
+        `monotonic()` time, default now) is the recording's time 0: the
+        moment the tool started, when what it wrote was kept before this
+        recorder existed (`take_early`).
         """
         import _thread
 
         self.path = path
         self.max_bytes = max_bytes
-        self.started = monotonic()
+        self.started = monotonic() if started is None else started
         self._header: dict = {"version": 3, "term": {"cols": cols, "rows": rows}, "timestamp": int(time.time())}
         if term_type:
             self._header["term"]["type"] = term_type
@@ -248,6 +251,18 @@ class Recorder:
             return
         self.queued += len(data)
         self._put((monotonic(), data))
+
+    def take_early(self, items: "list[tuple]", dropped: int = 0) -> None:
+        """What the tool wrote before this recorder existed, timed as it came: `(at, chunk)` and
+        `(at, "r", "COLSxROWS")` items in order (`session.recorded.EarlyOutput`), and how many
+        bytes were dropped meanwhile. Call before anything else is fed to it."""
+        self.dropped += dropped
+        for item in items:
+            if self.stopped:
+                return
+            if len(item) == 2:
+                self.queued += len(item[1])
+            self._put(item)
 
     def resized(self, rows: int, cols: int) -> None:
         """The user's terminal changed size (the child got the new size)."""
@@ -536,10 +551,12 @@ def start(session_id: str, settings, env: "Mapping[str, str]", rows: int, cols: 
 
 
 def prepare(session_id: str, env: "Mapping[str, str]", rows: int, cols: int,
-            title: "str | None" = None) -> "Recorder":
-    """The session's recorder before its file (`open_prepared` makes it): chunks queue meanwhile."""
+            title: "str | None" = None, started: "float | None" = None) -> "Recorder":
+    """The session's recorder before its file (`open_prepared` makes it): chunks queue meanwhile.
+    `started`: its time 0, when earlier than now (see `Recorder`)."""
     path = os.path.join(recordings_dir(env), session_id + ".cast")
-    return Recorder(path, rows, cols, max_bytes=0, term_type=env.get("TERM"), title=title, deferred=True)
+    return Recorder(path, rows, cols, max_bytes=0, term_type=env.get("TERM"), title=title, deferred=True,
+                    started=started)
 
 
 def open_prepared(recorder: "Recorder", env: "Mapping[str, str]", max_bytes: int) -> "str | None":

@@ -23,6 +23,7 @@ and one attribute store in the steady state (`watch_output` false); while it
 watches output, a copy of the chunk goes to it through `to_child.output`.
 """
 
+import _thread
 import errno
 import os
 import time
@@ -81,8 +82,38 @@ class OutputCopier:
         self.modes = ModeTracker()
         """The modes the child turned on, undone by the proxy if it was killed."""
         self.wake_dropped = False
+        self.reading = _thread.allocate_lock()
+        """Held until the thread is about to make its first read (`wait_started`)."""
+        self.reading.acquire()
+        self.copied = _thread.allocate_lock()
+        """Held until the thread has copied the tool's first output, or ended (`wait_started`)."""
+        self.copied.acquire()
+        self._released: "list[_thread.LockType]" = []
         self.drain_write_secs = 0.0
         """Time spent writing to the user since the reap: not counted in DRAIN_MAX_SECS."""
+
+    def wait_started(self, read_timeout: float, copy_timeout: float) -> None:
+        """Wait, the interpreter lock released, until the thread is about to read the master (at most
+        `read_timeout` s), then until it has copied the tool's first output (at most `copy_timeout` s).
+
+        What the caller does next (loading the key copier: ~1 ms of imports
+        holding the lock) would otherwise keep a new thread from its first
+        read, and a first read that returned at once from its write.
+        """
+        if self.reading.acquire(timeout=read_timeout):
+            self.reading.release()
+            if self.copied.acquire(timeout=copy_timeout):
+                self.copied.release()
+
+    def _release(self, lock: "_thread.LockType") -> None:
+        """Release `reading` or `copied`, once (a waiter may hold it for a moment afterwards)."""
+        if lock not in self._released:
+            self._released.append(lock)
+            lock.release()
+
+    def _release_waiters(self) -> None:
+        self._release(self.reading)
+        self._release(self.copied)
 
     def drain_secs(self, now: float) -> float:
         """How long the drain has been reading (the reap was seen)."""
@@ -99,6 +130,7 @@ class OutputCopier:
             stdout_fd, to_child, modes = self.stdout_fd, self.to_child, self.modes
             readv, write, find, gate = os.readv, os.write, buf.find, st.out_gate
             first = True
+            self._release(self.reading)  # the supervisor's `wait_started`
             while True:
                 try:
                     got = readv(master, whole)
@@ -141,6 +173,7 @@ class OutputCopier:
                     first = False
                     st.first_output = True
                     poke(st.main_w)
+                    self._release(self.copied)
                 icpt = to_child.interceptor
                 if icpt is not None:
                     if icpt.watch_output:
@@ -166,6 +199,7 @@ class OutputCopier:
             st.error = exc
         finally:
             st.master_open = False
+            self._release_waiters()  # (ended before its first read or output: nobody waits any longer)
             poke(st.main_w)
             poke(st.in_w)
 

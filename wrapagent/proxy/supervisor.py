@@ -45,6 +45,14 @@ AFTER_FIRST_OUTPUT_SECS = 0.05
 """…and then this long: the first bytes still have their way to the screen to make (the kernel
 passes them from one terminal to the next in a worker thread), and a TUI draws its first screen."""
 
+OUTPUT_START_WAIT_SECS = 0.05
+"""How long the main thread waits for the new output thread to reach its first read before it loads
+the key copier: held by those imports, the thread started up to ~0.8 ms late (measured)."""
+
+FIRST_COPY_WAIT_SECS = 0.005
+"""…and then for the tool's first output to be copied: a tool that has written already is shown first.
+Keys typed meanwhile wait in the user's terminal; a tool that takes longer pays nothing more."""
+
 SETUP_SWITCH_INTERVAL = 0.0005
 """GIL switch interval while `after_start` work runs beside the copy threads (see `_while_copying`)."""
 
@@ -212,6 +220,7 @@ class Supervisor:
         the pipe.
         """
         self.threads[0].start()  # first: the tool's first bytes wait for nothing else
+        self.output.wait_started(OUTPUT_START_WAIT_SECS, FIRST_COPY_WAIT_SECS)  # (not even the key copier)
         self._start_input()
         self.copy_whole_size()
         st, to_child = self.st, self.to_child

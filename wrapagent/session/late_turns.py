@@ -1,4 +1,4 @@
-"""Turns of a session whose tool went first: its interceptor, attached once the record exists.
+"""Turns and recording of a session whose tool went first: stand-ins until the record exists.
 
 When nothing has to come before the tool (`planning.tool_goes_first`: the
 default configuration outside a git project), the tool starts before
@@ -21,6 +21,10 @@ meanwhile is appended and handed over too, and the stand-in starts
 forwarding, under its own lock, only once nothing is left. From then on each
 call costs one more Python call.
 
+Its recording has a stand-in of the same kind (`EarlyOutput`): the
+recorder's own module loads after the first byte, and the stand-in keeps
+the tool's output with its times until then.
+
 A stand-in never attached (the record could not be made) gives up past
 MAX_KEPT_BYTES of output, and one whose catching up takes longer than
 CATCH_UP_SECS (a tool that floods its terminal from the start: the
@@ -30,11 +34,13 @@ it. The session then has no turn markers, and its log says why.
 """
 
 import _thread
+from time import monotonic
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
+    from wrapagent.history.recording import Recorder
     from wrapagent.session.live import Live
 
 MAX_KEPT_BYTES = 4 * 1024 * 1024
@@ -165,8 +171,6 @@ class LateInterceptor:
         Bytes `real` would send for those past calls are dropped: the keys
         already reached the tool (an interceptor that only follows turns sends none).
         """
-        from time import monotonic
-
         until = monotonic() + budget
         while True:
             with self._lock:
@@ -182,6 +186,76 @@ class LateInterceptor:
                 _replay(real, event)
             if monotonic() > until:
                 self.give_up(f"catching up on the output before the session's record took over {budget:g} s")
+
+
+EARLY_MAX_BYTES = 16 * 1024 * 1024
+"""Output an `EarlyOutput` keeps at most; past it chunks are dropped and counted (as the recorder's own
+backlog limit does: the recording's marker then says how much)."""
+
+
+class EarlyOutput:
+    """The recording of a tool that goes first, until its recorder exists: what it writes, timed as it comes.
+
+    The proxy's output observer from the tool's first byte, here beside the
+    interceptor's stand-in: nothing of the recording is loaded for it
+    (`session.recorded`, `history.recording` and its package: ~1.7 ms
+    measured between the fork and the first byte); `recorded.open_early`
+    makes the recorder after that byte and `hand_to` gives it what was
+    kept, in order, then every chunk (one Python call more per chunk).
+    Output comes from the output thread, resizes and the hand-over from the
+    main thread: a lock.
+    """
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.started = monotonic()
+        """The recording's time 0: the tool's start."""
+        self.rows, self.cols = rows, cols
+        self._lock = _thread.allocate_lock()
+        self._kept: "list[tuple]" = []
+        """`(at, chunk)` and `(at, "r", "COLSxROWS")`, in order: the recorder's own items."""
+        self._kept_bytes = 0
+        self.dropped = 0
+        self._handed = False
+        self._target: "Recorder | None" = None
+
+    def __call__(self, data: bytes) -> None:
+        """A chunk the tool wrote (already shown); from the output thread."""
+        target = self._target
+        if target is None:
+            with self._lock:
+                if not self._handed:
+                    if self._kept_bytes + len(data) > EARLY_MAX_BYTES:
+                        self.dropped += len(data)
+                    else:
+                        self._kept_bytes += len(data)
+                        self._kept.append((monotonic(), data))
+                    return
+                target = self._target
+            if target is None:  # no recording after all
+                return
+        target(data)
+
+    def resized(self, rows: int, cols: int) -> None:
+        """The user's terminal changed size; from the main thread."""
+        target = self._target
+        if target is None:
+            with self._lock:
+                if not self._handed:
+                    self._kept.append((monotonic(), "r", f"{cols}x{rows}"))
+                    return
+                target = self._target
+            if target is None:
+                return
+        target.resized(rows, cols)
+
+    def hand_to(self, recorder: "Recorder | None") -> None:
+        """What was kept to `recorder` (None: dropped, no recording), and every later call after it."""
+        with self._lock:
+            kept, self._kept = self._kept, []
+            if recorder is not None:
+                recorder.take_early(kept, self.dropped)
+            self._target = recorder
+            self._handed = True
 
 
 def follow_turns(live: "Live", stand_in):

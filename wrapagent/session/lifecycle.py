@@ -59,11 +59,9 @@ class Session:
             if cfg is None or tool_goes_first(launch, cfg):
                 started = _spawn_first(launch, session_id)
                 if started is not None:
-                    recorder = _early_recorder(launch, cfg, session_id)  # made while the exec runs
+                    early = _early_recorder(launch, cfg)  # made while the exec runs
                     if _exec_succeeded(started[0]):
-                        return _run_tool_first(launch, cfg, session_id, started, recorder, opened)
-                    if recorder is not None:
-                        recorder.discard()  # nothing was written: it had no file yet
+                        return _run_tool_first(launch, cfg, session_id, started, early, opened)
             if cfg is None:
                 cfg = load_config(launch)  # no file: nothing printed, the defaults
             return _run_in_order(launch, cfg, session_id, opened)
@@ -201,22 +199,32 @@ def _exec_succeeded(child) -> bool:
     return True
 
 
-def _early_recorder(launch: Launch, cfg, session_id: str):
-    """The recorder of a tool that goes first (`recorded.early_recorder`), or None when `cfg` wants none.
+def _early_recorder(launch: Launch, cfg):
+    """What records a tool that goes first until its recorder exists (`late_turns.EarlyOutput`),
+    or None when `cfg` wants no recording.
 
     With `cfg` None (the defaults, not loaded yet) it is made, and dropped
-    later if the config says so (`recorded.open_early`).
+    later if the config says so (`recorded.open_early`). Nothing of the
+    recorder loads for it: its module comes with the setup, after the first byte.
     """
-    from wrapagent.session.recorded import early_recorder, wants_recording
+    if cfg is not None:  # a config file was loaded: the recorder's modules are no cost worth saving here
+        from wrapagent.session.recorded import wants_recording
 
-    return early_recorder(session_id, launch) if cfg is None or wants_recording(launch, cfg) else None
+        if not wants_recording(launch, cfg):
+            return None
+    from wrapagent.proxy.spawn import start_size
+    from wrapagent.session.late_turns import EarlyOutput
+
+    rows, cols = start_size()
+    return EarlyOutput(rows, cols)
 
 
-def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, opened: list) -> int:
+def _run_tool_first(launch: Launch, cfg, session_id: str, started, early, opened: list) -> int:
     """The session of a tool already started: record, sweep and context once its first output is out.
 
     `cfg` is None when it is the defaults (`planning.config_can_wait`): it
-    is made then too. The recording (`recorder`, or None) starts with the tool, its file then.
+    is made then too. The recording (`early`, or None) starts with the tool; its recorder and
+    file then.
     """
     from wrapagent.proxy import pty_loop
 
@@ -225,7 +233,7 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, ope
     child, started_at = started
     # A recording marks each turn: the interceptor that follows them comes with the record,
     # and catches up on what it missed (`late_turns`); until then a stand-in keeps what it sees.
-    stand_in = LateInterceptor() if recorder is not None else None
+    stand_in = LateInterceptor() if early is not None else None
     conversation: list = []
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too
@@ -238,8 +246,8 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, ope
         live = open_live(launch, config, session_id, started_at)
         opened.append(live)
         live.record.log(f"{launch.name} started first: nothing had to come before it")
-        if recorder is not None:
-            live.recorder, why_not = open_early(recorder, launch, config)
+        if early is not None:
+            live.recorder, why_not = open_early(early, session_id, launch, config)
             if why_not is not None:
                 live.record.warn(why_not)
         look_up_version(live)
@@ -249,7 +257,7 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, recorder, ope
 
     try:
         try:
-            result = pty_loop.proxy(child, after_start=setup, on_output=recorder, interceptor=stand_in)
+            result = pty_loop.proxy(child, after_start=setup, on_output=early, interceptor=stand_in)
         finally:
             if conversation and conversation[0] is not None:
                 conversation[0].report()

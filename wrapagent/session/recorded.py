@@ -21,9 +21,10 @@ def wants_recording(launch, cfg) -> bool:
 def make_recorder(session_id: str, launch, cfg):
     """(recorder, None) for a terminal session with `[record] enabled`; (None, why not) else.
 
-    A tool that goes first (`planning.tool_goes_first`) gets an `early_recorder`
-    instead, recording from its first byte before its record exists; its turns
-    are followed by an interceptor attached once the record exists (`late_turns`).
+    A tool that goes first (`planning.tool_goes_first`) is recorded from its
+    first byte by a `late_turns.EarlyOutput` instead, its recorder made by
+    `open_early` once the record exists; its turns are followed by an
+    interceptor attached then too (`late_turns`).
     """
     if not wants_recording(launch, cfg):
         return None, None
@@ -33,31 +34,23 @@ def make_recorder(session_id: str, launch, cfg):
     return recording.start(session_id, cfg.record, launch.env, rows, cols, title=_title(launch))
 
 
-def early_recorder(session_id: str, launch):
-    """The recorder of a tool that goes first (`planning.tool_goes_first`), recording from its first byte.
-
-    Only its queue exists until `open_early` (after the tool's first
-    output, with the config, which may not be loaded yet, and the record):
-    the file, the writer thread and `json` do not hold the first byte back.
-    Its turns are marked once the record exists (`late_turns`: a stand-in
-    interceptor keeps what the proxy sees until then).
-    """
-    from wrapagent.history import recording
-
-    rows, cols = _start_size()
-    return recording.prepare(session_id, launch.env, rows, cols, title=_title(launch))
-
-
-def open_early(recorder, launch, cfg):
-    """`make_recorder`'s answer for an `early_recorder`: its file made, or it dropped (not wanted, or
-    the file cannot be made: then why not)."""
+def open_early(early, session_id: str, launch, cfg):
+    """`make_recorder`'s answer for a tool that went first, recorded so far by `early`
+    (`late_turns.EarlyOutput`): the recorder with its file made and what the tool wrote until
+    now, or None (not wanted; or the file cannot be made: then why not)."""
     if not wants_recording(launch, cfg):
-        recorder.discard()
+        early.hand_to(None)
         return None, None
     from wrapagent.history import recording
 
+    recorder = recording.prepare(session_id, launch.env, early.rows, early.cols, title=_title(launch),
+                                 started=early.started)
+    early.hand_to(recorder)
     why_not = recording.open_prepared(recorder, launch.env, cfg.record.max_bytes)
-    return (None, why_not) if why_not is not None else (recorder, None)
+    if why_not is not None:
+        early.hand_to(None)
+        return None, why_not
+    return recorder, None
 
 
 def _start_size() -> "tuple[int, int]":
