@@ -37,6 +37,17 @@ def ours(texts: list[str], wanted: tuple[str, ...]) -> list[str]:
     return [t for t in texts if t.endswith(wanted)]
 
 
+#: The kind of request (mock_server.classify) each tool asks for its summary with: codex,
+#: claude and opencode with an ordinary turn request, gemini with a non-streaming
+#: `generateContent`, which the mock classifies as `summary`.
+SUMMARY_KIND = {"codex": "turn", "claude": "turn", "gemini": "summary", "opencode": "turn"}
+
+
+def summary_requests(mock, tool: str, api: str, since: int) -> list[dict]:
+    """The tool's requests for a summary after `since`."""
+    return [r for r in mock.requests if r["seq"] > since and r["api"] == api and r["kind"] == SUMMARY_KIND[tool]]
+
+
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
 def test_compact_gives_the_next_message_the_blocks(cli_env, tool):
     cli_env.write_wrapagent_config(hooks_toml=HOOKS)
@@ -49,11 +60,12 @@ def test_compact_gives_the_next_message_the_blocks(cli_env, tool):
     mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
     term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
     term.wait_quiet(1.5, timeout=30)
-    before = len(mock.turn_requests(spec.api))
+    mark = mock.mark()
     send(term, COMMAND[tool])
     end = time.monotonic() + spec.reply_timeout
-    while len(mock.turn_requests(spec.api)) == before and time.monotonic() < end:
-        time.sleep(0.2)       # the tool's summary request
+    while not summary_requests(mock, tool, spec.api, mark):
+        assert time.monotonic() < end, "the tool sent no summary request\n" + mock.summary()
+        time.sleep(0.2)
     term.wait_quiet(3.0, timeout=60)
     for n, text in enumerate(messages[1:], 2):
         send(term, text)

@@ -160,6 +160,10 @@ command = "echo $(date +%s.%N) {{turn}} >> {waits}"
     term.enter(after=0.3)
     texts = mock.wait_for_turns(7, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts[5:] == ["one more thing", "and then this"], mock.summary()
+    # that turn over (its check passed, the agent waits) before the quit keys: during a turn
+    # codex takes Ctrl-C for an interrupt and claude its first Ctrl-C, and neither exits
+    wait_lines(waits, 4, term)
+    term.wait_quiet(1.0, timeout=30)
 
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)

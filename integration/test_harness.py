@@ -235,3 +235,21 @@ def test_mock_reports_a_nearly_full_context_for_a_full_turn(server, api, path, b
     _, _, plain = _post(server.url + path, body("a plain one"))
     assert set(_usage_prompt_tokens(api, full)) == {FULL_CONTEXT_TOKENS}
     assert set(_usage_prompt_tokens(api, plain)) == {PLAIN_INPUT_TOKENS}
+
+
+def test_cpu_time_keeps_the_costliest_tests_across_workers():
+    """The CPU summary lists the TOP costliest tests, whether they ran here or in a worker."""
+    from .cpu_time import TOP, CpuTime
+
+    here = CpuTime()
+    for n in range(TOP + 5):
+        here._note(float(n), 1.0, f"t{n}")
+
+    class Node:  # an xdist worker's sums arrive as lists, not tuples
+        workeroutput = {"cpu_time": {"integration": [1, 100.0, 5.0]}, "cpu_costliest": [[100.0, 5.0, "worker-test"]]}
+
+    here.pytest_testnodedown(Node(), None)
+    assert len(here.costliest) == TOP
+    assert here.costliest[0] == (100.0, 5.0, "worker-test")
+    assert [nodeid for _cpu, _wall, nodeid in here.costliest[1:3]] == [f"t{TOP + 4}", f"t{TOP + 3}"]
+    assert here.cpu["integration"] == 100.0

@@ -154,6 +154,13 @@ def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str],
     assert texts == [block(1) + FIRST, block(2) + SECOND], mock.summary()
     second = mock.turn_requests(api=spec.api, since=mark)[1]
     assert second["turn"] == 1, "the reset did not start a new conversation"
+    # its reply sent and drawn before the quit keys: during a turn codex takes Ctrl-C for an
+    # interrupt and claude its first Ctrl-C, and neither exits
+    end = time.monotonic() + spec.reply_timeout
+    while len(mock.reply_times(since=mark)) < 2:
+        assert time.monotonic() < end, "no reply to the message after the reset\n" + mock.summary()
+        time.sleep(0.1)
+    term.wait_quiet(1.0, timeout=30)
 
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)

@@ -70,5 +70,9 @@ def test_resumed_conversation_gets_the_blocks(cli_env, tool):
     send(term, "and after the resume")
     texts = mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts == [block(True) + "and after the resume"], mock.summary()
+    # the reply drawn and the turn over before the quit keys: during a turn codex takes Ctrl-C
+    # for an interrupt and claude its first Ctrl-C, so the tool would not exit
+    term.wait_for(re.compile(r"MOCK-REPLY-[2-9]"), timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=30)
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
     cli_env.assert_run_clean(term.run)
