@@ -33,6 +33,11 @@ opens at once (headers and the first events), the text follows `think_secs`
 at which each turn's reply text was sent is kept (`reply_times`), so a test
 can order it against what happened in the terminal.
 
+A CLI's request to summarise the conversation (its compaction: claude's and codex's own
+prompts, `COMPACTION_PROMPTS`, or gemini's `summary` request) is answered `SUMMARY_SECS` late,
+as a real model takes its time over a long conversation: answered at once, claude sometimes
+compacted without ever drawing its `Compacting conversation…` line, which a user never sees.
+
 A user turn whose text holds `(write /PATH TEXT)` or `(rm /PATH)` directives gets one tool
 call per directive first, made with the CLI's own tool (`mock_tools.py`: codex
 `exec_command`, claude `Write`/`Bash`, gemini `write_file`, opencode `write`), then its
@@ -64,6 +69,9 @@ except ImportError:
 REPLY_PREFIX = "MOCK-REPLY-"
 THINK_MARKER = "(think)"
 THINK_SECS = 6.0
+COMPACTION_PROMPTS = ("CRITICAL: Respond with TEXT ONLY", "You are performing a CONTEXT CHECKPOINT COMPACTION")
+"""How claude 2.1 and codex 0.169 begin the request that summarises a conversation they compact."""
+SUMMARY_SECS = 1.5
 TITLE_REPLY = "Mock session title"
 SUMMARY_REPLY = "Mock summary."
 MOCK_MODEL = "mock-model"
@@ -480,6 +488,8 @@ class _Handler(BaseHTTPRequestHandler):
         """A thinking turn waits here, stream open, before its text; then the send time is kept."""
         if getattr(self, "_thinking", False):
             time.sleep(self.mock.think_secs)
+        if getattr(self, "_summarising", False):
+            time.sleep(SUMMARY_SECS)
         if getattr(self, "_seq", None) is not None:
             self.mock._reply_sent(self._seq, self._turn)
 
@@ -556,6 +566,8 @@ class _Handler(BaseHTTPRequestHandler):
         if call is not None:
             reply = f"tool call {call.name} {json.dumps(call.arguments)}"
         self._thinking = kind == "turn" and THINK_MARKER in (user_text or "") and call is None
+        self._summarising = kind == "summary" or (
+            kind == "turn" and (user_text or "").lstrip().startswith(COMPACTION_PROMPTS))
         self._turn = turn
         self._input_tokens = usage_tokens(kind, user_text)
         full_call = kind == "turn" and FULL_CALL_MARKER in (user_text or "")
