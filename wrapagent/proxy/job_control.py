@@ -108,6 +108,20 @@ class JobControl:
         except OSError:
             return True
 
+    def is_terminal_job(self) -> bool:
+        """Whether wrapagent's group is the foreground job of its controlling terminal (its stdin).
+
+        Only then is there a shell to give the terminal to and to `fg` it
+        back; `tcgetpgrp` fails on a terminal that is not the caller's
+        controlling one.
+        """
+        if self.saved is None:
+            return False
+        try:
+            return os.tcgetpgrp(self.st.stdin_fd) == os.getpgrp()
+        except OSError:
+            return False
+
     def continued(self) -> None:
         """A SIGCONT: take the terminal back, unless it is the one of wrapagent's own stop (done then)."""
         if self.resumed_at is not None and time.monotonic() - self.resumed_at < OWN_CONT_SECS \
@@ -128,6 +142,12 @@ class JobControl:
 
     def _stop(self, sig: int, whole_job: bool) -> None:
         self.give_back()
+        if whole_job and not self.is_terminal_job():
+            # No shell could `fg` it: the kernel would discard the stop of an orphaned job, and
+            # a group shared with a caller that runs wrapagent in-process is not ours to stop.
+            self.resume()
+            self.resumed_at = time.monotonic()
+            return
         old = signal.signal(sig, signal.SIG_DFL)
         try:
             # The tool's Ctrl-Z stops wrapagent's job (a pipeline) as a Ctrl-Z typed to it would;

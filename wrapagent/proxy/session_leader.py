@@ -178,9 +178,10 @@ def _wait_for(tool: int) -> None:  # pragma: no cover - runs in the forked leade
             _, status = os.waitpid(tool, os.WUNTRACED)
         except ChildProcessError:
             os._exit(1)
-        if os.WIFSTOPPED(status) and os.WSTOPSIG(status) in (signal.SIGTTOU, signal.SIGTTIN) \
-                and not _is_foreground(tool):
-            # Its terminal touched before `_spawn_tool` gave it the foreground: not the user's stop.
+        if os.WIFSTOPPED(status) and os.WSTOPSIG(status) in (signal.SIGTTOU, signal.SIGTTIN):
+            # Its terminal touched before `_spawn_tool` gave it the foreground: not the user's stop
+            # (a user's stop is SIGTSTP or SIGSTOP). The foreground may have been given between the
+            # stop and this wait, so it is not asked whether the tool is in the foreground now.
             _foreground(0, tool)
             _continue(tool)
             continue
@@ -193,13 +194,6 @@ def _wait_for(tool: int) -> None:  # pragma: no cover - runs in the forked leade
         if os.WIFSIGNALED(status):
             _die_of(os.WTERMSIG(status))
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
-
-
-def _is_foreground(tool: int) -> bool:
-    try:
-        return os.tcgetpgrp(0) == tool
-    except OSError:
-        return True
 
 
 def _continue(tool: int) -> None:
