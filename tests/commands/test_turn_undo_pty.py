@@ -154,7 +154,8 @@ def test_a_turn_after_an_undo_starts_from_the_tree_the_undo_left(world: World) -
 
 def test_a_turn_after_sessions_undo_of_one_turn_starts_from_the_tree_it_left(world: World) -> None:
     """`sessions undo ID --turn N` on a running session marks the next turn's start as `undo` does:
-    a plain message after it lists no files, instead of counting the undo as its own change."""
+    a plain message after it lists no files, instead of counting the undo as its own change; and
+    `wrapagent redo` puts back what it removed."""
     child = world.spawn()
     try:
         write_turns(world, child, "write a.txt one", "write b.txt two")
@@ -167,6 +168,9 @@ def test_a_turn_after_sessions_undo_of_one_turn_starts_from_the_tree_it_left(wor
         assert "next-start" in world.refs()  # left for the running session's next turn
         say(child, "hello", 3)  # a plain answer, no file written
         world.wait_ref("turn-3-stop")
+        redo = world.wrapagent("redo")  # what `sessions undo --turn 2` removed comes back
+        assert redo.returncode == 0 and "redid turn 2" in redo.stdout, redo.stdout + redo.stderr
+        assert (world.project / "b.txt").read_bytes() == b"two\n"
         child.send("/quit\r")
         child.expect(pexpect.EOF)
     finally:

@@ -11,8 +11,10 @@ what only the records know:
 - a second undo of an undone session says so instead of finding
   "conflicts" (`checkpoints.undone_at` in the record).
 
-`--turn N` on a running session also marks the tree it left as the next
-turn's start (`turn_undo.mark_next_start`), as `wrapagent undo` does.
+An undo on a running session also marks the tree it left as the next
+turn's start (`turn_undo.mark_next_start`), as `wrapagent undo` does; an
+undo of one turn (`--turn N`) leaves the checkpoints `wrapagent redo` puts
+back from, as `wrapagent undo` does.
 
 Undo always ends by naming the `after` commit, from which any file can be
 brought back (`git restore --source=<commit> -- PATH`).
@@ -202,6 +204,7 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         out.write(f"dry run: undo of session {sid} in {field(repo.top)} would do this "
                   "(nothing was changed):\n")
     else:
+        redo = _redo_point(repo, sid, turn, plan)
         try:
             undo_mod.apply(plan)
         except checkpoint_access.UndoRefused as exc:  # the work tree changed since the checks
@@ -212,10 +215,13 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
                                 f"run `wrapagent sessions undo {sid}` again to finish") from None
         if plan.acted_on and turn is None:
             _note_undone(record)
-        if plan.acted_on and turn is not None and repo.store is not None:
+        if plan.acted_on and repo.store is not None:
             from wrapagent.commands.turn_undo import mark_next_start
 
-            mark_next_start(repo, record, None, f"undo of turn {turn}")  # else its next turn counts it
+            post = redo(f"after undo of turn {turn}") if redo is not None else None
+            # A running session's next turn starts from here, else it counts the undo as its change.
+            mark_next_start(repo, record, post, f"undo of turn {turn}" if turn is not None
+                            else "undo of the session")
         out.write(f"undid session {sid} in {field(repo.top)}:\n")
     for path, what in lines:
         out.write(f"  {field(path)}: {what}\n")  # one line per path: a newline in a name is escaped
@@ -226,6 +232,19 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     out.write(f"the session's version of every file stays in {after[:12]}: "
               f"`{_show_command(repo, after)}` brings one back\n")
     return 0
+
+
+def _redo_point(repo, sid: Any, turn: "int | None", plan) -> "Any":
+    """For an undo of one turn: the tree before it (`undo-N-pre`), and a function that takes the
+    tree after it (`undo-N-post`, returned), the checkpoints `wrapagent redo` puts back from, as
+    `wrapagent undo` leaves them. None for a whole session, a dry run or nothing to do."""
+    if turn is None or not plan.acted_on or repo.store is None:
+        return None
+    from wrapagent.commands.turn_undo import _snapshot
+
+    pre = _snapshot(repo, f"refs/sessions/{sid}/undo-{turn}-pre", f"before undo of turn {turn}")
+    return lambda message: _snapshot(repo, f"refs/sessions/{sid}/undo-{turn}-post",
+                                     f"{message} (redo: {pre[:12]})")
 
 
 def _where(repo) -> str:
