@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -264,6 +265,7 @@ trust_level = "trusted"
         )
 
     def _setup_opencode(self) -> None:
+        self._copy_opencode_plugin()
         self.env.update(
             {
                 "OPENCODE_DISABLE_AUTOUPDATE": "1",
@@ -292,6 +294,18 @@ trust_level = "trusted"
                 indent=2,
             ),
         )
+
+    def _copy_opencode_plugin(self) -> None:
+        """opencode's plugin package in its config folder, as after its first start (install_clis.py
+        `OPENCODE_PLUGIN_DIR`): a copy per test, since opencode's own `npm install` there may write."""
+        from .install_clis import opencode_plugin_dir
+
+        made = opencode_plugin_dir(self.bin_dir.parent.parent)
+        if made is None:
+            return
+        target = Path(self.env["XDG_CONFIG_HOME"]) / "opencode"
+        shutil.copytree(made, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".complete"),
+                        symlinks=True)
 
     # commands ----------------------------------------------------------------------------
     @property

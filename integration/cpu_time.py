@@ -17,6 +17,7 @@ outlives its test is a leftover, killed and reported by the fixtures), and colle
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections import defaultdict
@@ -26,8 +27,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: How many of the tests that used the most CPU the summary lists.
-TOP = 15
+#: How many of the tests that used the most CPU the summary lists (WRAPAGENT_CPU_TOP: more, to see
+#: where all of it goes).
+TOP = int(os.environ.get("WRAPAGENT_CPU_TOP") or 15)
 
 
 def cpu_seconds() -> float:

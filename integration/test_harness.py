@@ -243,7 +243,7 @@ def test_cpu_time_keeps_the_costliest_tests_across_workers():
 
     here = CpuTime()
     for n in range(TOP + 5):
-        here._note(float(n), 1.0, f"t{n}")
+        here._note(n / (TOP + 5), 1.0, f"t{n}")  # all below the worker's, whatever TOP is
 
     class Node:  # an xdist worker's sums arrive as lists, not tuples
         workeroutput = {"cpu_time": {"integration": [1, 100.0, 5.0]}, "cpu_costliest": [[100.0, 5.0, "worker-test"]]}

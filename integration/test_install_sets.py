@@ -21,6 +21,7 @@ def _fake_set(tmp_path, name: str, deps: dict) -> ic.CliSet:
         exe = bin_dir / tool
         exe.write_text("#!/bin/sh\n")
         exe.chmod(0o755)
+    (cache / ic.OPENCODE_PLUGIN_DIR).mkdir()
     return ic.CliSet(name, spec, cache)
 
 
@@ -67,3 +68,31 @@ def test_installed_version_reads_the_package(tmp_path):
     assert installed_version(bin_dir, "claude") == ""
     assert version_tuple("0.140.0") < (0, 150) <= version_tuple("0.169.0")
     assert version_tuple("1.18.33-beta.1") == (1, 18, 33)
+
+
+def test_an_install_from_before_opencodes_plugin_folder_is_redone(tmp_path):
+    a = _fake_set(tmp_path, "a", {"x": "1.0.0"})
+    a.stamp.write_text(ic.spec_hash(a) + "\n")
+    assert ic.is_current(a)
+    (a.cache / ic.OPENCODE_PLUGIN_DIR).rmdir()
+    assert not ic.is_current(a)
+    assert ic.opencode_plugin_dir(a.cache) is None  # (a folder without `.complete` is not used either)
+
+
+def test_each_opencode_home_gets_its_own_copy_of_the_plugin_folder(tmp_path):
+    """What `install_clis` made is copied (opencode's own `npm install` there may write), never linked."""
+    from .clienv import CliEnv
+
+    cache = tmp_path / "cache"
+    made = cache / ic.OPENCODE_PLUGIN_DIR
+    (made / "node_modules" / "@opencode-ai" / "plugin").mkdir(parents=True)
+    (made / "package.json").write_text('{"dependencies": {"@opencode-ai/plugin": "1.0.0"}}')
+    (made / ".complete").write_text("1.0.0\n")
+    config = tmp_path / "home" / ".config"
+    env = CliEnv.__new__(CliEnv)
+    env.bin_dir = cache / "node_modules" / ".bin"
+    env.env = {"XDG_CONFIG_HOME": str(config)}
+    env._copy_opencode_plugin()
+    copied = config / "opencode"
+    assert (copied / "node_modules" / "@opencode-ai" / "plugin").is_dir() and not (copied / ".complete").exists()
+    assert (copied / "package.json").stat().st_ino != (made / "package.json").stat().st_ino
