@@ -47,6 +47,8 @@ VALUES = st.lists(
 
 def _heredoc_left_alone(value: str, strip_tabs: bool = False, template_tab: bool = False) -> bool:
     """Whether a quoted-delimiter body cannot hold `value` (a line would end it, or `<<-` eat its tabs)."""
+    if "\x01" in value:  # bash inside $(…) reads \x01 as its escape byte: `\x01\x01` → `\x01`
+        return True
     lines = value.split("\n")
     # a line that starts with the delimiter: bash ends a document inside $(…) there (`EOF$(…)`)
     if any((line.lstrip("\t") if strip_tabs else line).startswith("EOF") for line in lines):
@@ -103,6 +105,22 @@ CASES = {
                             lambda v: "{v}\n" if _heredoc_left_alone(v, strip_tabs=True) else v + "\n"),
     "after-comment": ("# it's a comment\nprintf '%s' \"{v}\"", lambda v: v),
 }
+
+
+@pytest.mark.parametrize("case", ["heredoc-in-cmdsubst", "heredoc-quoted-in-cmdsubst", "heredoc-quoted"])
+@pytest.mark.parametrize("value", ["\x01\x01", "\x01\x7f", "a\x01\x01b", "\x01"])
+def test_a_value_holding_bashs_escape_byte_comes_back_exactly_or_not_at_all(case, value):
+    """bash (5.2) reading a here-document inside `$(…)` takes \x01 for its internal escape byte and
+    drops one (`\x01\x01` → `\x01`) even under a quoted delimiter: such a value is left out there."""
+    template, expected = CASES[case]
+    command = substitute(template, {"v": value})
+    for shell in ("bash", "dash"):
+        if shutil.which(shell) is None:
+            continue
+        with tempfile.TemporaryDirectory() as cwd:
+            proc = _run(shell, "C.UTF-8", command, cwd)
+            assert os.listdir(cwd) == []
+        assert proc.stdout == os.fsencode(expected(value)), (shell, command)
 
 
 @pytest.mark.parametrize("case", ["heredoc-in-cmdsubst", "heredoc-quoted-in-cmdsubst"])

@@ -24,7 +24,8 @@ as data and run nothing of it. The right quoting depends on the context, so
   line's placeholders stay as they are (a line that would end the document,
   or start with its delimiter, which bash reads as its end inside `$(…)`,
   or lose tabs, or that dash would misread: the delimiter's first characters
-  followed by a non-ASCII byte). In an unquoted body, placeholders
+  followed by a non-ASCII byte; or a value holding \x01, which bash takes
+  for its own escape byte there). In an unquoted body, placeholders
   after the first `$(`, `${…}` with an operator, `$((` or backtick are left
   as they are (no quoting is right both inside and outside those).
 
@@ -305,7 +306,10 @@ class _Scanner:
         text, found = self._fill(line, lambda value: value)
         if not found:
             return line
-        return text if _body_safe(line, text, delimiter, strip_tabs) else line
+        # bash (5.2) takes \x01 for its own escape byte when it reads a quoted here-document inside
+        # `$(…)`: `\x01\x01` comes out as `\x01`, `\x01\x7f` as `\x7f` (an unquoted body's escaping keeps it).
+        safe = "\x01" not in text and _body_safe(line, text, delimiter, strip_tabs)
+        return text if safe else line
 
     def expanding_line(self, line: str, delimiter: str, strip_tabs: bool) -> tuple[str, bool]:
         """An unquoted-delimiter body line; (text, whether the rest of the body must be left alone)."""

@@ -101,26 +101,25 @@ class JobControl:
 
     def in_foreground(self) -> bool:
         """Whether wrapagent's job is the user's terminal's foreground job (or there is no terminal)."""
-        if self.saved is None:
-            return True
-        try:
-            return os.tcgetpgrp(self.st.stdin_fd) == os.getpgrp()
-        except OSError:
-            return True
+        return self._foreground() is not False
 
     def is_terminal_job(self) -> bool:
         """Whether wrapagent's group is the foreground job of its controlling terminal (its stdin).
 
         Only then is there a shell to give the terminal to and to `fg` it
-        back; `tcgetpgrp` fails on a terminal that is not the caller's
-        controlling one.
+        back.
         """
+        return self._foreground() is True
+
+    def _foreground(self) -> "bool | None":
+        """Whether wrapagent's group is its stdin's foreground group; None without a terminal, or on
+        one that is not wrapagent's controlling terminal (`tcgetpgrp` fails there)."""
         if self.saved is None:
-            return False
+            return None
         try:
             return os.tcgetpgrp(self.st.stdin_fd) == os.getpgrp()
         except OSError:
-            return False
+            return None
 
     def continued(self) -> None:
         """A SIGCONT: take the terminal back, unless it is the one of wrapagent's own stop (done then)."""
