@@ -204,7 +204,12 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         out.write(f"dry run: undo of session {sid} in {field(repo.top)} would do this "
                   "(nothing was changed):\n")
     else:
-        redo = _redo_point(repo, sid, turn, plan)
+        # An undo of one turn is a checkpoint, as `wrapagent undo`'s: the trees `wrapagent redo` puts back from.
+        redo = turn is not None and bool(plan.acted_on) and repo.store is not None
+        if redo:
+            from wrapagent.commands.turn_undo import undo_checkpoint
+
+            pre = undo_checkpoint(repo, str(sid), turn, "pre", f"before undo of turn {turn}")
         try:
             undo_mod.apply(plan)
         except checkpoint_access.UndoRefused as exc:  # the work tree changed since the checks
@@ -218,7 +223,8 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
         if plan.acted_on and repo.store is not None:
             from wrapagent.commands.turn_undo import mark_next_start
 
-            post = redo(f"after undo of turn {turn}") if redo is not None else None
+            post = undo_checkpoint(repo, str(sid), turn, "post",
+                                   f"after undo of turn {turn} (redo: {pre[:12]})") if redo else None
             # A running session's next turn starts from here, else it counts the undo as its change.
             mark_next_start(repo, record, post, f"undo of turn {turn}" if turn is not None
                             else "undo of the session")
@@ -232,19 +238,6 @@ def cmd_undo(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], err: 
     out.write(f"the session's version of every file stays in {after[:12]}: "
               f"`{_show_command(repo, after)}` brings one back\n")
     return 0
-
-
-def _redo_point(repo, sid: Any, turn: "int | None", plan) -> "Any":
-    """For an undo of one turn: the tree before it (`undo-N-pre`), and a function that takes the
-    tree after it (`undo-N-post`, returned), the checkpoints `wrapagent redo` puts back from, as
-    `wrapagent undo` leaves them. None for a whole session, a dry run or nothing to do."""
-    if turn is None or not plan.acted_on or repo.store is None:
-        return None
-    from wrapagent.commands.turn_undo import _snapshot
-
-    pre = _snapshot(repo, f"refs/sessions/{sid}/undo-{turn}-pre", f"before undo of turn {turn}")
-    return lambda message: _snapshot(repo, f"refs/sessions/{sid}/undo-{turn}-post",
-                                     f"{message} (redo: {pre[:12]})")
 
 
 def _where(repo) -> str:

@@ -87,6 +87,11 @@ def _snapshot(repo, ref: str, message: str) -> str:
         raise SessionsError(f"cannot take the undo checkpoint: {exc}") from None
 
 
+def undo_checkpoint(repo, sid: str, n: int, which: str, message: str) -> str:
+    """The tree before (`which` "pre") or after ("post") an undo of turn `n`: what `redo` puts back from."""
+    return _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-{which}", message)
+
+
 def _changed(repo, refs: Mapping[tuple[str, int, str], str], turns: list[int]) -> list[int]:
     """The turns whose stop differs from their start: a plain answer changed nothing to undo."""
     from wrapagent.history.checkpoints import CheckpointError
@@ -159,9 +164,9 @@ def undo_turn(env: Mapping[str, str], cwd: str, *, force: bool, dry_run: bool, q
         plan = _put_back(repo, start, stop, force=force, dry_run=True)
         _print(out, f"dry run: undo of turn {n} of session {sid} would do this (nothing was changed):", plan)
         return 0
-    pre = _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-pre", f"before undo of turn {n}")
+    pre = undo_checkpoint(repo, sid, n, "pre", f"before undo of turn {n}")
     plan = _put_back(repo, start, stop, force=force, dry_run=False)
-    post = _snapshot(repo, f"refs/sessions/{sid}/undo-{n}-post", f"after undo of turn {n} (redo: {pre[:12]})")
+    post = undo_checkpoint(repo, sid, n, "post", f"after undo of turn {n} (redo: {pre[:12]})")
     mark_next_start(repo, record, post, f"undo of turn {n}")
     _notify(record, "undo", sorted(plan.acted_on), quiet)
     _print(out, f"undid turn {n} of session {sid}:", plan)
