@@ -497,6 +497,22 @@ trust_level = "trusted"
         assert not problems, "session record: " + "; ".join(problems) + "\n" + json.dumps(record, indent=1)
         return record
 
+    def assert_transcripts_are_opencode_exports(self, record: dict) -> int:
+        """Each opencode conversation wrapagent copied (read from opencode's database, not by running
+        `opencode export`) is the document `opencode export` prints for it. Returns how many were compared."""
+        compared = 0
+        folder = Path(record["_path"]).parent
+        for native in record["native_sessions"]:
+            assert native.get("transcript"), native
+            proc = subprocess.run([str(self.bin), "export", native["id"]], capture_output=True,
+                                  env=self.env, cwd=self.cwd, timeout=120)
+            assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+            printed = proc.stdout[proc.stdout.find(b"{"):]  # it may print a line before the JSON
+            copied = (folder / native["transcript"]).read_bytes()
+            assert json.loads(copied) == json.loads(printed), (copied[:2000], printed[:2000])
+            compared += 1
+        return compared
+
     # processes ---------------------------------------------------------------------------
     def assert_run_clean(self, run: Run, grace: float = 3.0) -> None:
         """After a run ended: nothing it started may still be alive (killed and reported if so)."""

@@ -172,3 +172,5 @@ def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str],
     assert (record["injection"]["ready_by"], *(i["ready_by"] for i in injections)) == (
         ready_by[0], *ready_by), injections
     assert record.get("tool_version") == cli_env.version, {k: record.get(k) for k in ("tool", "tool_version")}
+    if tool == "opencode":  # both conversations (before and after the reset), read from the older store
+        assert cli_env.assert_transcripts_are_opencode_exports(record) == 2

@@ -74,6 +74,8 @@ def test_native_session_transcript_and_resume(cli_env, tool):
     copies = [folder / s["transcript"] for s in record["native_sessions"] if s.get("transcript")]
     assert copies and all(p.parent.name == "transcript" for p in copies), record["native_sessions"]
     assert any(FIRST in p.read_text(encoding="utf-8", errors="replace") for p in copies)
+    if tool == "opencode":
+        assert cli_env.assert_transcripts_are_opencode_exports(record) == len(copies)
     checkpoints = record["checkpoints"]
     assert checkpoints["status"] == "taken" and checkpoints["before"] and checkpoints["after"], checkpoints
     assert sessions_repo_status(cli_env) == ""

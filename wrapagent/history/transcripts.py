@@ -8,7 +8,7 @@ versions, see integration/):
 | codex    | `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`     | `session_meta.payload.id` |
 | claude   | `$CLAUDE_CONFIG_DIR/projects/<cwd, / . _ as ->/<uuid>.jsonl`      | the file name            |
 | gemini   | `~/.gemini/tmp/<project>/chats/session-*.jsonl` (`.project_root`) | first line's `sessionId` |
-| opencode | SQLite `$XDG_DATA_HOME/opencode/opencode.db`, `opencode export`   | `ses_…`                  |
+| opencode | SQLite `$XDG_DATA_HOME/opencode/opencode.db` (opencode_db.py)     | `ses_…`                  |
 
 A run's sessions are those of the run's working directory written during
 the run's time window (file mtime, or opencode's `time_updated`); never
@@ -18,8 +18,9 @@ conversation: all of them are kept, oldest first, and the last one is the
 one `sessions resume` continues.
 
 Everything here runs after the tool exited, while the user waits for their
-prompt: reads are bounded (first lines only) and the one subprocess
-(`opencode export`) has a timeout.
+prompt: reads are bounded (first lines only); an opencode conversation is
+read from opencode's database, and only a store laid out in a way not known
+here costs the one subprocess (`opencode export`, with a timeout).
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ class NativeSession:
     """One conversation of the tool: its id, when it was last written, and how to copy it."""
 
     def __init__(self, session_id: str, updated: float, *, path: Path | None = None,
-                 export: Sequence[str] | None = None, suffix: str = ".jsonl") -> None:
+                 export: Sequence[str] | None = None, suffix: str = ".jsonl",
+                 read: Callable[[], bytes | None] | None = None) -> None:
         self.id = session_id
         self.updated = updated
         self.path = path
         self.export = list(export) if export else None
         self.suffix = suffix
+        self.read = read  # the transcript without a subprocess, or None: run `export`
 
     def __repr__(self) -> str:
         return f"NativeSession({self.id!r}, path={self.path!s})"
@@ -184,8 +187,18 @@ def find_opencode(cwd: Path, started: float, ended: float, env: Mapping[str, str
     except sqlite3.Error as exc:
         raise OSError(f"cannot read {db}: {exc}") from None
     binary = executable or "opencode"
-    return [NativeSession(str(sid), updated / 1000.0, export=[binary, "export", str(sid)], suffix=".json")
+    return [NativeSession(str(sid), updated / 1000.0, export=[binary, "export", str(sid)], suffix=".json",
+                          read=_reader(db, str(sid)))
             for sid, directory, updated in rows if _same_dir(directory, cwd)]
+
+
+def _reader(db: Path, session_id: str) -> Callable[[], bytes | None]:
+    """Reads one opencode conversation from its database (opencode_db.py), as `opencode export` would."""
+    def read() -> bytes | None:
+        from wrapagent.history.opencode_db import read_export
+
+        return read_export(db, session_id)
+    return read
 
 
 DEMO_TRANSCRIPTS = "demo-agent"
@@ -271,10 +284,12 @@ def run_bounded(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout:
 
 def _export(session: NativeSession, dest: Path, budget: int, cwd: Path,
             env: Mapping[str, str], timeout: float) -> tuple[int, bool]:
-    code, data, err = run_bounded(session.export, cwd, env, timeout)
-    if code != 0:
-        tail = err.decode("utf-8", "replace").strip().splitlines()
-        raise OSError(f"`{' '.join(session.export[1:])}` failed: {tail[-1] if tail else code}")
+    data = session.read() if session.read is not None else None
+    if data is None:
+        code, data, err = run_bounded(session.export, cwd, env, timeout)
+        if code != 0:
+            tail = err.decode("utf-8", "replace").strip().splitlines()
+            raise OSError(f"`{' '.join(session.export[1:])}` failed: {tail[-1] if tail else code}")
     truncated = len(data) > budget
     with contextlib.suppress(FileNotFoundError):
         os.unlink(dest)
