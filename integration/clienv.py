@@ -125,6 +125,14 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link to `src` at `dst`, or a copy where links cannot be made (another file system)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
@@ -297,15 +305,50 @@ trust_level = "trusted"
 
     def _copy_opencode_plugin(self) -> None:
         """opencode's plugin package in its config folder, as after its first start (install_clis.py
-        `OPENCODE_PLUGIN_DIR`): a copy per test, since opencode's own `npm install` there may write."""
+        `OPENCODE_PLUGIN_DIR`): a folder of the test's own, since opencode writes there.
+
+        Its top-level files (package.json, the lock) are copies, which an `npm install` would rewrite;
+        the files under node_modules (64 MB, ~4,000 files) are hard links, where the file system
+        allows: a copy cost ~0.5 s of CPU per test and its removal ~0.7 s at the end of the run.
+        opencode adds files there (`.gitignore`) but was not seen to change one; should a release
+        change one in place, the shared file changes too, which `opencode_plugin_changed` reports
+        (the test fails and the set's plugin is installed again by the next run).
+        """
         from .install_clis import opencode_plugin_dir
 
         made = opencode_plugin_dir(self.bin_dir.parent.parent)
         if made is None:
             return
         target = Path(self.env["XDG_CONFIG_HOME"]) / "opencode"
-        shutil.copytree(made, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".complete"),
-                        symlinks=True)
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in made.iterdir():
+            if entry.name == ".complete":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, target / entry.name, symlinks=True, copy_function=_link_or_copy)
+            else:
+                shutil.copy2(entry, target / entry.name, follow_symlinks=False)
+
+    def opencode_plugin_changed(self) -> list[str]:
+        """Files of the shared plugin folder changed since it was installed (see `_copy_opencode_plugin`).
+
+        An empty list when nothing changed, or for another tool. When something did, the folder's
+        `.complete` marker is removed, so that the next run installs the plugin afresh.
+        """
+        from .install_clis import opencode_plugin_dir
+
+        if self.tool != "opencode":
+            return []
+        made = opencode_plugin_dir(self.bin_dir.parent.parent)
+        if made is None:
+            return []
+        marker = made / ".complete"
+        since = marker.stat().st_mtime
+        changed = [str(path.relative_to(made)) for path in made.rglob("*")
+                   if path.name != ".complete" and not path.is_symlink() and path.lstat().st_mtime > since]
+        if changed:
+            marker.unlink()
+        return changed
 
     # commands ----------------------------------------------------------------------------
     @property

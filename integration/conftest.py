@@ -189,14 +189,19 @@ def make_cli_env(request, tmp_path, mock, cli_bin_dir):
     for env in envs:
         for term in env.terminals:
             term.close()
+        changed = env.opencode_plugin_changed()
+        if changed:
+            problems.append(f"opencode changed files of the plugin folder its HOME shares (hard links; "
+                            f"installed afresh by the next run): {', '.join(changed[:5])}")
         killed = env.reap_leftovers()
         for run, desc in killed:
             if run is None or run.wrapped:
-                problems.append(f"{'wrapagent run ' + repr(run.argv) if run else 'unknown run'}: {desc}")
+                problems.append(f"{'wrapagent run ' + repr(run.argv) if run else 'unknown run'} left a process "
+                                f"behind (killed now): {desc}")
             else:
                 warnings.warn(f"direct CLI run {run.argv!r} left a process behind (killed): {desc}")
     if problems:
-        pytest.fail("processes left behind after the test (killed now):\n" + "\n".join(problems), pytrace=False)
+        pytest.fail("after the test:\n" + "\n".join(problems), pytrace=False)
 
 
 @pytest.fixture

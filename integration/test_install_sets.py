@@ -4,6 +4,8 @@ its own folder and its own spec, and a relocked lock stubs aliased platform pack
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from . import install_clis as ic
 from .cliversions import PACKAGES, installed_version, version_tuple
@@ -79,20 +81,45 @@ def test_an_install_from_before_opencodes_plugin_folder_is_redone(tmp_path):
     assert ic.opencode_plugin_dir(a.cache) is None  # (a folder without `.complete` is not used either)
 
 
-def test_each_opencode_home_gets_its_own_copy_of_the_plugin_folder(tmp_path):
-    """What `install_clis` made is copied (opencode's own `npm install` there may write), never linked."""
+def opencode_env_over(tmp_path, made_version: str = "1.0.0"):
+    """A CliEnv (only what the plugin copy needs) over a fake installed set with a plugin folder."""
     from .clienv import CliEnv
 
     cache = tmp_path / "cache"
     made = cache / ic.OPENCODE_PLUGIN_DIR
     (made / "node_modules" / "@opencode-ai" / "plugin").mkdir(parents=True)
-    (made / "package.json").write_text('{"dependencies": {"@opencode-ai/plugin": "1.0.0"}}')
-    (made / ".complete").write_text("1.0.0\n")
-    config = tmp_path / "home" / ".config"
+    (made / "node_modules" / "@opencode-ai" / "plugin" / "index.js").write_text("export {}\n")
+    (made / "package.json").write_text('{"dependencies": {"@opencode-ai/plugin": "%s"}}' % made_version)
+    (made / ".complete").write_text(made_version + "\n")
+    old = (made / ".complete").stat().st_mtime - 60  # installed a minute before the marker was written
+    for path in made.rglob("*"):
+        if path.name != ".complete":
+            os.utime(path, (old, old))
     env = CliEnv.__new__(CliEnv)
+    env.tool = "opencode"
     env.bin_dir = cache / "node_modules" / ".bin"
-    env.env = {"XDG_CONFIG_HOME": str(config)}
+    env.env = {"XDG_CONFIG_HOME": str(tmp_path / "home" / ".config")}
+    return env, made, tmp_path / "home" / ".config" / "opencode"
+
+
+def test_each_opencode_home_gets_its_own_plugin_folder(tmp_path):
+    """What `install_clis` made is in each HOME: its top-level files copied (an `npm install` there
+    rewrites them), the package files hard links (no 64 MB copy per test), the marker left out."""
+    env, made, copied = opencode_env_over(tmp_path)
     env._copy_opencode_plugin()
-    copied = config / "opencode"
-    assert (copied / "node_modules" / "@opencode-ai" / "plugin").is_dir() and not (copied / ".complete").exists()
+    script = Path("node_modules") / "@opencode-ai" / "plugin" / "index.js"
+    assert (copied / script).read_text() == "export {}\n" and not (copied / ".complete").exists()
     assert (copied / "package.json").stat().st_ino != (made / "package.json").stat().st_ino
+    assert (copied / script).stat().st_ino == (made / script).stat().st_ino
+    (copied / ".gitignore").write_text("node_modules\n")  # what opencode adds: the test's own
+    assert env.opencode_plugin_changed() == [] and not (made / ".gitignore").exists()
+
+
+def test_a_plugin_file_changed_in_place_is_reported_and_the_plugin_made_again(tmp_path):
+    env, made, copied = opencode_env_over(tmp_path)
+    env._copy_opencode_plugin()
+    script = Path("node_modules") / "@opencode-ai" / "plugin" / "index.js"
+    with open(copied / script, "a") as f:  # written in place: the shared file changes with it
+        f.write("// changed\n")
+    assert env.opencode_plugin_changed() == [str(script)]
+    assert ic.opencode_plugin_dir(made.parent) is None  # no `.complete`: the next run installs it again
