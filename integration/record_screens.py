@@ -283,6 +283,47 @@ def record_claude_modes(env: CliEnv, rec: Recorder) -> None:
         (env.home / ".claude.json").write_text(saved[1])
 
 
+def _edited(path: Path, edit) -> str:
+    """Apply `edit` to the JSON file at `path`; its text before, to put back."""
+    before = path.read_text()
+    data = json.loads(before)
+    edit(data)
+    path.write_text(json.dumps(data))
+    return before
+
+
+def record_onboarding(env: CliEnv, rec: Recorder) -> None:
+    """What a first start shows before any composer: claude's theme picker on a profile that never
+    finished its onboarding, gemini's choice of how to sign in (no method chosen yet) and its
+    folder-trust question (folder trust on, as it is by default). Each with the rest of the test
+    profile as it is (the mock's key, the project trusted where that is asked separately)."""
+    steps = {
+        "claude": [("onboarding-theme", env.home / ".claude.json",
+                    lambda d: [d.pop(k, None) for k in ("hasCompletedOnboarding", "theme")],
+                    r"Choose the text style")],
+        "gemini": [("auth-method", env.home / ".gemini" / "settings.json",
+                    lambda d: d["security"].pop("auth", None), r"(?i)Use Gemini API Key"),
+                   ("folder-trust", env.home / ".gemini" / "settings.json",
+                    lambda d: d["security"]["folderTrust"].update(enabled=True),
+                    r"Do you trust the files in this folder\?")],
+    }
+    for name, path, edit, shown in steps.get(env.tool, []):
+        def first_start(name: str = name, path: Path = path, edit=edit, shown: str = shown) -> None:
+            before = _edited(path, edit)
+            try:
+                _, term = _start(env)
+                try:
+                    term.wait_for(re.compile(shown), timeout=env.spec.ready_timeout)
+                    term.wait_quiet(1.0, timeout=20)
+                    rec.save(term, "dialog", name)
+                finally:
+                    _quit(env, term)
+            finally:
+                path.write_text(before)
+
+        rec.step(name, first_start)
+
+
 def record(tool: str, which: str, out_root: Path, only: set[str]) -> Recorder:
     bins = bin_dir(SETS[which].cache)
     version = installed_version(bins, tool) or which
@@ -296,6 +337,7 @@ def record(tool: str, which: str, out_root: Path, only: set[str]) -> Recorder:
             record_resumed(env, rec)
             record_untrusted(env, rec)
             record_claude_modes(env, rec)
+            record_onboarding(env, rec)
         finally:
             env.reap_leftovers()
     return rec

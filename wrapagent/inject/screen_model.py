@@ -275,6 +275,9 @@ SHAPES: dict[str, ScreenShape] = {
         # message (`❯ `) nor a reply (`● `, then indented) has
         compaction=(r"[^\s❯●⏺>│] Compacting conversation… \(\d+[hms]?[^)]*\).*",
                     r"[^\s❯●⏺>│] Conversation compacted(?: · .*| \(.*\))?"),
+        # a first start's theme picker (onboarding): its choices sit above a code preview, and
+        # the bottom lines hold its own key hint under the preview
+        dialog_hints=(r"\(ctrl\+t to disable\)",),
     ),
     "gemini": ScreenShape(
         # ` > text`, the placeholder after three spaces; a mode line may sit under its rule
