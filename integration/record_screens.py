@@ -294,32 +294,37 @@ def _edited(path: Path, edit) -> str:
 
 def record_onboarding(env: CliEnv, rec: Recorder) -> None:
     """What a first start shows before any composer: claude's theme picker on a profile that never
-    finished its onboarding, gemini's choice of how to sign in (no method chosen yet) and its
-    folder-trust question (folder trust on, as it is by default). Each with the rest of the test
-    profile as it is (the mock's key, the project trusted where that is asked separately)."""
-    steps = {
-        "claude": [("onboarding-theme", env.home / ".claude.json",
-                    lambda d: [d.pop(k, None) for k in ("hasCompletedOnboarding", "theme")],
-                    r"Choose the text style")],
-        "gemini": [("auth-method", env.home / ".gemini" / "settings.json",
-                    lambda d: d["security"].pop("auth", None), r"(?i)Use Gemini API Key"),
-                   ("folder-trust", env.home / ".gemini" / "settings.json",
-                    lambda d: d["security"]["folderTrust"].update(enabled=True),
-                    r"Do you trust the files in this folder\?")],
+    finished its onboarding; gemini's choice of how to sign in (no method chosen yet), then its
+    API key question (an input box holding the key from GEMINI_API_KEY), and its folder-trust
+    question (folder trust on, as it is by default). The rest of the test profile as it is."""
+    no_auth = (env.home / ".gemini" / "settings.json", lambda d: d["security"].pop("auth", None))
+    steps = {  # name: (file, edit, keys before it: [(shown, key)], what the screen shows)
+        "claude": {"onboarding-theme": (env.home / ".claude.json",
+                                        lambda d: [d.pop(k, None) for k in ("hasCompletedOnboarding", "theme")],
+                                        [], r"Choose the text style")},
+        "gemini": {"auth-method": (*no_auth, [], r"Use Gemini API Key"),
+                   "api-key": (*no_auth, [(r"Use Gemini API Key", b"\r")], r"Enter Gemini API Key"),
+                   "folder-trust": (env.home / ".gemini" / "settings.json",
+                                    lambda d: d["security"]["folderTrust"].update(enabled=True),
+                                    [], r"Do you trust the files in this folder\?")},
     }
-    for name, path, edit, shown in steps.get(env.tool, []):
-        def first_start(name: str = name, path: Path = path, edit=edit, shown: str = shown) -> None:
-            before = _edited(path, edit)
+    for name, (path, edit, before, shown) in steps.get(env.tool, {}).items():
+        def first_start(name: str = name, path: Path = path, edit=edit, before=before, shown: str = shown) -> None:
+            saved = _edited(path, edit)
             try:
                 _, term = _start(env)
                 try:
+                    for question, key in before:
+                        term.wait_for(re.compile(question), timeout=env.spec.ready_timeout)
+                        term.wait_quiet(1.0, timeout=20)
+                        term.key(key, after=0.3)
                     term.wait_for(re.compile(shown), timeout=env.spec.ready_timeout)
                     term.wait_quiet(1.0, timeout=20)
                     rec.save(term, "dialog", name)
                 finally:
                     _quit(env, term)
             finally:
-                path.write_text(before)
+                path.write_text(saved)
 
         rec.step(name, first_start)
 

@@ -13,6 +13,8 @@ Per CLI (each CLI start is expensive, so one session covers several checks):
   and on piped stdin.
 - test_startup_dialog_keys_pass_through: claude's "trust this folder?" dialog is answered by
   keys typed before the composer is ready (they pass untouched), then injection works.
+- test_first_start_questions_pass_through: gemini's first start (trust this folder, how to
+  sign in, the API key): wrapagent types into none of them; the user's keys answer them.
 """
 
 from __future__ import annotations
@@ -257,3 +259,46 @@ def test_startup_dialog_keys_pass_through(cli_env, tool):
     answered = json.loads(settings.read_text())["projects"][str(cli_env.cwd)]
     assert answered.get("hasTrustDialogAccepted") is True  # our Down+Enter reached the dialog
     assert last_record(cli_env)["injection"]["ready_by"] == "marker"  # the composer, not the dialog
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("tool", ["gemini"])
+def test_first_start_questions_pass_through(cli_env, tool):
+    """gemini's first start in a folder (folder trust on, as by default; no sign-in method chosen):
+    its three questions (trust this folder, how to sign in, the API key, in an input box holding
+    the key from GEMINI_API_KEY) are answered by the user's keys, wrapagent types into none of
+    them, and the first message then gets the blocks. The screens are in the corpus
+    (tests/screens/gemini/)."""
+    spec = SPECS[tool]
+    settings = cli_env.home / ".gemini" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["security"] = {"folderTrust": {"enabled": True}}  # no `auth`: gemini asks how to sign in
+    settings.write_text(json.dumps(data))
+    configure(cli_env, hanging_guard=False)
+    term = cli_env.spawn(cli_env.interactive_args())
+    questions = {"trust": "Do you trust the files in this folder?", "auth": "Use Gemini API Key",
+                 "key": "Enter Gemini API Key"}
+    answered = []
+    while len(answered) < len(questions):
+        seen = term.wait_for(re.compile("|".join(re.escape(q) for name, q in questions.items()
+                                                 if name not in answered)), timeout=spec.ready_timeout)
+        name = next(n for n, q in questions.items() if q in seen.group(0))
+        # quiet, bracketed paste on, no composer: wrapagent must not take it for one
+        term.wait_quiet(2.0, timeout=15)
+        assert cli_env.mock.user_texts(api=spec.api) == [], cli_env.mock.summary()
+        term.key(b"\r", after=0.3)  # the selected choice (trust this folder; an API key), the key shown
+        term.wait_gone(questions[name], timeout=30)
+        answered.append(name)
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    term.type(FIRST)
+    term.wait_for(FIRST[-20:], timeout=15)
+    term.enter(after=0.3)
+    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
+    assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
+    term.wait_quiet(1.0, timeout=30)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+    assert sorted(answered) == ["auth", "key", "trust"]
+    assert json.loads(settings.read_text())["security"]["auth"]["selectedType"] == "gemini-api-key"
+    assert last_record(cli_env)["injection"]["ready_by"] == "marker"  # the composer, not a question
