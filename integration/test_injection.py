@@ -229,6 +229,22 @@ def test_oneshot_stdin(cli_env, tool):
     assert record["mode"] == "pipe"
 
 
+def first_message_gets_the_blocks(cli_env, term) -> None:
+    """Once the composer is ready: a typed first message reaches the model with exactly the blocks
+    before it; the tool then quits cleanly."""
+    spec = cli_env.spec
+    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
+    term.wait_quiet(spec.settle, timeout=10)
+    term.type(FIRST)
+    term.wait_for(FIRST[-20:], timeout=15)
+    term.enter(after=0.3)
+    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
+    assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
+    term.wait_quiet(1.0, timeout=30)
+    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
+    cli_env.assert_run_clean(term.run)
+
+
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("tool", ["claude"])
 def test_startup_dialog_keys_pass_through(cli_env, tool):
@@ -246,16 +262,7 @@ def test_startup_dialog_keys_pass_through(cli_env, tool):
     term.wait_quiet(2.0, timeout=15)
     term.key(b"\x1b[B", after=0.3)   # Down: "Yes, I trust this folder"
     term.key(b"\r", after=0.3)
-    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
-    term.wait_quiet(spec.settle, timeout=10)
-    term.type(FIRST)
-    term.wait_for(FIRST[-20:], timeout=15)
-    term.enter(after=0.3)
-    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
-    assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
-    term.wait_quiet(1.0, timeout=30)
-    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
-    cli_env.assert_run_clean(term.run)
+    first_message_gets_the_blocks(cli_env, term)
     answered = json.loads(settings.read_text())["projects"][str(cli_env.cwd)]
     assert answered.get("hasTrustDialogAccepted") is True  # our Down+Enter reached the dialog
     assert last_record(cli_env)["injection"]["ready_by"] == "marker"  # the composer, not the dialog
@@ -289,16 +296,7 @@ def test_first_start_questions_pass_through(cli_env, tool):
         term.key(b"\r", after=0.3)  # the selected choice (trust this folder; an API key), the key shown
         term.wait_gone(questions[name], timeout=30)
         answered.append(name)
-    term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
-    term.wait_quiet(spec.settle, timeout=10)
-    term.type(FIRST)
-    term.wait_for(FIRST[-20:], timeout=15)
-    term.enter(after=0.3)
-    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
-    assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
-    term.wait_quiet(1.0, timeout=30)
-    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
-    cli_env.assert_run_clean(term.run)
+    first_message_gets_the_blocks(cli_env, term)
     assert sorted(answered) == ["auth", "key", "trust"]
     assert json.loads(settings.read_text())["security"]["auth"]["selectedType"] == "gemini-api-key"
     assert last_record(cli_env)["injection"]["ready_by"] == "marker"  # the composer, not a question
