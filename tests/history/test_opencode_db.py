@@ -145,4 +145,5 @@ def test_the_run_copies_it_without_running_opencode(tmp_path: Path) -> None:
     assert not ran.exists() and record["warnings"] == []
     entry = record["native_sessions"][0]
     assert entry["id"] == SID and "note" not in entry
+    assert entry["source"] == str(data_home / "opencode" / "opencode.db")  # what `sessions show` says
     assert json.loads((out / entry["transcript"]).read_bytes()) == expected(str(cwd), int((now - 4) * 1000))

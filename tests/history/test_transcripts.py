@@ -148,6 +148,7 @@ def test_opencode_reads_the_store_and_exports(world: dict, tmp_path: Path) -> No
     assert record["native_session_id"] == "ses_mine"
     data = json.loads((out / record["native_sessions"][0]["transcript"]).read_text())
     assert data == {"info": {"id": "ses_mine"}, "cwd": str(w["cwd"])}
+    assert record["native_sessions"][0]["source"] == "opencode export"  # a store laid out otherwise
 
 
 def test_opencode_export_failure_is_a_warning(world: dict, tmp_path: Path) -> None:

@@ -46,13 +46,14 @@ class NativeSession:
 
     def __init__(self, session_id: str, updated: float, *, path: Path | None = None,
                  export: Sequence[str] | None = None, suffix: str = ".jsonl",
-                 read: Callable[[], bytes | None] | None = None) -> None:
+                 read: Callable[[], bytes | None] | None = None, read_from: str = "") -> None:
         self.id = session_id
         self.updated = updated
         self.path = path
         self.export = list(export) if export else None
         self.suffix = suffix
         self.read = read  # the transcript without a subprocess, or None: run `export`
+        self.read_from = read_from  # where `read` reads it (the record's `source` when it did)
 
     def __repr__(self) -> str:
         return f"NativeSession({self.id!r}, path={self.path!s})"
@@ -188,7 +189,7 @@ def find_opencode(cwd: Path, started: float, ended: float, env: Mapping[str, str
         raise OSError(f"cannot read {db}: {exc}") from None
     binary = executable or "opencode"
     return [NativeSession(str(sid), updated / 1000.0, export=[binary, "export", str(sid)], suffix=".json",
-                          read=_reader(db, str(sid)))
+                          read=_reader(db, str(sid)), read_from=str(db))
             for sid, directory, updated in rows if _same_dir(directory, cwd)]
 
 
@@ -283,9 +284,11 @@ def run_bounded(argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout:
 
 
 def _export(session: NativeSession, dest: Path, budget: int, cwd: Path,
-            env: Mapping[str, str], timeout: float) -> tuple[int, bool]:
+            env: Mapping[str, str], timeout: float, entry: dict) -> tuple[int, bool]:
     data = session.read() if session.read is not None else None
-    if data is None:
+    if data is not None:
+        entry["source"] = session.read_from
+    else:
         code, data, err = run_bounded(session.export, cwd, env, timeout)
         if code != 0:
             tail = err.decode("utf-8", "replace").strip().splitlines()
@@ -370,7 +373,7 @@ def collect(tool: str, record: dict, session_dir: Path, *, cwd: Path, started: f
                 if left <= 0:
                     entry["note"] = "not copied: out of time"
                     continue
-                size, truncated = _export(session, folder / name, budget, cwd, env, left)
+                size, truncated = _export(session, folder / name, budget, cwd, env, left, entry)
         except Exception as exc:
             entry["note"] = f"not copied: {exc}"
             warnings.append(f"transcripts: {session.id}: {exc}")
