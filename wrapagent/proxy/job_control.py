@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 FLUSH_SECS = 0.5
 """How long a tool's output from before its stop may take to reach the terminal before the shell gets it."""
 
+FLUSH_QUIET_SECS = 0.1
+"""The master quiet this long: the tool's last output is all copied. What a tool writes just before
+it stops reaches the master a moment after the write returned (Linux moves it from the tool's side
+of the pseudo-terminal in a kernel worker), so "nothing to read now" is not enough: under load the
+stop was seen first, and the shell's prompt came before the tool's last line."""
+
 OWN_CONT_SECS = 1.0
 """A SIGCONT this soon after wrapagent resumed from its own stop is that stop's: already handled."""
 
@@ -74,15 +80,19 @@ class JobControl:
         self._stop(signal.SIGTSTP, whole_job=True)
 
     def _copy_pending_output(self) -> None:
-        """Wait (at most FLUSH_SECS) until the master is empty and no chunk is being written."""
+        """Wait (at most FLUSH_SECS) until the master has been empty for FLUSH_QUIET_SECS and no chunk
+        is being written."""
         from wrapagent import portable
 
         st = self.st
         waiter = portable.Waiter()
         waiter.watch((st.master,))
         deadline = time.monotonic() + FLUSH_SECS
-        while time.monotonic() < deadline:
-            if not waiter.wait(0)[0]:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if not waiter.wait(min(FLUSH_QUIET_SECS, left))[0]:
                 with st.out_gate:  # a chunk the output thread is writing is finished first
                     if not waiter.wait(0)[0]:
                         return
