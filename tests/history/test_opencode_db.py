@@ -124,11 +124,13 @@ def test_a_broken_row_gives_none(tmp_path: Path) -> None:
     assert opencode_db.read_export(db, SID) is None
 
 
-def test_the_run_copies_it_without_running_opencode(tmp_path: Path) -> None:
-    """After the tool exited the user waits: no `opencode export` (a whole opencode start) is run."""
+@pytest.mark.parametrize("data_dir", ["data", "da?ta #1 100%"])
+def test_the_run_copies_it_without_running_opencode(tmp_path: Path, data_dir: str) -> None:
+    """After the tool exited the user waits: no `opencode export` (a whole opencode start) is run.
+    A `?`, `#` or `%` in a folder's name is part of the database's path (not a URI's query)."""
     cwd = tmp_path / "work" / "proj"
     cwd.mkdir(parents=True)
-    data_home = tmp_path / "data"
+    data_home = tmp_path / data_dir
     now = time.time()
     make_store(data_home / "opencode" / "opencode.db", str(cwd), int((now - 4) * 1000))
     ran = tmp_path / "export-ran"

@@ -27,6 +27,17 @@ SESSION_COLUMNS = ("id", "project_id", "slug", "directory", "title", "version", 
 """Columns the session row must have for the document to be built here (the rest are optional)."""
 
 
+def connect_read_only(db: Path | str) -> sqlite3.Connection:
+    """opencode's database opened read only (a busy one waited on for 2 s).
+
+    The path goes into a `file:` URI percent-encoded: a `?`, `#` or `%` in a
+    folder name would otherwise end the path there and open another file.
+    """
+    from pathlib import Path
+
+    return sqlite3.connect(Path(db).absolute().as_uri() + "?mode=ro", uri=True, timeout=2.0)
+
+
 def _json_column(value: object) -> object:
     """A column holding JSON text (opencode's `model`, `revert`, …), parsed; other values as they are."""
     if isinstance(value, str):
@@ -71,7 +82,7 @@ def session_info(row: sqlite3.Row) -> dict:
         "version": col["version"],
         "share": share,
         "summary": summary or None,
-        "cost": col.get("cost"),
+        "cost": _number(col.get("cost")),
         "tokens": tokens,
         "metadata": _json_column(col.get("metadata")),
         "revert": _json_column(col.get("revert")),
@@ -99,8 +110,6 @@ def export_document(conn: sqlite3.Connection, session_id: str) -> dict | None:
     if row is None or any(name not in row.keys() for name in SESSION_COLUMNS):
         return None
     info = session_info(row)
-    if "cost" in info:
-        info["cost"] = _number(info["cost"])
     parts: dict[str, list[dict]] = {}
     for part_id, message_id, data in conn.execute(
             "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY id", (session_id,)):
@@ -121,7 +130,7 @@ def read_export(db: Path, session_id: str) -> bytes | None:
     The database is opened read only; a busy one is waited on for 2 s.
     """
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2.0)
+        conn = connect_read_only(db)
     except sqlite3.Error:
         return None
     try:

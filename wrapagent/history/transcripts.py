@@ -176,7 +176,9 @@ def find_opencode(cwd: Path, started: float, ended: float, env: Mapping[str, str
     if not db.exists():
         return []
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2.0)
+        from wrapagent.history.opencode_db import connect_read_only
+
+        conn = connect_read_only(db)
         try:
             rows = conn.execute(
                 "SELECT id, directory, time_updated FROM session WHERE time_updated >= ? "
