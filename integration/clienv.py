@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -684,3 +685,25 @@ def tool_params(timeouts: dict[str, float]) -> list:
     import pytest
 
     return [pytest.param(t, marks=pytest.mark.timeout(timeouts[t]), id=t) for t in TOOLS]
+
+
+# A slash command as the composer shows it, before its Enter. gemini under load takes an Enter
+# that comes before it drew the whole command with a stale completion: `/clear` then reaches the
+# model as `/clearclear` (seen in CI) or stays as `/clearlear`. Its command menu lists the
+# command too, so the prompt glyph is part of the pattern (both pinned releases draw `> `).
+COMMAND_SHOWN_PREFIX = {"gemini": "> "}
+
+
+def submit_command(term, tool: str, command: str, after: float = 0.5) -> None:
+    """Type a slash command at the driver's pace and press Enter once the tool drew it whole.
+
+    As a user does: they see the command they typed before they press Enter. The Enter
+    still comes at least `after` seconds after the last key and after output went quiet,
+    so the tool's command menu has caught up with the text.
+    """
+    term.type(command)
+    prefix = COMMAND_SHOWN_PREFIX.get(tool)
+    shown = re.compile(re.escape(prefix + command) + r"(?!\S)") if prefix else command
+    term.wait_for(shown, timeout=15)
+    term.wait_quiet(0.3, timeout=10)
+    term.enter(after=after)

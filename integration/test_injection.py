@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, submit_command, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -111,8 +111,7 @@ def test_interactive(cli_env, tool):
 
     # 1. a slash command first: passes through untouched, the model sees nothing of it
     mark = cli_env.mock.mark()
-    term.type(FIRST_COMMAND[tool])
-    term.enter(after=0.4)
+    submit_command(term, tool, FIRST_COMMAND[tool], after=0.4)
     term.wait_quiet(0.8, timeout=15)
     assert cli_env.mock.user_texts(api=spec.api, since=mark) == []
 

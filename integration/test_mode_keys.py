@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, submit_command, tool_params
 from .test_session_turns import RESET, RESET_DIALOG, block, counting_guard, send
 
 pytestmark = pytest.mark.integration
@@ -42,8 +42,7 @@ def mode_key_twice(term, tool: str) -> None:
 
 def reset(term, tool: str) -> None:
     term.wait_quiet(0.5, timeout=15)
-    term.type(RESET[tool])
-    term.enter(after=0.5)
+    submit_command(term, tool, RESET[tool])
     if tool in RESET_DIALOG:
         term.wait_for(RESET_DIALOG[tool], timeout=15)
         term.wait_quiet(0.5, timeout=10)

@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from .clienv import tool_params
+from .clienv import submit_command, tool_params
 from .test_session_turns import block, counting_guard
 
 pytestmark = pytest.mark.integration
@@ -144,8 +144,7 @@ def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str],
 
     # 2. the reset, then a message in a fresh conversation with fresh blocks
     term.wait_quiet(0.5, timeout=10)
-    term.type(RESET[tool])
-    term.enter(after=0.5)
+    submit_command(term, tool, RESET[tool])
     wait_logged(cli_env, term, r"injection: (composer ready again for conversation 2 \((marker|generic) rule\)"
                                r"|output quiet after the reset; conversation 2 armed)")
     term.wait_quiet(1.0, timeout=30)
