@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -32,7 +31,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .mock_server import MockServer
 
@@ -687,23 +686,46 @@ def tool_params(timeouts: dict[str, float]) -> list:
     return [pytest.param(t, marks=pytest.mark.timeout(timeouts[t]), id=t) for t in TOOLS]
 
 
-# A slash command as the composer shows it, before its Enter. gemini under load takes an Enter
-# that comes before it drew the whole command with a stale completion: `/clear` then reaches the
-# model as `/clearclear` (seen in CI) or stays as `/clearlear`. Its command menu lists the
-# command too, so the prompt glyph is part of the pattern (both pinned releases draw `> `).
-COMMAND_SHOWN_PREFIX = {"gemini": "> "}
+def gemini_menu_caught_up(command: str) -> Callable[[list[str]], bool]:
+    """Whether gemini's screen shows `command` in its composer and its menu filtered for it.
+
+    gemini under load draws the typed command before its command menu follows it: the menu
+    still lists all 41 commands for `/`, and an Enter then completes the stale entry into
+    the text: `/clear` reached the model as `/clearclear` (seen in CI, the screen was
+    `> /clear` over the whole menu). Caught up, the menu lists only the commands that start
+    with what was typed (both pinned releases; tests/screens/gemini/*/text-reset-typed.txt).
+    """
+    name = command.lstrip("/")
+
+    def caught_up(lines: list[str]) -> bool:
+        rows = [i for i, line in enumerate(lines) if line.strip() == f"> {command}"]
+        if not rows:
+            return False
+        menu = []
+        for line in lines[rows[-1] + 1:]:
+            if line.strip().startswith("workspace"):
+                break
+            if line.strip():
+                menu.append(line.strip())
+        return bool(menu) and all(entry.split()[0].startswith(name) for entry in menu)
+
+    return caught_up
 
 
 def submit_command(term, tool: str, command: str, after: float = 0.5) -> None:
-    """Type a slash command at the driver's pace and press Enter once the tool drew it whole.
+    """Type a slash command at the driver's pace and press Enter once the tool has caught up.
 
-    As a user does: they see the command they typed before they press Enter. The Enter
-    still comes at least `after` seconds after the last key and after output went quiet,
-    so the tool's command menu has caught up with the text.
+    As a user does: they see the command they typed (and the tool's menu narrowed to it)
+    before they press Enter. The Enter still comes at least `after` seconds after the last
+    key and after output went quiet.
     """
     term.type(command)
-    prefix = COMMAND_SHOWN_PREFIX.get(tool)
-    shown = re.compile(re.escape(prefix + command) + r"(?!\S)") if prefix else command
-    term.wait_for(shown, timeout=15)
-    term.wait_quiet(0.3, timeout=10)
+    if tool == "gemini":
+        caught_up, what = gemini_menu_caught_up(command), f"gemini's menu filtered for {command}"
+        term.wait_until(caught_up, what, timeout=20)
+        term.wait_quiet(0.3, timeout=10)
+        term.wait_until(caught_up, what, timeout=20)  # a frame half drawn may have looked caught up
+    else:
+        term.wait_for(command, timeout=15)
+        term.wait_quiet(0.3, timeout=10)
     term.enter(after=after)

@@ -30,7 +30,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pexpect
 import pyte
@@ -196,6 +196,19 @@ class Terminal:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TerminalError(self.dump(f"timed out after {timeout:.0f} s waiting for {pattern!r}"))
+                self._changed.wait(min(remaining, 0.2))
+
+    def wait_until(self, predicate: Callable[[list[str]], bool], what: str, timeout: float = 30.0) -> None:
+        """Wait until `predicate(screen lines)` is true; `what` names it in the error on timeout or EOF."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not predicate([line.rstrip() for line in self.screen.display]):
+                if self.eof:
+                    self._poll_exit(0.5)
+                    raise TerminalError(self.dump(f"EOF before {what}"))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TerminalError(self.dump(f"timed out after {timeout:.0f} s waiting for {what}"))
                 self._changed.wait(min(remaining, 0.2))
 
     def wait_gone(self, pattern: str | re.Pattern, timeout: float = 30.0) -> None:

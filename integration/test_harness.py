@@ -253,3 +253,41 @@ def test_cpu_time_keeps_the_costliest_tests_across_workers():
     assert here.costliest[0] == (100.0, 5.0, "worker-test")
     assert [nodeid for _cpu, _wall, nodeid in here.costliest[1:3]] == [f"t{TOP + 4}", f"t{TOP + 3}"]
     assert here.cpu["integration"] == 100.0
+
+
+GEMINI_STALE_MENU = """\
+────────────────────────────────────────────────────────────
+ Shift+Tab to accept edits
+
+ > /clear
+
+ clear            Clear the screen and start a new session
+ compress         Compresses the context by replacing it with a summary
+ directory        Manage workspace directories
+ quit             Exit the cli
+ ▼
+ (1/41)
+ workspace (/directory)                  branch      sandbox         /model
+"""
+
+
+def test_gemini_menu_caught_up_only_when_the_menu_lists_the_command_alone():
+    """The wait before a slash command's Enter: the recorded caught-up screens of both pinned
+    gemini releases pass; the screen CI caught (`> /clear` over the menu for `/`, whose Enter
+    sent `/clearclear` to the model) and a composer without the command do not."""
+    from pathlib import Path
+
+    from .clienv import gemini_menu_caught_up
+
+    caught_up = gemini_menu_caught_up("/clear")
+    screens = Path(__file__).resolve().parent.parent / "tests" / "screens" / "gemini"
+    recorded = sorted(screens.glob("*/text-reset-typed.txt"))
+    assert len(recorded) == 2
+    for path in recorded:
+        assert caught_up(path.read_text().splitlines()), path
+    assert not caught_up(GEMINI_STALE_MENU.splitlines())
+    assert not caught_up(GEMINI_STALE_MENU.replace("> /clear", "> /cle").splitlines())
+    assert not caught_up(GEMINI_STALE_MENU.replace("> /clear", "> /clearclear").splitlines())
+    only = "\n".join(line for line in GEMINI_STALE_MENU.splitlines()
+                     if not line.strip().startswith(("compress", "directory", "quit", "▼", "(1/41)")))
+    assert caught_up(only.splitlines())
