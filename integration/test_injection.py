@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from .clienv import SPECS, submit_command, tool_params
+from .test_session_export import assert_exported
 
 pytestmark = pytest.mark.integration
 
@@ -151,6 +152,8 @@ def test_interactive(cli_env, tool):
     assert record["exit_code"] == 0
     assert_committed(cli_env, record)
     print(f"\n[{tool}] ready after {inj['ready_after_s']} s, first-key delay {inj['first_key_delay_ms']} ms")
+    # the same session read back: export as Markdown and JSON, and its recording
+    assert_exported(cli_env, record, (FIRST, SECOND), GUARD_OUT)
 
 
 ARGV_INTERACTIVE = {

@@ -118,8 +118,11 @@ def test_signal_to_wrapagent_reaches_the_tool(mode, sig, tmp_path):
 def test_typed_ctrl_c_reaches_the_tool_once(run_wrapagent, tmp_path):
     """^C at the terminal signals the whole foreground group, which holds the tool:
     wrapagent must not forward a second SIGINT (agents read a second ^C as "exit")."""
-    command = (shlex.join([*wrapagent_argv(), *helper("sigtrap.py", "--ignore")])
-               + " | (trap '' INT; cat)")  # the reader of the pipe must outlive the ^C
+    # The reader of the pipe must outlive the ^C, and so must the shell: the ^C signals it
+    # too, and a shell killed by it is the session leader, whose end sends SIGHUP to the
+    # group, `cat` included; under load that came before `cat` had copied the tool's line.
+    command = ("trap : INT; " + shlex.join([*wrapagent_argv(), *helper("sigtrap.py", "--ignore")])
+               + " | (trap '' INT; cat)")
     child = run_wrapagent(argv=["sh", "-c", command], cwd=tmp_path)
     child.expect(rb"READY pid=(\d+)")
     pid = int(child.match.group(1))
