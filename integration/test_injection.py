@@ -156,32 +156,6 @@ def test_interactive(cli_env, tool):
     assert_exported(cli_env, record, (FIRST, SECOND), GUARD_OUT)
 
 
-ARGV_INTERACTIVE = {
-    "codex": ["--no-daemon", "{p}"],
-    "claude": ["{p}"],
-    "gemini": ["-i", "{p}"],
-    "opencode": ["--prompt", "{p}"],
-}
-
-
-@pytest.mark.parametrize("tool", tool_params(INTERACTIVE_TIMEOUT))
-def test_argv_interactive(cli_env, tool):
-    spec = SPECS[tool]
-    configure(cli_env, hanging_guard=False)
-    prompt = "prompt from the command line"
-    args = [prompt if a == "{p}" else a for a in ARGV_INTERACTIVE[tool]]
-    term = cli_env.spawn(args)
-    texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.ready_timeout + spec.reply_timeout)
-    assert texts == [BLOCKS + prompt], cli_env.mock.summary()
-    term.wait_for("MOCK-REPLY", timeout=spec.reply_timeout)
-    term.wait_quiet(1.0, timeout=30)
-    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
-    cli_env.assert_run_clean(term.run)
-    record = last_record(cli_env)
-    assert record["injection"]["path"] == "argv" and record["injection"]["text"] == BLOCKS
-    assert record["argv"][-1] == prompt  # the record keeps what the user typed
-
-
 ONESHOT_ARGV = {
     "codex": ["exec", "--skip-git-repo-check", "{p}"],
     "claude": ["-p", "{p}"],
