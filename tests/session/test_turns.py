@@ -264,3 +264,45 @@ def test_an_interrupted_turn_is_marked_at_its_stop() -> None:
     t.poll(30.0, 21.0)
     assert fired == [1, 2] and t.interrupted_turn == 1
     assert [e.get("interrupted") for e in t.turns] == [True, None]
+
+
+def test_quiet_while_the_screen_says_the_agent_works_is_no_wait() -> None:
+    """A tool frozen mid-turn (a loaded machine) is quiet with its interrupt hint on screen:
+    that is still its turn. The wait comes at the first quiet look after the hint went."""
+    t, fired = tracker()
+    screen = {"working": True}
+    looks: list[float] = []
+
+    def working() -> bool:
+        looks.append(len(looks))
+        return screen["working"]
+
+    t.screen_working = working
+    t.submitted(0.0)
+    t.poll(0.5 + QUIET, 0.5)                     # output at 0.5, frozen since, hint on screen
+    assert fired == [] and t.working() == 1
+    assert t.deadline(0.5) == 0.5 + 2 * QUIET    # looked again one quiet period later
+    t.poll(0.5 + 2 * QUIET, 0.5)
+    assert fired == []
+    screen["working"] = False                    # the reply came, the hint went
+    last = run_until_quiet(t, 0.5 + 2 * QUIET, [8.0, 9.0], end=100.0)
+    assert fired == [1] and last == 9.0
+    assert t.turns[0]["quiet_at"] == "t9"
+    assert len(looks) == 3
+
+
+def test_an_enter_that_changed_nothing_is_not_asked_about() -> None:
+    """The screen is asked only when the tool drew something since the Enter: an Enter that
+    changed nothing is the same wait, whatever the screen says."""
+    t, fired = tracker()
+    t.screen_working = lambda: True
+    t.submitted(0.0)
+    t.screen_working = None
+    run_until_quiet(t, 0.0, [0.5], end=50.0)
+    assert fired == [1]
+    same: list[int] = []
+    t.on_same_wait = same.append
+    t.screen_working = lambda: True
+    t.resumed(60.0)                              # an Enter; nothing drawn after it
+    t.poll(63.0, 0.5)
+    assert same == [1] and fired == [1]

@@ -225,6 +225,7 @@ class Conversation:
             on_message=self._next_message if every else None, outgoing=self.outgoing,
             interrupts=interrupts, prompt_given=prompt_given)
         self._watch_dialogs()
+        self._watch_working()
 
     @classmethod
     def start(cls, live: Live, plan) -> Conversation | None:
@@ -363,6 +364,19 @@ class Conversation:
 
         self.turns.on_turn = on_turn
         return turns
+
+    def _watch_working(self) -> None:
+        """With a followed screen, a quiet wait is only the turn's end when the screen agrees."""
+        view = self.interceptor.view
+        if view is None:
+            return
+        from wrapagent.inject.dialog_watch import READ_SECS
+
+        def working() -> bool:
+            reading = view.read(timeout=READ_SECS)  # on the proxy's thread: bounded, as dialog_watch
+            return reading is not None and reading.working
+
+        self.turns.screen_working = working
 
     def _watch_dialogs(self) -> None:
         """With waiting_for_input and a followed screen, a dialog mid-turn fires it at once."""

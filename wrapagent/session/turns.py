@@ -75,6 +75,14 @@ class TurnTracker:
         (history/turn_checkpoints.py). It must not block: it only queues."""
         self.on_marker: Callable[[int, str, str | None], None] | None = None
         """Told (turn, message text, by) at each submission: the recording's marker."""
+        self.screen_working: Callable[[], bool] | None = None
+        """Asked once the output was quiet for `quiet_secs`: does the tool's own screen still say
+        the agent works (its interrupt hint, `screen_model.py`)? Then the quiet is a frozen
+        spinner (a loaded machine stalled the tool), not the turn's end: the watch goes on.
+        Measured: opencode under load drew nothing for 3 s right after starting a turn, with
+        `esc interrupt` on screen; the stop check's continuation went in before the reply and
+        was lost. False when the screen cannot tell (no shape, the emulator lags)."""
+        self._screen_said_working: int | None = None
 
     # -- told by the injector --------------------------------------------------
 
@@ -115,6 +123,14 @@ class TurnTracker:
             return
         quiet_since = max(last_output, armed)
         if now - quiet_since < self.quiet_secs:
+            return
+        if self.screen_working is not None and not (self._needs_output and last_output <= armed) \
+                and self.screen_working():
+            self._armed_at = now  # the next look comes `quiet_secs` later (or after new output)
+            if self._screen_said_working != self.turn:
+                self._screen_said_working = self.turn
+                self.log(f"turns: turn {self.turn}: output quiet {self.quiet_secs:g}s, but the screen says the "
+                         "agent works: still its turn")
             return
         self._armed_at = None
         if self._needs_output and last_output <= armed:
