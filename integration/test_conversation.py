@@ -1,8 +1,6 @@
-"""Per-message guards and the stop check on each real CLI (issue 22), checked at the mock model.
-
-`test_every_message[tool]` (a): three messages with an `every_message` guard whose output
-changes on each run and a plain guard: the first message has both blocks, the second and
-third only the every_message guard's block with its newer value, verbatim.
+"""The stop check on each real CLI (issue 22), checked at the mock model. (Per-message guards:
+`test_argv_every_message.py`, with a first message given on the command line and, after a
+reset, a typed one.)
 
 `test_stop_check[tool]`, one CLI start, three phases steered by files the check reads:
 (b) fails once, then passes: the model gets exactly one continuation, equal to the
@@ -52,47 +50,6 @@ def wait_lines(path, count: int, term, timeout: float = 90.0) -> list[str]:
             raise AssertionError(f"{path.name}: {lines(path)}, expected {count} lines\n" + term.dump("screen"))
         time.sleep(0.1)
     return lines(path)
-
-
-# -- (a) every_message ---------------------------------------------------------------------
-
-def guard_block(name: str, body: str) -> str:
-    return f'<prompt-guard name="{name}">\n{body}\n</prompt-guard>'
-
-
-@pytest.mark.parametrize("tool", tool_params(TIMEOUT))
-def test_every_message(cli_env, tool):
-    counter = cli_env.root / "clock-runs"
-    hooks = f"""
-[[prompt_guard]]
-name = "static"
-command = "echo static"
-
-[[prompt_guard]]
-name = "clock"
-every_message = true
-command = "n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo clock run $n"
-"""
-    spec, term = start(cli_env, hooks)
-    mock = cli_env.mock
-    mark = mock.mark()
-    messages = ["first message here", "second message here", "third message here"]
-    for n, text in enumerate(messages, 1):
-        send(term, text)
-        mock.wait_for_turns(n, api=spec.api, timeout=spec.reply_timeout, since=mark)
-        term.wait_for(f"MOCK-REPLY-{n}", timeout=spec.reply_timeout)
-        term.wait_quiet(1.0, timeout=30)
-    texts = mock.user_texts(api=spec.api, since=mark)
-    assert texts == [
-        guard_block("static", "static") + "\n" + guard_block("clock", "clock run 1") + "\n\n" + messages[0],
-        guard_block("clock", "clock run 2") + "\n\n" + messages[1],
-        guard_block("clock", "clock run 3") + "\n\n" + messages[2],
-    ], mock.summary()
-    assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0
-    cli_env.assert_run_clean(term.run)
-    record = cli_env.sessions()[-1]
-    assert [(i["conversation"], i["message"], i["status"]) for i in record["injections"]] == [
-        (1, 1, "submitted"), (1, 2, "submitted"), (1, 3, "submitted")]
 
 
 # -- (b)-(d) the stop check ---------------------------------------------------------------
