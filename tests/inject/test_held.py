@@ -73,3 +73,28 @@ def test_a_replay_that_was_not_late_lets_the_next_read_go_at_once() -> None:
     held.release(2.2)
     assert held.busy(2.2 + HELD_GAP_CAP_SECS / 2)
     assert not held.busy(2.2 + HELD_GAP_CAP_SECS)   # the lag is over: as typed
+
+
+def test_an_enter_after_a_paste_keeps_its_own_pause() -> None:
+    """gemini under load takes an Enter 0.3 s after a paste's end as part of the paste: the
+    pause the user made before it is kept (up to ENTER_AFTER_PASTE_CAP_SECS), other gaps capped."""
+    from wrapagent.inject.held import ENTER_AFTER_PASTE_CAP_SECS
+
+    held = HeldKeys()
+    held.hold(0.0, b"\x1b[200~twelve lines\x1b[201~")
+    held.hold(0.8, b"\r")                       # the user's pause, then Enter
+    held.hold(5.0, b"x")                        # long after: capped as before
+    held.release(10.0)
+    assert [due for due, _, _ in held.replay] == [pytest.approx(10.8), pytest.approx(10.8 + HELD_GAP_CAP_SECS)]
+    held = HeldKeys()
+    held.hold(0.0, b"\x1b[200~text\x1b[201~")
+    held.hold(3.0, b"\r")                       # a long pause: capped at the longer cap
+    held.release(10.0)
+    assert held.replay[0][0] == pytest.approx(10.0 + ENTER_AFTER_PASTE_CAP_SECS)
+    # an Enter arriving while the paste is still to be replayed: the same
+    held = HeldKeys()
+    held.hold(0.0, b"a")
+    held.hold(0.1, b"\x1b[200~text\x1b[201~")
+    held.release(10.0)
+    held.queue(b"\r", 10.6)                     # typed 10.5 s after the paste: the longer cap
+    assert held.replay[-1][0] == pytest.approx(10.1 + ENTER_AFTER_PASTE_CAP_SECS)

@@ -4,7 +4,8 @@ A tool reads its input as it comes: a paste's end and the Enter typed 0.8 s
 after it are two reads, and gemini 0.61 takes an Enter that comes in the same
 read as a paste's end as part of the paste (the message is never submitted).
 So held keys are released read by read: the first at once, each later one as
-far behind the one before as it came, at most HELD_GAP_CAP_SECS. A read that
+far behind the one before as it came, at most HELD_GAP_CAP_SECS (an Enter right after
+a paste's end: its own pause up to ENTER_AFTER_PASTE_CAP_SECS). A read that
 comes after the last replayed one went, but sooner after it than it was typed
 (the replay runs late by the hold), is queued the same way: else an Enter typed
 0.5 s after the last letter reaches the tool 0.07 s after it, and gemini 0.61
@@ -24,6 +25,23 @@ apart stays apart; short enough that a long hold (slow guards) is not
 replayed for seconds after it ended.
 """
 
+ENTER_AFTER_PASTE_CAP_SECS = 1.0
+"""…except an Enter right after a paste's end: it keeps its own pause, up to this long.
+
+gemini 0.61 takes an Enter that comes while it is still taking in a paste as part of the
+paste (nothing is submitted; the composer keeps `[Pasted Text: 12 lines]`). Under load that
+was seen with the pause cut to HELD_GAP_CAP_SECS when the user had waited 0.8 s: released as
+the user typed them, the tool gets what it would have got without wrapagent."""
+
+PASTE_END = b"\x1b[201~"
+
+
+def _cap(data: bytes, before: bytes) -> float:
+    """The longest gap kept in front of the read `data`, after the read `before`."""
+    if data[:1] in (b"\r", b"\n") and before.endswith(PASTE_END):
+        return ENTER_AFTER_PASTE_CAP_SECS
+    return HELD_GAP_CAP_SECS
+
 
 class HeldKeys:
     """Reads held (each with the time it arrived), then replayed (each with the time it is due)."""
@@ -35,6 +53,8 @@ class HeldKeys:
         """Released, not given to the tool yet: (due time, arrival time, bytes), in order."""
         self._last: tuple[float, float] | None = None
         """(time it went, arrival time) of the last released read, while the replay runs late."""
+        self._last_data = b""
+        """The last released read's bytes (an Enter after a paste's end keeps a longer gap)."""
 
     def hold(self, now: float, data: bytes) -> None:
         if data:
@@ -56,18 +76,19 @@ class HeldKeys:
         reads, self.reads = self.reads, []
         if not reads:
             return 0, 0, b""
-        self._last = (now, reads[0][0])
-        due, previous = now, reads[0][0]
+        self._last, self._last_data = (now, reads[0][0]), reads[0][1]
+        due, previous, before = now, reads[0][0], reads[0][1]
         for arrived, data in reads[1:]:
-            due += min(HELD_GAP_CAP_SECS, max(0.0, arrived - previous))
-            previous = arrived
+            due += min(_cap(data, before), max(0.0, arrived - previous))
+            previous, before = arrived, data
             self.replay.append((due, arrived, data))
         return sum(len(d) for _, d in reads), len(reads), reads[0][1]
 
     def queue(self, data: bytes, now: float) -> None:
         """A read that arrives while released reads are still to go: behind them, spaced the same way."""
         due, arrived = self.replay[-1][:2] if self.replay else self._last or (now, now)
-        self.replay.append((due + min(HELD_GAP_CAP_SECS, max(0.0, now - arrived)), now, data))
+        before = self.replay[-1][2] if self.replay else self._last_data
+        self.replay.append((due + min(_cap(data, before), max(0.0, now - arrived)), now, data))
 
     def busy(self, now: float) -> bool:
         """Whether a read arriving `now` must be queued (`queue`) rather than go at once.
@@ -97,7 +118,7 @@ class HeldKeys:
         """The next replayed read if its time has come, else None."""
         if self.replay and self.replay[0][0] <= now:
             _, arrived, data = self.replay.pop(0)
-            self._last = (now, arrived)
+            self._last, self._last_data = (now, arrived), data
             return data
         return None
 
