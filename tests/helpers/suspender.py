@@ -7,6 +7,7 @@ any other key prints `GOT:<hex>`. On SIGCONT it takes the terminal again and
 prints BACK.
 """
 
+import errno
 import os
 import signal
 import termios
@@ -18,7 +19,16 @@ saved = termios.tcgetattr(0)
 
 
 def take_terminal() -> None:
-    tty.setraw(0, termios.TCSADRAIN)  # as libuv does: keys typed ahead are kept
+    # As libuv does: TCSADRAIN (keys typed ahead are kept), again after EINTR. A tool that
+    # touches its terminal before it is the foreground group is stopped (SIGTTOU) and then
+    # continued; Python's SIGCONT handler makes the interrupted call fail with EINTR.
+    while True:
+        try:
+            tty.setraw(0, termios.TCSADRAIN)
+            break
+        except termios.error as exc:
+            if exc.args[0] != errno.EINTR:
+                raise
     os.write(1, MODES_ON)
 
 
