@@ -306,3 +306,36 @@ def test_an_enter_that_changed_nothing_is_not_asked_about() -> None:
     t.resumed(60.0)                              # an Enter; nothing drawn after it
     t.poll(63.0, 0.5)
     assert same == [1] and fired == [1]
+
+
+def test_the_tool_drawing_its_working_hint_after_a_wait_resumes_the_turn() -> None:
+    """A wait taken while the tool was stalled (nothing drawn yet, no hint): when it then draws
+    and its screen says the agent works, the same turn goes on and its real end is a wait."""
+    t, fired = tracker()
+    screen = {"working": False}
+    t.screen_working = lambda: screen["working"]
+    t.submitted(0.0)
+    t.poll(0.1 + QUIET, 0.1)                     # drew at 0.1, then stalled: a wait
+    assert fired == [1] and t.deadline(0.1) is None
+    assert t.deadline(5.0) == 5.0 + 0.25         # it drew at 5.0: look once it pauses
+    t.poll(5.1, 5.0)
+    assert t.working() is None                   # not yet due
+    screen["working"] = True
+    t.poll(5.25, 5.0)
+    assert t.working() == 1 and fired == [1]     # the same turn goes on
+    screen["working"] = False
+    run_until_quiet(t, 5.25, [6.0, 7.0], end=100.0)
+    assert fired == [1, 1] and t.turns[0]["waits"] == 2
+
+
+def test_output_after_a_wait_without_the_hint_is_looked_at_once() -> None:
+    t, fired = tracker()
+    looks: list[int] = []
+    t.screen_working = lambda: looks.append(1) or False
+    t.submitted(0.0)
+    run_until_quiet(t, 0.0, [0.5], end=50.0)
+    assert fired == [1] and looks == [1]         # (asked once at the quiet: no hint)
+    t.poll(60.25, 60.0)                          # the user's key echoed: one look, no hint
+    assert looks == [1, 1] and t.working() is None and t.deadline(60.0) is None
+    t.poll(70.0, 60.0)
+    assert looks == [1, 1]

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 MAX_TURNS_RECORDED = 1000
+RESUME_LOOK_SECS = 0.25
+"""Output paused this long after a wait: read the screen once (does the agent work again?)."""
 """A session of hours has hundreds of turns; beyond this only the count grows."""
 
 
@@ -83,6 +85,9 @@ class TurnTracker:
         `esc interrupt` on screen; the stop check's continuation went in before the reply and
         was lost. False when the screen cannot tell (no shape, the emulator lags)."""
         self._screen_said_working: int | None = None
+        self._waited_at: float | None = None
+        """The quiet time of the latest wait, while no submission followed: output after it is
+        looked at (`RESUME_LOOK_SECS` after it pauses) for the tool working on the same turn."""
 
     # -- told by the injector --------------------------------------------------
 
@@ -97,6 +102,7 @@ class TurnTracker:
                 entry["by"] = by
             self.turns.append(entry)
         self._armed_at = self.started_at = now
+        self._waited_at = None
         self.text = text
         self._needs_output = False
         if self.on_turn is not None:
@@ -106,6 +112,7 @@ class TurnTracker:
         if self.turn == 0:
             return  # before the first submission there is no turn to wait after
         self._armed_at = self.started_at = now
+        self._waited_at = None
         self._needs_output = True
 
     def working(self) -> int | None:
@@ -114,12 +121,31 @@ class TurnTracker:
 
     def deadline(self, last_output: float) -> float | None:
         if self._armed_at is None:
+            if self._look_after_wait(last_output):
+                return last_output + RESUME_LOOK_SECS
             return None
         return max(last_output, self._armed_at) + self.quiet_secs
+
+    def _look_after_wait(self, last_output: float) -> bool:
+        """The tool drew something since the latest wait, and the screen was not read since."""
+        return self.screen_working is not None and self._waited_at is not None and last_output > self._waited_at
+
+    def _resumed_by_the_tool(self, now: float, last_output: float) -> None:
+        """After a wait, the tool drew again and its screen says the agent works: the wait was a
+        stall (a loaded machine froze the tool before its turn began), the same turn goes on and
+        its real end is a wait of its own (the stop check runs again, waiting_for_input fires)."""
+        self._waited_at = last_output  # one look per pause in the output
+        if self.screen_working is not None and self.screen_working():
+            self._armed_at = now
+            self._needs_output = False
+            self.log(f"turns: turn {self.turn}: the tool drew again after the wait and its screen says the "
+                     "agent works: the same turn goes on")
 
     def poll(self, now: float, last_output: float) -> None:
         armed = self._armed_at
         if armed is None:
+            if self._look_after_wait(last_output) and now >= last_output + RESUME_LOOK_SECS:
+                self._resumed_by_the_tool(now, last_output)
             return
         quiet_since = max(last_output, armed)
         if now - quiet_since < self.quiet_secs:
@@ -157,6 +183,7 @@ class TurnTracker:
             self.log(f"turns: turn {self.turn}: the user interrupted the agent")
         self.log(f"turns: turn {self.turn}: the agent waits (output quiet {self.quiet_secs:g}s)")
         self.quiet_since = quiet_since
+        self._waited_at = quiet_since
         if self.on_turn is not None:
             self.on_turn("stop", self.turn)
         if self.fire is not None:
