@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 MAX_TURNS_RECORDED = 1000
+"""A session of hours has hundreds of turns; beyond this only the count grows."""
 RESUME_LOOK_SECS = 0.25
 """Output paused this long after a wait: read the screen once (does the agent work again?)."""
-"""A session of hours has hundreds of turns; beyond this only the count grows."""
 
 
 def wall_iso(mono: float) -> str:
