@@ -7,8 +7,10 @@ Per CLI (each CLI start is expensive, so one session covers several checks):
   hooks writing to a log). The first input is a `/…` command (passes through, not injected),
   then a typed message (gets exactly the blocks + a blank line + the text), then a second
   message (untouched). pre_run, post_run, session_complete fire in that order with the right
-  exit code; the session is committed; the record holds the injected text.
-- test_argv_interactive: the prompt on the command line of the interactive TUI.
+  exit code; the session is committed; the record holds the injected text. The same session
+  is then read back (`test_session_export.assert_exported`: export as Markdown and JSON, the
+  recording). The prompt on the command line of the interactive TUI, with these blocks:
+  `test_argv_every_message.py`.
 - test_oneshot_argv / test_oneshot_stdin: the one-shot form with the prompt as an argument,
   and on piped stdin.
 - test_startup_dialog_keys_pass_through: claude's "trust this folder?" dialog is answered by
