@@ -180,32 +180,27 @@ class Terminal:
         A str is a substring, a compiled regex is searched. Returns the match (or the str).
         Raises TerminalError with the screen dumped on timeout or if the child hits EOF first.
         """
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while True:
-                if raw:
-                    text = bytes(self.raw[since:]).decode("utf-8", "replace")
-                else:
-                    text = self.screen_text()
-                found = self._match(pattern, text)
-                if found:
-                    return found
-                if self.eof:
-                    self._poll_exit(0.5)
-                    raise TerminalError(self.dump(f"EOF before {pattern!r} appeared"))
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TerminalError(self.dump(f"timed out after {timeout:.0f} s waiting for {pattern!r}"))
-                self._changed.wait(min(remaining, 0.2))
+        def found():
+            text = bytes(self.raw[since:]).decode("utf-8", "replace") if raw else self.screen_text()
+            return self._match(pattern, text)
+
+        return self._wait(found, f"{pattern!r}", timeout)
 
     def wait_until(self, predicate: Callable[[list[str]], bool], what: str, timeout: float = 30.0) -> None:
         """Wait until `predicate(screen lines)` is true; `what` names it in the error on timeout or EOF."""
+        self._wait(lambda: predicate([line.rstrip() for line in self.screen.display]), what, timeout)
+
+    def _wait(self, found: Callable[[], object], what: str, timeout: float):
+        """Wait, the lock held between looks, until `found()` is truthy; returns it."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while not predicate([line.rstrip() for line in self.screen.display]):
+            while True:
+                result = found()
+                if result:
+                    return result
                 if self.eof:
                     self._poll_exit(0.5)
-                    raise TerminalError(self.dump(f"EOF before {what}"))
+                    raise TerminalError(self.dump(f"EOF before {what} appeared"))
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TerminalError(self.dump(f"timed out after {timeout:.0f} s waiting for {what}"))
