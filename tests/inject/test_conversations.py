@@ -9,7 +9,7 @@ import pytest
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.composer import Composer
-from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.injector import SessionInjector
 from wrapagent.inject.keys import tokenize
 
 PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'
@@ -53,7 +53,7 @@ class World:
         self.prefix: str | None = PREFIX
         self.resets = 0
         self.turns = Turns()
-        self.inj = FirstMessageInjector(
+        self.inj = SessionInjector(
             adapter_for(adapter), rows=24, cols=80, get_prefix=lambda: self.prefix, wake_fd=None,
             clock=self.clock, inject=inject, turns=self.turns,
             on_reset=self.on_reset if resets else None)
@@ -255,7 +255,7 @@ def test_unused_conversation_after_reset_is_none_not_lost() -> None:
 
 def test_first_message_mode_is_unchanged() -> None:
     clock = Clock()
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
                                wake_fd=None, clock=clock)
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
@@ -368,7 +368,7 @@ def test_compact_gives_the_next_message_fresh_blocks_in_the_same_conversation() 
 def auto_world() -> tuple[World, list[tuple[int, int]]]:
     compacted: list[tuple[int, int]] = []
     w = World()
-    w.inj = FirstMessageInjector(
+    w.inj = SessionInjector(
         adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: w.prefix, wake_fd=None,
         clock=w.clock, turns=w.turns, on_reset=w.on_reset,
         on_compaction=lambda c, m: (compacted.append((c, m)), setattr(w, "prefix", None)))
@@ -430,7 +430,7 @@ def test_the_interrupt_watch_sees_keys_that_reach_the_tool_and_the_notice_after_
     tracker = TurnTracker(3.0, fired.append, to_wall=str)
     watch = InterruptWatch(rule_for("codex"), tracker.working)
     tracker.interrupted = watch.take
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
                                clock=clock, inject=False, turns=tracker, interrupts=watch)
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2

@@ -7,7 +7,7 @@ import pytest
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.held import HELD_GAP_CAP_SECS
-from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.injector import SessionInjector
 from wrapagent.inject.keys import (BACKSPACE, ENTER, ESCAPE, INTERRUPT, KEY, NEWLINE, PASTE_END, PASTE_START,
                                    REPLY, TEXT, tokenize)
 
@@ -60,26 +60,26 @@ class Clock:
 def make(adapter: Adapter | None = None, prefix: str | None = PREFIX):
     clock = Clock()
     box = {"prefix": prefix}
-    inj = FirstMessageInjector(adapter or adapter_for("demo"), rows=24, cols=80,
+    inj = SessionInjector(adapter or adapter_for("demo"), rows=24, cols=80,
                                get_prefix=lambda: box["prefix"], wake_fd=None, clock=clock)
     inj._t0 = clock.t
     return inj, clock, box
 
 
-def become_ready(inj: FirstMessageInjector, clock: Clock) -> None:
+def become_ready(inj: SessionInjector, clock: Clock) -> None:
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
     assert inj.poll(clock.t) == b""
     assert inj.state == "armed"
 
 
-def echo(inj: FirstMessageInjector, clock: Clock) -> None:
+def echo(inj: SessionInjector, clock: Clock) -> None:
     """The tool draws the text just written into its composer (what the receipt reads), a moment
     after it was written."""
     inj.on_output((inj.report.text or "").replace("\n", "\r\n").encode(), clock.t + 0.01)
 
 
-def first_key_through(inj: FirstMessageInjector, clock: Clock, key: bytes = b"a") -> bytes:
+def first_key_through(inj: SessionInjector, clock: Clock, key: bytes = b"a") -> bytes:
     """Type the first key of a message on a ready injector; return what it finally releases.
 
     The composer shows the blocks (the delivery's receipt), then nothing more happens.

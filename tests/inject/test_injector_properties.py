@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.delivery import delivery_chunks
-from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.injector import SessionInjector
 
 # The blocks: long enough for claude's typed delivery to take several chunks,
 # with multi-byte characters at chunk edges. It holds "<", which the user's
@@ -253,7 +253,7 @@ class Loop:
     def __init__(self, adapter: str) -> None:
         self.clock = Clock()
         self.prefix: str | None = None
-        self.inj: FirstMessageInjector | None = FirstMessageInjector(
+        self.inj: SessionInjector | None = SessionInjector(
             adapter_for(adapter), rows=24, cols=80, get_prefix=lambda: self.prefix,
             wake_fd=None, clock=self.clock)
         self.to_tool = bytearray()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from test_conversations import READY_SCREEN, Clock, Turns
 
 from wrapagent.inject.adapters import adapter_for
-from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.injector import SessionInjector
 
 UNDO = '<prompt-guard name="undo">\nput back:\n- a.txt\n</prompt-guard>\n\n'
 
@@ -22,7 +22,7 @@ class World:
         self.prefix: str | None = None
         self.armed: list[tuple[int, int]] = []
         self.turns = Turns()
-        self.inj = FirstMessageInjector(
+        self.inj = SessionInjector(
             adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: self.prefix, wake_fd=None,
             clock=self.clock, inject=False, turns=self.turns, on_message=self.on_message,
             prompt_given=prompt_given)

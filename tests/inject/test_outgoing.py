@@ -14,7 +14,7 @@ import pytest
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.delivery import PASTE_BEGIN, PASTE_FINISH
-from wrapagent.inject.injector import ARMED, CHATTING, COMMAND, FirstMessageInjector
+from wrapagent.inject.injector import ARMED, CHATTING, COMMAND, SessionInjector
 from wrapagent.inject import receipt
 from wrapagent.inject.outgoing import ENTER_GAP_SECS, SCREEN_RETRY_SECS, SLOW_RETRY_SECS, Outgoing, Request
 
@@ -58,7 +58,7 @@ class Rig:
         self.adapter = adapter_for(tool)
         self.turns = Turns()
         self.outgoing = Outgoing(self.adapter, 40, 120, wake=lambda: None)  # the recorded screens
-        self.inj = FirstMessageInjector(self.adapter, rows=40, cols=120, get_prefix=lambda: "",
+        self.inj = SessionInjector(self.adapter, rows=40, cols=120, get_prefix=lambda: "",
                                         wake_fd=None, inject=inject, turns=self.turns, outgoing=self.outgoing)
         self.writes: list[tuple[float, bytes]] = []
         self._start = 2.0

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from wrapagent.inject.adapters import adapter_for
-from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.injector import SessionInjector
 from wrapagent.inject.readiness import looks_like_dialog
 
 PREFIX = '<prompt-guard name="g">\nbody\n</prompt-guard>\n\n'
@@ -46,7 +46,7 @@ class World:
         self.clock = Clock()
         self.prefix: str | None = PREFIX
         self.adapter = adapter_for(tool)
-        self.inj = FirstMessageInjector(
+        self.inj = SessionInjector(
             self.adapter, rows=24, cols=100, get_prefix=lambda: self.prefix, wake_fd=None,
             clock=self.clock, on_reset=self.on_reset if resets else None)
         self.inj._t0 = self.clock.t

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wrapagent.inject import receipt
 from wrapagent.inject.adapters import adapter_for
-from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.injector import SessionInjector
 
 PREFIX = '<system-reminder>\nctx line\n</system-reminder>\n<prompt-guard name="g">\nguard says hi\n</prompt-guard>\n\n'
 READY_SCREEN = b"\x1b[?2004hbanner\r\ndemo> "
@@ -50,9 +50,9 @@ class Clock:
         return self.t
 
 
-def ready_injector() -> tuple[FirstMessageInjector, Clock]:
+def ready_injector() -> tuple[SessionInjector, Clock]:
     clock = Clock()
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
                                wake_fd=None, clock=clock)
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
@@ -128,7 +128,7 @@ def test_in_a_whole_session_the_next_message_gets_the_blocks_after_an_undelivere
         def deadline(self, last_output: float) -> float | None: return None
         def poll(self, now: float, last_output: float) -> None: ...
 
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
                                wake_fd=None, clock=clock, turns=Turns())
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
@@ -154,7 +154,7 @@ def test_text_typed_before_the_ready_screen_and_shown_in_it_is_a_begun_message()
     """Typed on a frame before the ready one, still typing when it comes: the blocks never go
     into the middle of it (measured on claude: `typed at o<system-reminder>…nce`)."""
     clock = Clock()
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
                                wake_fd=None, clock=clock)
     assert inj.on_input(b"typed at o", clock.t) == b"typed at o"        # before ready: passes
     inj.on_output(b"\x1b[?2004hbanner\r\ndemo> typed at o", clock.t)
@@ -169,7 +169,7 @@ def test_text_typed_before_the_ready_screen_and_shown_in_it_is_a_begun_message()
 
 def test_a_one_key_answer_before_the_ready_screen_begins_no_message() -> None:
     clock = Clock()
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
                                wake_fd=None, clock=clock)
     inj.on_input(b"1", clock.t)                                          # a start-up dialog's answer
     inj.on_output(READY_SCREEN, clock.t)

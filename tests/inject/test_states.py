@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wrapagent.inject import states
 from wrapagent.inject.adapters import adapter_for
-from wrapagent.inject.injector import FirstMessageInjector
+from wrapagent.inject.injector import SessionInjector
 
 ALL = {states.STARTING, states.WAIT_READY, states.ARMED, states.COMMAND, states.HOLDING, states.DELIVERING,
        states.SETTLING, states.AWAIT_SUBMIT, states.CHATTING, states.DONE}
@@ -38,7 +38,7 @@ def test_allowed_follows_the_table() -> None:
 
 def test_a_change_the_table_does_not_list_is_logged_and_kept() -> None:
     said: list[str] = []
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
                                log=said.append)
     inj.state = states.SETTLING                                  # STARTING -> SETTLING: no such change
     assert inj.unexpected_transitions == [(states.STARTING, states.SETTLING)]

@@ -197,12 +197,12 @@ def test_injector_and_tracker_sleep_once_the_wait_fired() -> None:
     """The steady state of a whole session: no timer, no wake fd; output only for the followed
     screen (a tool with a screen shape: its emulator runs in a thread of its own)."""
     from wrapagent.inject.adapters import adapter_for
-    from wrapagent.inject.injector import FirstMessageInjector
+    from wrapagent.inject.injector import SessionInjector
 
     fired: list[int] = []
     turns = TurnTracker(QUIET, fired.append, to_wall=str)
     now = 100.0
-    inj = FirstMessageInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "",
+    inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "",
                                wake_fd=None, clock=lambda: now, turns=turns, on_reset=lambda: None)
     inj.on_output(b"\x1b[?2004hdemo> ", now)
     now += 0.5

@@ -1,7 +1,7 @@
 """`wrapagent doctor --probe TOOL`: does readiness detection fire for this installed tool?
 
 Starts the real TOOL (not wrapped: no hooks, no record) in a private 120x40
-terminal and feeds its output to the same `FirstMessageInjector` wrapagent
+terminal and feeds its output to the same `SessionInjector` wrapagent
 uses; then quits it with the adapter's `quit_keys` (SIGTERM only if that did
 not work, SIGKILL only after that). `demo` probes the built-in demo agent.
 The probe answers the terminal queries TUIs send at start-up (cursor
@@ -77,14 +77,14 @@ def query_reply(query: re.Match, cursor: tuple[int, int], rows: int, cols: int) 
 
 
 class _Probe:
-    """The tool on a private PTY, its output fed to a FirstMessageInjector."""
+    """The tool on a private PTY, its output fed to a SessionInjector."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str], adapter: Any, rows: int, cols: int) -> None:
-        from wrapagent.inject.injector import FirstMessageInjector
+        from wrapagent.inject.injector import SessionInjector
         from wrapagent.proxy.spawn import spawn
 
         self.rows, self.cols = rows, cols
-        self.injector = FirstMessageInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
+        self.injector = SessionInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
                                              wake_fd=None)
         self.t0 = time.monotonic()
         # pid: the session leader on the PTY (its exit status is the tool's); tool_pid: the tool's group

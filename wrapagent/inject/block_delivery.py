@@ -8,7 +8,7 @@ blocks, or the tool's paste placeholder, drawn since the delivery began),
 then the held keys are released with their timing (`held.py`) and fed as if
 typed just now. Without a receipt the blocks are written once more if the
 tool drew nothing at all, else the report says `not delivered` and why, and
-the user sees one line. A mixin of `FirstMessageInjector`: it shares the
+the user sees one line. A mixin of `SessionInjector`: it shares the
 injector's state.
 """
 
@@ -25,7 +25,7 @@ MAX_ATTEMPTS = 2
 
 
 class BlocksDelivery:
-    """Hold, deliver, settle, release (part of `FirstMessageInjector`)."""
+    """Hold, deliver, settle, release (part of `SessionInjector`)."""
 
     @property
     def _output_since_delivery(self) -> bool:

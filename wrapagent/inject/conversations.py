@@ -4,7 +4,7 @@ In a whole session the injector stays attached after the first message: a
 submitted reset command starts a new conversation (fresh blocks, wait for
 the composer again, a new report), with `every_message` guards each later
 message of a conversation gets blocks too (a report per message), and every
-other submission goes to the turn tracker. A mixin of `FirstMessageInjector`:
+other submission goes to the turn tracker. A mixin of `SessionInjector`:
 it shares the injector's state.
 """
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class Conversations:
-    """What follows a submission (part of `FirstMessageInjector`)."""
+    """What follows a submission (part of `SessionInjector`)."""
 
     def _submitted(self, sub: Submission, before: str, now: float) -> None:
         """A submission reached the child: a reset starts a new conversation, the rest are turns."""

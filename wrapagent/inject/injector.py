@@ -63,7 +63,7 @@ from wrapagent.inject.report import InjectionReport, close_unsubmitted
 from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLD_STATES,
                                      HOLDING, SETTLING, STARTING, WAIT_READY, allowed)
 
-__all__ = ["FirstMessageInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOLDING", "DELIVERING",
+__all__ = ["SessionInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOLDING", "DELIVERING",
            "SETTLING", "AWAIT_SUBMIT", "CHATTING", "DONE"]
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ if TYPE_CHECKING:
 BP_ON = b"\x1b[?2004h"
 
 
-class FirstMessageInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, OutgoingHooks):
+class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, OutgoingHooks):
     """The proxy's interceptor for interactive sessions (see module docstring).
 
     Its parts, one concern each, share this object's state: the user's keys

@@ -5,7 +5,7 @@ blank nor a command) is held and triggers the delivery (`block_delivery.py`);
 a command, or a message begun before the composer was ready, passes through
 and the injection re-arms once it is submitted or cleared. Messages that
 reach the tool without the blocks are noted with the reason (the record says
-why). A mixin of `FirstMessageInjector`: it shares the injector's state.
+why). A mixin of `SessionInjector`: it shares the injector's state.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class MessageKeys:
-    """Finding the first key of a message in the user's input (part of `FirstMessageInjector`)."""
+    """Finding the first key of a message in the user's input (part of `SessionInjector`)."""
 
     def _feed(self, data: bytes, now: float) -> bytes:
         """Forward what may go to the child now; hold the rest from the first key of a message."""

@@ -4,7 +4,7 @@ The queue and its rules live in `outgoing.py`; these are the injector's
 hooks into it: its deadline, the user's keys while one is being submitted
 (held, then fed behind its Enter), the output and size it follows, and when
 it may go (only between the user's messages, never over their typing). A
-mixin of `FirstMessageInjector`: it shares the injector's state.
+mixin of `SessionInjector`: it shares the injector's state.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ next stop, as when the composer holds the user's text."""
 
 
 class OutgoingHooks:
-    """The injector's side of the outgoing queue (part of `FirstMessageInjector`)."""
+    """The injector's side of the outgoing queue (part of `SessionInjector`)."""
 
     def _outgoing_deadline(self, own: float | None) -> float | None:
         """The earlier of `own` and the queue's next deadline."""

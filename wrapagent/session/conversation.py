@@ -177,7 +177,7 @@ class Conversation:
 
     def __init__(self, live: Live, plan, *, first: bool, resets: bool, wait_hook, stop_check,
                  sends: bool = False, undo: bool = False) -> None:
-        from wrapagent.inject.injector import FirstMessageInjector  # ~5 ms: only when keys are watched
+        from wrapagent.inject.injector import SessionInjector  # ~5 ms: only when keys are watched
         from wrapagent.proxy.spawn import start_size
 
         self.live = live
@@ -216,7 +216,7 @@ class Conversation:
         every = ((first or resets or prompt_given) and any(g.every_message for g in live.cfg.guards)) \
             or ((first or resets or prompt_given or undo) and self.turn_checkpoints is not None)  # the undo block
         interrupts = self._interrupt_watch(adapter.name)
-        self.interceptor = FirstMessageInjector(
+        self.interceptor = SessionInjector(
             adapter, rows=rows, cols=cols,
             get_prefix=self.prefix.get_nowait, wake_fd=self.prefix.wake_r,
             log=live.record.log, inject=first, turns=self.turns,
