@@ -88,7 +88,7 @@ if TYPE_CHECKING:
 BP_ON = b"\x1b[?2004h"
 
 
-class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, OutgoingHooks):
+class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
     """The proxy's interceptor for interactive sessions (see module docstring).
 
     Its parts, one concern each, share this object's state: the user's keys
@@ -179,6 +179,8 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, Out
         self._prefix: str | None = None
         self._release_on_error = b""
         self._composer = Composer(esc_clears=adapter.esc_clears_composer)
+        self.outgoing_hooks = OutgoingHooks(outgoing, self._composer) if outgoing is not None else None
+        """Where wrapagent's own messages go between the user's (`outgoing_hooks.py`)."""
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
@@ -241,7 +243,8 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, Out
         due = self._keys.next_due()
         if due is not None and (own is None or due < own):
             own = due
-        own = self._outgoing_deadline(own)
+        if self.outgoing_hooks is not None:
+            own = self.outgoing_hooks.deadline(own, self.last_output)
         if self.turns is None or self.state == STARTING:
             return own
         theirs = self.turns.deadline(self.last_output)
@@ -355,8 +358,8 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, Out
             command = self._holds_command()
             out = self._due_replay(now)  # also ends a first-message injection once the replay's lag is over
             out += self._poll(now)
-            if self.outgoing is not None:
-                out += self._poll_outgoing(now)
+            if self.outgoing_hooks is not None:
+                out += self._poll_outgoing(self.outgoing_hooks, now)
             out = self._to_tool(out, now, command)
             if self.turns is not None and self.state != STARTING:
                 if self.dialogs is not None:
@@ -368,6 +371,21 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, Out
             self._fail(exc)
             out, self._release_on_error = self._release_on_error, b""
             return out
+
+    def _poll_outgoing(self, hooks: OutgoingHooks, now: float) -> bytes:
+        """wrapagent's own message (`outgoing_hooks.py`); a submitted one begins a turn."""
+        out, submitted = hooks.poll(now, self.last_output, self.state, self._message)
+        notice = hooks.take_notice()
+        if notice:
+            self.screen_notice = notice
+        if submitted and self.compaction_watch is not None:
+            self.compaction_watch.submitted()  # its turn may compact the conversation too
+        if submitted and self.turns is not None:
+            self.turns.submitted(now)
+        held = hooks.held_keys()
+        if held:
+            out += self._feed(held, now)  # the user's keys held meanwhile, in order
+        return out
 
     def _stop_watching_for_notice(self) -> None:
         """The stop was seen (the watch forgot its key): output is no longer needed for it."""
@@ -407,7 +425,7 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations, Out
             self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
 
     def _on_input(self, data: bytes, now: float) -> bytes:
-        if self._outgoing_holds(data, now):
+        if self.outgoing_hooks is not None and self.outgoing_hooks.holds(data, now):
             return b""
         if (self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready()
                 and not self._typed_unseen(now)):
