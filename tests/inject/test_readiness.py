@@ -431,6 +431,6 @@ def test_claude_markers_on_its_recorded_screens(path: Path) -> None:
     first_frame = path.name.startswith("empty-first-frame-")
     w = World("claude")
     w.output(BP + b"\x1b[2J\x1b[H" + path.read_text(encoding="utf-8").replace("\n", "\r\n").encode())
-    assert w.inj._screen_ready() is not first_frame
+    assert w.inj.readiness.screen_ready(w.inj.state) is not first_frame
     w.wait(0.2)
     assert w.inj.state == ("starting" if first_frame else "armed")

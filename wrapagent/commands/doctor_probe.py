@@ -103,7 +103,7 @@ class _Probe:
     # -- io ------------------------------------------------------------------
 
     def _cursor(self) -> tuple[int, int]:
-        screen = getattr(self.injector.screen, "_screen", None)
+        screen = getattr(self.injector.readiness.screen, "_screen", None)
         cursor = getattr(screen, "cursor", None)
         if cursor is None:
             return 1, 1
@@ -244,7 +244,7 @@ class _Probe:
             pass
 
     def screen_text(self) -> str:
-        text = self.injector.screen.text()
+        text = self.injector.readiness.screen.text()
         return "\n".join(text.rstrip("\n").split("\n")).rstrip("\n")
 
 

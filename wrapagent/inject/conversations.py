@@ -151,26 +151,15 @@ class Conversations:
         self._rearm()
 
     def _wait_ready_again(self, now: float) -> None:
-        """After a reset the tool may show a dialog first (codex asks where the new chat runs).
-
-        With `reset_ready_patterns`, the next message waits until they show on a fresh
-        emulator fed only with what the tool draws from now on; without, until output
-        has been quiet `reset_quiet_secs` since the reset (no emulator, no copy).
-        """
+        """After a reset the tool may show a dialog first: keys pass until the composer is back
+        (`readiness.Readiness.wait_again`)."""
         self.state = WAIT_READY
-        self._reset_at = now
-        self._screen_dirty = False
-        self._next_check = None
-        if not self._reset_patterns:
-            return
-        from wrapagent.inject.screen import Screen
-
-        self.screen = Screen(*self._size)
-        self.watch_output = True
+        if self.readiness.wait_again(now, *self._size):
+            self.watch_output = True
 
     def _finish(self) -> None:
         """This conversation's injection is over: stay for the session, or be dropped."""
-        self.screen.close()
+        self.readiness.close()
         self.watch_output = self._keep_watching
         if self.whole_session:
             self.state = CHATTING

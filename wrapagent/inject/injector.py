@@ -44,7 +44,6 @@ blocks were submitted and the proxy drops it.
 from __future__ import annotations
 
 import os
-import re
 import time
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ from wrapagent.inject.held import HeldKeys
 from wrapagent.inject.keys import PASTE_START, REPLY, TEXT, tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
-from wrapagent.inject.readiness import READY_CHECK_INTERVAL, Readiness
+from wrapagent.inject.readiness import Readiness
 from wrapagent.inject.report import InjectionReport, close_unsubmitted
 from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLD_STATES,
                                      HOLDING, SETTLING, STARTING, WAIT_READY, allowed)
@@ -69,6 +68,7 @@ __all__ = ["SessionInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOL
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from wrapagent.inject.composer_screen import ComposerScreen
     from wrapagent.inject.dialog_watch import DialogTurn, DialogWatch
     from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.interrupts import InterruptWatch
@@ -85,10 +85,8 @@ if TYPE_CHECKING:
 
 # --- the injector -------------------------------------------------------------
 
-BP_ON = b"\x1b[?2004h"
 
-
-class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
+class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
     """The proxy's interceptor for interactive sessions (see module docstring).
 
     Its parts, one concern each, share this object's state: the user's keys
@@ -110,10 +108,7 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
                  outgoing: Outgoing | None = None,
                  interrupts: InterruptWatch | None = None,
                  prompt_given: bool = False) -> None:
-        from wrapagent.inject.screen import Screen
-
         self.adapter = adapter
-        self.screen = Screen(rows, cols)
         self._size = (rows, cols)
         self.get_prefix = get_prefix
         self._wake_fd = wake_fd
@@ -138,9 +133,12 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         self.whole_session = turns is not None or on_reset is not None or on_compaction is not None
         from wrapagent.inject.screen_model import model_for
 
-        self.model = model_for(adapter.name)
-        """The tool's screen model: readiness, dialogs, the composer (`screen_model.py`)."""
-        self.view = self._follow_screen(adapter, rows, cols, outgoing)
+        self._composer = Composer(esc_clears=adapter.esc_clears_composer)
+        """The user's keys, followed: what the tool's composer holds (`composer.py`)."""
+        self.readiness = Readiness(adapter, self._composer, model_for(adapter.name), rows, cols, log)
+        """When the composer is ready (`readiness.py`); its screen model reads dialogs and the
+        composer for the followed screen too (`screen_model.py`)."""
+        self.view = self._follow_screen(rows, cols, outgoing)
         """The screen followed all session (a tool with a screen shape, whole session): the
         composer's content when the keys cannot tell (`composer_screen.py`)."""
         self.dialogs: DialogWatch | None = None
@@ -161,15 +159,8 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         self.report = InjectionReport(status="pending" if inject else "none")
         self.reports = [self.report]
         self._t0 = clock()
-        self._patterns = [re.compile(p) for p in adapter.ready_patterns]
-        self._reset_patterns = [re.compile(p) for p in adapter.reset_ready_patterns]
-        self._reset_at = 0.0
-        self._bp_seen = not adapter.requires_bracketed_paste
-        self._bp_tail = b""
         self.last_output = self._t0
         """Monotonic time of the child's latest output; the proxy stores it directly."""
-        self._screen_dirty = False
-        self._next_check: float | None = None
         self._keys = HeldKeys()
         """The keys held from the tool, then released with their timing."""
         self._trigger_at: float | None = None
@@ -178,21 +169,11 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         self._in_paste = False
         self._prefix: str | None = None
         self._release_on_error = b""
-        self._composer = Composer(esc_clears=adapter.esc_clears_composer)
         self.outgoing_hooks = OutgoingHooks(outgoing, self._composer) if outgoing is not None else None
         """Where wrapagent's own messages go between the user's (`outgoing_hooks.py`)."""
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
-        self._typed_on_drawn = False
-        """A key came while an unknown TUI's screen was drawn but not yet quiet (`_quiet_enough`):
-        at readiness, its text is a begun message if the screen shows it at the cursor, else
-        it answered whatever was drawn (`readiness._typed_at_cursor`)."""
-        self._typed_shown = False
-        """At the ready screen, text typed before it showed in it (`readiness._typed_on_screen`)."""
-        self._typed_at = float("-inf")
-        """When a key typed on the tool's composer, before it was ready, last reached it
-        (`readiness._typed_unseen`)."""
         self._receipt_screen: Screen | None = None
         """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
         self._receipt_drawn = False
@@ -202,8 +183,8 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         """One line for the user's terminal (a delivery without a receipt); the proxy writes
         it after the tool's next output and empties it."""
 
-    def _follow_screen(self, adapter: Adapter, rows: int, cols: int, outgoing: Outgoing | None):
-        model = self.model
+    def _follow_screen(self, rows: int, cols: int, outgoing: Outgoing | None) -> ComposerScreen | None:
+        model = self.readiness.model
         if not self.whole_session or model.shape is None:
             return None
         from wrapagent.inject.composer_screen import ComposerScreen
@@ -225,11 +206,12 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         self._state = new
     def _watch_compaction(self, on_compaction: Callable[[int, int], None] | None,
                           clock: Callable[[], float]) -> CompactionWatch | None:
-        if self.view is None or on_compaction is None or not self.model.knows_compaction:
+        model = self.readiness.model
+        if self.view is None or on_compaction is None or not model.knows_compaction:
             return None
         from wrapagent.inject.compaction_watch import NOTICE_HINTS, CompactionWatch
 
-        watch = CompactionWatch(self.model, clock)
+        watch = CompactionWatch(model, clock)
         self.view.observe(watch.observe, hints=NOTICE_HINTS)
         return watch
 
@@ -257,10 +239,8 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         return min(own, theirs)
 
     def _own_deadline(self) -> float | None:
-        if self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
-            return self._next_check
-        if self.state == WAIT_READY:
-            return max(self.last_output, self._reset_at) + self.adapter.reset_quiet_secs
+        if self.state in (STARTING, WAIT_READY):
+            return self.readiness.deadline(self.state, self.last_output)
         if self.state == HOLDING and self._prefix is not None:
             # Re-held in the middle of a release (a Ctrl-C, then a key, in one batch):
             # the blocks are known, deliver again at once instead of waiting for a key.
@@ -284,7 +264,7 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         if self.compaction_watch is not None:
             self.compaction_watch.resized()
         if self.state in (STARTING, WAIT_READY):
-            self.screen.resize(rows, cols)
+            self.readiness.screen.resize(rows, cols)
 
     # Public entry points never raise: a bug or an emulator surprise must not
     # cost the user a key or take the session down. On error, injection is
@@ -414,34 +394,19 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         if self.view is not None:
             self.view.feed(data)
         if self.state in (STARTING, WAIT_READY):
-            # The readiness emulator is only needed to see the ready screen.
-            self.screen.feed(data)
-            if not self._bp_seen:
-                hay = self._bp_tail + data
-                if BP_ON in hay:
-                    self._bp_seen = True
-                self._bp_tail = hay[-(len(BP_ON) - 1):]
-            self._screen_dirty = True
-            self._next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
+            self.readiness.feed(data, now)  # only needed to see the ready screen
 
     def _on_input(self, data: bytes, now: float) -> bytes:
         if self.outgoing_hooks is not None and self.outgoing_hooks.holds(data, now):
             return b""
-        if (self.state in (STARTING, WAIT_READY) and self._screen_dirty and self._screen_ready()
-                and not self._typed_unseen(now)):
-            if self._quiet_enough(now):
-                # The composer is drawn but its quiet period is not over: a key now
-                # starts a message, so the blocks must go before it, not after.
-                self._became_ready(now, "marker" if self._current_patterns() else "generic")
-            else:
-                self._typed_on_drawn = True
-        elif self.state == STARTING or (self.state == WAIT_READY and self._reset_patterns):
-            self._ready_on_key(data, now)
+        if self.state in (STARTING, WAIT_READY):
+            fired = self.readiness.on_key(data, now, self.state, self.last_output)
+            if fired is not None:
+                self._became_ready(now, *fired)
         if self.state == STARTING:
             self._composer.now = now
             for tok in tokenize(data):
-                if tok.kind in (TEXT, PASTE_START) and self._composer_drawn():
-                    self._typed_at = now  # (readiness._typed_unseen waits for its echo)
+                self.readiness.key_before_ready(tok.kind, now)  # (its echo is waited for)
                 sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
                 if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
                     self._bare.append("a message was submitted before the tool's ready screen was seen")
@@ -449,15 +414,18 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         return self._feed(data, now)
 
     def _poll(self, now: float) -> bytes:
-        if self.state == WAIT_READY and not self._reset_patterns:
-            if now - max(self.last_output, self._reset_at) >= self.adapter.reset_quiet_secs:
+        quiet = self.readiness.quiet_after_reset(now, self.last_output) if self.state == WAIT_READY else None
+        if quiet is not None:
+            if quiet:
                 self.report.ready_by = "quiet"
                 self._arm()
                 self.log(f"injection: output quiet after the reset; conversation "
                          f"{self.report.conversation} armed")
             return b""
         if self.state in (STARTING, WAIT_READY):
-            self._check_ready(now)
+            fired = self.readiness.check(now, self.state, self.last_output)
+            if fired is not None:
+                self._became_ready(now, fired)
             return b""
         if self.state == HOLDING:
             return self._start_delivery(now)
@@ -469,6 +437,32 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
 
     # -- readiness: readiness.py ------------------------------------------------
 
+    def _became_ready(self, now: float, by: str, at_key: bool = False) -> None:
+        """The composer is ready (`by` a rule of `readiness.py`): arm for the next message."""
+        self.watch_output = self._keep_watching
+        if self.readiness.ready(by, at_key, self.state):
+            # The markers did not show: wrapagent's own messages (stop check, `send`) find the
+            # composer by the same rule, and the followed screen is read by the generic model.
+            if self.outgoing is not None:
+                self.outgoing.use_generic_composer()
+            if self.view is not None:
+                self.view.model = self.readiness.model
+        self.report.ready_by = by
+        if self.state == WAIT_READY:
+            self._arm()
+            self.log(f"injection: composer ready again for conversation {self.report.conversation}"
+                     f" ({by} rule)")
+            return
+        self.report.ready_after_s = round(now - self._t0, 3)
+        if self.inject:
+            self._arm()
+        else:
+            self.state = CHATTING
+        self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s"
+                 f" ({by} rule)")
+        if not self.inject and self.prompt_given:
+            self._prompt_submitted(now)
+
     def _arm(self) -> None:
         """The composer is ready: the next message gets the blocks.
 
@@ -477,51 +471,20 @@ class SessionInjector(Readiness, MessageKeys, BlocksDelivery, Conversations):
         of text already in the composer, so that message passes untouched, like a
         command, and the one after it gets them.
         """
-        composer = self._composer
-        typed_shown, self._typed_shown = self._typed_shown, False
-        if self._typed_on_drawn and not typed_shown and not composer.in_paste:
-            composer.settled_empty()  # keys on a screen not quiet yet that it does not show: an answer
-        self._typed_on_drawn = False
-        if not composer.in_paste:
-            if composer.unknown and self.view is None:
-                # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
-                # composer: the ready screen is the composer's, empty (no screen model
-                # to ask at the first key).
-                composer.settled_empty()
-            if not (typed_shown or (composer.has_text and self._ready_screen_holds_text())):
-                self.state = ARMED
-                return
+        begun = self.readiness.begun_message(self.state, followed=self.view is not None)
+        if self._composer.in_paste:
+            self.state = COMMAND
+            self._in_paste = True
+            self._begun_early = True
+            self._note("a paste begun before the composer was ready goes without the blocks; "
+                       "the next message gets them")
+        elif not begun:
+            self.state = ARMED
+        else:
             self.state = COMMAND
             self._begun_early = True
             self._note("a message typed before the composer was ready goes without the blocks; "
                        "the next message gets them")
-            return
-        self.state = COMMAND
-        self._in_paste = True
-        self._begun_early = True
-        self._note("a paste begun before the composer was ready goes without the blocks; "
-                   "the next message gets them")
-
-    def _quiet_enough(self, now: float) -> bool:
-        """A key on a drawn screen may make it ready before its quiet period is over only for a
-        tool whose markers showed: an unknown TUI's screen that merely has something drawn may
-        be a start-up question (`(Y)es/(N)o`, drawn 50 ms ago) the key answers. Its key waits
-        for the quiet check like the timer; text it leaves in the composer begins a message
-        that goes without the blocks (the next one gets them)."""
-        if self.state != STARTING or self._patterns:
-            return True  # (after a reset: the tool's own rules, `_wait_ready_again`)
-        return now - self.last_output >= self.adapter.ready_quiet_secs
-
-    def _ready_screen_holds_text(self) -> bool:
-        """Keys typed before readiness: the ready screen shows them in the tool's composer (by
-        the screen model), so blocks cannot go in front of them. Without a shape, or when the
-        screen shows the composer empty (they answered a start-up dialog, or the tool dropped
-        them), the next key starts the message as before."""
-        if self.model.shape is None or self.state != STARTING:
-            return False
-        from wrapagent.inject.screen_model import TEXT
-
-        return self.model.read(self.screen.text()).composer == TEXT
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:

@@ -38,7 +38,17 @@ from __future__ import annotations
 
 import re
 
-from wrapagent.inject.states import CHATTING, STARTING, WAIT_READY
+from wrapagent.inject.states import STARTING, WAIT_READY
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from wrapagent.inject.adapters.base import Adapter
+    from wrapagent.inject.composer import Composer
+    from wrapagent.inject.screen_model import ScreenModel
+
+BP_ON = b"\x1b[?2004h"
 
 READY_CHECK_INTERVAL = 0.05
 
@@ -85,37 +95,196 @@ def has_content(text: str) -> bool:
 
 
 class Readiness:
-    """The injector's part that decides when its composer is ready (see module docstring).
+    """Whether the tool's composer is ready (see module docstring): an object of its own.
 
-    Shares the injector's state: `state`, `screen`, `adapter`, `report`,
-    `last_output`, `_bp_seen`, `_patterns`, `_reset_patterns`, `_screen_dirty`,
-    `_next_check`.
+    Owns the readiness emulator (fed only while the injector waits for the ready
+    screen: STARTING, or WAIT_READY after a reset), the markers, whether
+    bracketed paste was seen, when to look again, and what the keys typed
+    before readiness left on the screen. Its inputs: the adapter, the composer
+    the injector follows the user's keys with (read only), and at each call the
+    injector's state and the time of the tool's latest output. It never changes
+    the injector's state: `check` and `on_key` return the rule that fired, and
+    the injector makes the composer ready (`ready` here for this part's share).
     """
 
-    def _check_ready(self, now: float) -> None:
-        """Called by `poll` in STARTING (and WAIT_READY with reset markers) when `_next_check` is due."""
-        if self._next_check is None or now < self._next_check:
-            return
-        quiet = self.adapter.ready_quiet_secs
-        if now - self.last_output < quiet:
-            self._next_check = self.last_output + quiet
-            return
-        if self._typed_unseen(now):
-            self._next_check = self._typed_at + TYPED_ECHO_SECS
-            return
-        if self._screen_dirty:
-            self._screen_dirty = False
-            if self._screen_ready():
-                self._became_ready(now, "marker" if self._current_patterns() else "generic")
-                return
-            self._next_check = self._fallback_due()
-            return
-        # Nothing drawn since the markers were last looked for: the fallback's bound is up.
-        self._next_check = None
-        if self._generic_ready():
-            self._became_ready(now, "generic")
+    def __init__(self, adapter: Adapter, composer: Composer, model: ScreenModel, rows: int, cols: int,
+                 log: Callable[[str], None]) -> None:
+        from wrapagent.inject.screen import Screen
 
-    def _typed_unseen(self, now: float) -> bool:
+        self.adapter = adapter
+        self.composer = composer
+        self.model = model
+        """The tool's screen model (`screen_model.py`); the generic one once the markers failed."""
+        self.log = log
+        self.screen = Screen(rows, cols)
+        """The readiness emulator: what the tool drew, until its composer is ready."""
+        self.patterns = [re.compile(p) for p in adapter.ready_patterns]
+        self.reset_patterns = [re.compile(p) for p in adapter.reset_ready_patterns]
+        self.reset_at = 0.0
+        """When the latest reset (or typed compaction) was submitted."""
+        self.bp_seen = not adapter.requires_bracketed_paste
+        self._bp_tail = b""
+        self.dirty = False
+        """Output came since the markers were last looked for."""
+        self.next_check: float | None = None
+        self.typed_on_drawn = False
+        """A key came while an unknown TUI's screen was drawn but not yet quiet (`_quiet_enough`):
+        at readiness, its text is a begun message if the screen shows it at the cursor, else
+        it answered whatever was drawn (`_typed_at_cursor`)."""
+        self.typed_shown = False
+        """At the ready screen, text typed before it showed in it (`_typed_on_screen`)."""
+        self.typed_at = float("-inf")
+        """When a key typed on the tool's composer, before it was ready, last reached it
+        (`_typed_unseen`)."""
+
+    # -- what the injector feeds it ----------------------------------------------
+
+    def feed(self, data: bytes, now: float) -> None:
+        """The tool's output while the ready screen is awaited."""
+        self.screen.feed(data)
+        if not self.bp_seen:
+            hay = self._bp_tail + data
+            if BP_ON in hay:
+                self.bp_seen = True
+            self._bp_tail = hay[-(len(BP_ON) - 1):]
+        self.dirty = True
+        self.next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
+
+    def key_before_ready(self, kind: str, now: float) -> None:
+        """A key of the user's while the tool starts: text typed on its drawn composer is waited
+        for until it shows (`_typed_unseen`)."""
+        from wrapagent.inject.keys import PASTE_START, TEXT
+
+        if kind in (TEXT, PASTE_START) and self._composer_drawn():
+            self.typed_at = now
+
+    def wait_again(self, now: float, rows: int, cols: int) -> bool:
+        """After a reset the tool may show a dialog first (codex asks where the new chat runs).
+
+        With `reset_ready_patterns`, the next message waits until they show on a fresh
+        emulator fed only with what the tool draws from now on; without, until output
+        has been quiet `reset_quiet_secs` since the reset (no emulator, no copy).
+        Returns whether the tool's output is needed for it.
+        """
+        self.reset_at = now
+        self.dirty = False
+        self.next_check = None
+        if not self.reset_patterns:
+            return False
+        from wrapagent.inject.screen import Screen
+
+        self.screen = Screen(rows, cols)
+        return True
+
+    def close(self) -> None:
+        self.screen.close()
+
+    # -- what it says --------------------------------------------------------------
+
+    def deadline(self, state: str, last_output: float) -> float | None:
+        """When the injector must look again, in STARTING or WAIT_READY."""
+        if state == STARTING or self.reset_patterns:
+            return self.next_check
+        return max(last_output, self.reset_at) + self.adapter.reset_quiet_secs
+
+    def quiet_after_reset(self, now: float, last_output: float) -> bool | None:
+        """A tool without reset markers: output quiet `reset_quiet_secs` since the reset (None:
+        the tool has markers, `check` decides)."""
+        if self.reset_patterns:
+            return None
+        return now - max(last_output, self.reset_at) >= self.adapter.reset_quiet_secs
+
+    def check(self, now: float, state: str, last_output: float) -> str | None:
+        """Called by `poll` in STARTING (and WAIT_READY with reset markers): the rule that fired
+        once `next_check` is due (`marker`, `generic`), or None."""
+        if self.next_check is None or now < self.next_check:
+            return None
+        quiet = self.adapter.ready_quiet_secs
+        if now - last_output < quiet:
+            self.next_check = last_output + quiet
+            return None
+        if self._typed_unseen(now, state):
+            self.next_check = self.typed_at + TYPED_ECHO_SECS
+            return None
+        if self.dirty:
+            self.dirty = False
+            if self.screen_ready(state):
+                return "marker" if self._current_patterns(state) else "generic"
+            self.next_check = self._fallback_due(state, last_output)
+            return None
+        # Nothing drawn since the markers were last looked for: the fallback's bound is up.
+        self.next_check = None
+        return "generic" if self._generic_ready(state) else None
+
+    def on_key(self, data: bytes, now: float, state: str, last_output: float) -> tuple[str, bool] | None:
+        """A key of the user's while the ready screen is awaited: the rule it makes fire now, and
+        whether it fired at the key only (else None: the key passes as it is)."""
+        if self.dirty and self.screen_ready(state) and not self._typed_unseen(now, state):
+            if self._quiet_enough(now, state, last_output):
+                # The composer is drawn but its quiet period is not over: a key now
+                # starts a message, so the blocks must go before it, not after.
+                return ("marker" if self._current_patterns(state) else "generic"), False
+            self.typed_on_drawn = True
+            return None
+        if state == STARTING or self.reset_patterns:
+            return ("generic", True) if self._ready_on_key(data, now, state, last_output) else None
+        return None
+
+    def ready(self, by: str, at_key: bool, state: str) -> bool:
+        """The composer is ready (`by` a rule): this part's share. True when the generic rule fired
+        where the adapter has markers: the screen model is the generic one from now on."""
+        self.dirty = False
+        self.next_check = None
+        self.typed_shown = self._typed_on_screen() or self._typed_at_cursor()
+        self.screen.close()
+        if by == "generic" and self._current_patterns(state):
+            self._fell_back(at_key, state)
+            return True
+        return False
+
+    def begun_message(self, state: str, followed: bool) -> bool:
+        """At readiness (`state` the injector's, before it arms): did keys typed before it begin a
+        message the blocks cannot go in front of? Settles the composer empty when they did not
+        (a key that answered a start-up dialog, `followed`: the screen is followed all session
+        and tells at the first key)."""
+        composer = self.composer
+        typed_shown, self.typed_shown = self.typed_shown, False
+        if self.typed_on_drawn and not typed_shown and not composer.in_paste:
+            composer.settled_empty()  # keys on a screen not quiet yet that it does not show: an answer
+        self.typed_on_drawn = False
+        if composer.in_paste:
+            return True
+        if composer.unknown and not followed:
+            # Keys that answered a start-up dialog (↓, Tab) or came before a reset's
+            # composer: the ready screen is the composer's, empty (no screen model
+            # to ask at the first key).
+            composer.settled_empty()
+        return typed_shown or (composer.has_text and self._ready_screen_holds_text(state))
+
+    # -- the rules -------------------------------------------------------------------
+
+    def _quiet_enough(self, now: float, state: str, last_output: float) -> bool:
+        """A key on a drawn screen may make it ready before its quiet period is over only for a
+        tool whose markers showed: an unknown TUI's screen that merely has something drawn may
+        be a start-up question (`(Y)es/(N)o`, drawn 50 ms ago) the key answers. Its key waits
+        for the quiet check like the timer; text it leaves in the composer begins a message
+        that goes without the blocks (the next one gets them)."""
+        if state != STARTING or self.patterns:
+            return True  # (after a reset: the tool's own rules, `wait_again`)
+        return now - last_output >= self.adapter.ready_quiet_secs
+
+    def _ready_screen_holds_text(self, state: str) -> bool:
+        """Keys typed before readiness: the ready screen shows them in the tool's composer (by
+        the screen model), so blocks cannot go in front of them. Without a shape, or when the
+        screen shows the composer empty (they answered a start-up dialog, or the tool dropped
+        them), the next key starts the message as before."""
+        if self.model.shape is None or state != STARTING:
+            return False
+        from wrapagent.inject.screen_model import TEXT
+
+        return self.model.read(self.screen.text()).composer == TEXT
+
+    def _typed_unseen(self, now: float, state: str) -> bool:
         """Text typed on the tool's composer while it started, under TYPED_ECHO_SECS ago, that its
         screen does not show yet: where it went is not known, so it is not taken for ready yet.
 
@@ -124,32 +293,30 @@ class Readiness:
         showed an empty composer and the blocks went in after them. Keys typed before any
         composer was drawn are not waited for: they answer start-up dialogs, or are lost.
         """
-        if self.state != STARTING or not self._composer.has_text or now - self._typed_at >= TYPED_ECHO_SECS:
+        if state != STARTING or not self.composer.has_text or now - self.typed_at >= TYPED_ECHO_SECS:
             return False
-        return not (self._typed_on_screen() or self._ready_screen_holds_text())
+        return not (self._typed_on_screen() or self._ready_screen_holds_text(state))
 
-    def _ready_on_key(self, data: bytes, now: float) -> bool:
-        """The user's first message key came before the bound: fire the generic rule now if it holds.
+    def _ready_on_key(self, data: bytes, now: float, state: str, last_output: float) -> bool:
+        """The user's first message key came before the bound: the generic rule fires now if it holds.
 
         Without this, a person who starts typing as soon as the composer shows (before
         output was quiet for the whole bound) would submit their first message without
         the blocks on every release whose markers changed.
         """
-        since = max(self.last_output, self._reset_at) if self.state == WAIT_READY else self.last_output
-        if self._fallback_due() is None or now - since < FIRST_KEY_QUIET_SECS or self._typed_unseen(now):
+        since = max(last_output, self.reset_at) if state == WAIT_READY else last_output
+        if (self._fallback_due(state, last_output) is None or now - since < FIRST_KEY_QUIET_SECS
+                or self._typed_unseen(now, state)):
             return False
-        if self.state == WAIT_READY and self.last_output <= self._reset_at:
+        if state == WAIT_READY and last_output <= self.reset_at:
             return False  # nothing drawn since the reset: the timer path would never fire either
         from wrapagent.inject.keys import PASTE_START, TEXT, tokenize
 
         if not any(tok.kind in (TEXT, PASTE_START) for tok in tokenize(data)):
             return False
-        if self._markers_in_part():
+        if self._markers_in_part(state):
             return False
-        if not self._generic_ready(quiet=True):
-            return False
-        self._became_ready(now, "generic", at_key=True)
-        return True
+        return self._generic_ready(state, quiet=True)
 
     def _typed_on_screen(self) -> bool:
         """Text the user typed before the ready screen shows in it: a message has begun.
@@ -159,8 +326,8 @@ class Readiness:
         not on the screen went elsewhere (a start-up dialog's answer) and begins nothing.
         Fewer than 3 characters are never taken for a message: a one-key answer looks alike.
         """
-        typed = self._composer.typed.strip()
-        if len(typed) < 3 or self._composer.in_paste:
+        typed = self.composer.typed.strip()
+        if len(typed) < 3 or self.composer.in_paste:
             return False
         lines = typed.splitlines()
         return bool(lines) and lines[-1].strip()[-30:] in self.screen.text()
@@ -169,11 +336,12 @@ class Readiness:
         """An unknown TUI: text typed on its drawn screen before the quiet check is a begun
         message when the screen shows it right before the cursor (any length: `0`, `y` typed
         into its composer); else those keys answered whatever was drawn (a start-up question)."""
-        composer = self._composer
-        if not self._typed_on_drawn or not composer.has_text or composer.in_paste:
+        composer = self.composer
+        if not self.typed_on_drawn or not composer.has_text or composer.in_paste:
             return False
         typed = composer.typed.rstrip("\r\n").splitlines()
         return bool(typed) and bool(typed[-1].strip()) and self.screen.before_cursor().endswith(typed[-1].rstrip())
+
     def _composer_drawn(self) -> bool:
         """The screen so far shows the tool's composer (by its shape), ready or not."""
         if self.model.shape is None:
@@ -182,28 +350,28 @@ class Readiness:
 
         return self.model.read(self.screen.text()).composer in (EMPTY, TEXT)
 
-    def _markers_in_part(self) -> bool:
+    def _markers_in_part(self, state: str) -> bool:
         """Some of the markers show, not all: the tool's own screen, still being drawn.
 
         claude 2.1.330 draws its composer (`❯`) and the mode first, runs its start-up checks
         (a question may come up over the composer), and only then its footer's key hint: a
         key on that first frame is no reason to fall back, the rest of the screen is coming.
         """
-        patterns = self._current_patterns()
+        patterns = self._current_patterns(state)
         if len(patterns) < 2:
             return False
         text = self.screen.text()
         shown = sum(1 for p in patterns if p.search(text))
         return 0 < shown < len(patterns)
 
-    def _current_patterns(self) -> list[re.Pattern[str]]:
-        return self._reset_patterns if self.state == WAIT_READY else self._patterns
+    def _current_patterns(self, state: str) -> list[re.Pattern[str]]:
+        return self.reset_patterns if state == WAIT_READY else self.patterns
 
-    def _screen_ready(self) -> bool:
+    def screen_ready(self, state: str) -> bool:
         """The ready markers are on the screen as drawn so far (no markers: the generic rule)."""
-        if not self._bp_seen:
+        if not self.bp_seen:
             return False
-        patterns = self._current_patterns()
+        patterns = self._current_patterns(state)
         text = self.screen.text()
         if not patterns:
             return has_content(text) and not self._dialog_up(text)
@@ -221,65 +389,38 @@ class Readiness:
         from wrapagent.inject.screen_model import EMPTY
 
         return (self.model.shape is not None and reading.composer == EMPTY and not reading.working
-                and not self._markers_in_part())
+                and not self._markers_in_part(state))
 
     def _dialog_up(self, text: str) -> bool:
         """A dialog by the screen's structure (`screen_model.py`): the tool's composer is not at
         the bottom and a choice or its key hints are; never a transcript's look-alike lines."""
         return self.model.read(text).dialog
 
-    def _fallback_due(self) -> float | None:
+    def _fallback_due(self, state: str, last_output: float) -> float | None:
         """When the generic rule may fire if nothing more is drawn (None: it never will)."""
         bound = self.adapter.fallback_quiet_secs
-        if bound is None or not self._bp_seen or not self._current_patterns():
+        if bound is None or not self.bp_seen or not self._current_patterns(state):
             return None
-        return self.last_output + bound
+        return last_output + bound
 
-    def _generic_ready(self, quiet: bool = False) -> bool:
+    def _generic_ready(self, state: str, quiet: bool = False) -> bool:
         text = self.screen.text()
         if self._dialog_up(text):
             if not quiet:
                 self.log("injection: a dialog is on the screen; waiting for the composer")
             return False
         # After a reset the emulator starts blank and holds only what was drawn since.
-        return has_content(text) or self.state == WAIT_READY
+        return has_content(text) or state == WAIT_READY
 
-    def _became_ready(self, now: float, by: str, at_key: bool = False) -> None:
-        self._screen_dirty = False
-        self._next_check = None
-        self.watch_output = self._keep_watching
-        self._typed_shown = self._typed_on_screen() or self._typed_at_cursor()
-        self.screen.close()
-        self.report.ready_by = by
-        if by == "generic" and self._current_patterns():
-            self._fell_back(at_key)
-        if self.state == WAIT_READY:
-            self._arm()
-            self.log(f"injection: composer ready again for conversation {self.report.conversation}"
-                     f" ({by} rule)")
-            return
-        self.report.ready_after_s = round(now - self._t0, 3)
-        if self.inject:
-            self._arm()
-        else:
-            self.state = CHATTING
-        self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s"
-                 f" ({by} rule)")
-        if not self.inject and self.prompt_given:
-            self._prompt_submitted(now)
-
-    def _fell_back(self, at_key: bool) -> None:
-        """The adapter's markers did not show: say so once, and let wrapagent's own messages
-        (stop check, `send`) find the composer by the same rule."""
-        what = "reset_ready_patterns" if self.state == WAIT_READY else "ready_patterns"
+    def _fell_back(self, at_key: bool, state: str) -> None:
+        """The adapter's markers did not show: say so once; the tool's shape does not fit its
+        screen either (the injector lets wrapagent's own messages find the composer by the
+        same rule)."""
+        what = "reset_ready_patterns" if state == WAIT_READY else "ready_patterns"
         when = (f"at the first message key, after {FIRST_KEY_QUIET_SECS:g}s of quiet output" if at_key
                 else f"after {self.adapter.fallback_quiet_secs:g}s of quiet output")
         self.log(f"injection: {self.adapter.name}'s {what} did not show; the generic rule fired {when} "
                  "(the tool's screen changed: injection still works)")
-        if self.outgoing is not None:
-            self.outgoing.use_generic_composer()
         from wrapagent.inject.screen_model import ScreenModel
 
-        self.model = ScreenModel(None)  # the tool's shape does not fit its screen either
-        if self.view is not None:
-            self.view.model = self.model
+        self.model = ScreenModel(None)
