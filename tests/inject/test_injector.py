@@ -351,7 +351,7 @@ def test_internal_error_releases_held_keys_and_switches_off() -> None:
     def boom() -> str:
         raise RuntimeError("guard thread exploded")
 
-    inj.get_prefix = boom
+    inj.delivery.get_prefix = boom
     assert inj.poll(clock.t) == b"abc"
     assert inj.done and inj.report.status == "lost"
     assert inj.finalize().status == "lost"

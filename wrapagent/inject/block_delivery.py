@@ -8,14 +8,26 @@ blocks, or the tool's paste placeholder, drawn since the delivery began),
 then the held keys are released with their timing (`held.py`) and fed as if
 typed just now. Without a receipt the blocks are written once more if the
 tool drew nothing at all, else the report says `not delivered` and why, and
-the user sees one line. A mixin of `SessionInjector`: it shares the
-injector's state.
+the user sees one line.
+
+`BlocksDelivery` owns one message's delivery: its blocks, the chunks still
+to write, the receipt's emulator and when it was read. It is told the
+injector's state and the time of the tool's latest output, and says what
+comes next (chunks to write, all written, the receipt's verdict); the
+injector changes state and releases the held keys.
 """
 
 from __future__ import annotations
 
-from wrapagent.inject.delivery import delivered_text, delivery_chunks, now_iso
-from wrapagent.inject.states import AWAIT_SUBMIT, DELIVERING, DONE, HOLD_STATES, SETTLING
+from wrapagent.inject.delivery import delivery_chunks
+from wrapagent.inject.states import DELIVERING, HOLDING, SETTLING
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from wrapagent.inject.adapters.base import Adapter
+    from wrapagent.inject.screen import Screen
 
 NOT_DELIVERED = "not delivered"
 """The report's status when the screen never showed the blocks in the composer."""
@@ -25,83 +37,110 @@ MAX_ATTEMPTS = 2
 
 
 class BlocksDelivery:
-    """Hold, deliver, settle, release (part of `SessionInjector`)."""
+    """One message's blocks on their way into the composer (see module docstring)."""
 
-    @property
-    def _output_since_delivery(self) -> bool:
-        return self._delivered_at is not None and self.last_output > self._delivered_at
-
-    def _start_delivery(self, now: float) -> bytes:
-        if self._prefix is None:
-            self._drain_wake()
-            prefix = self.get_prefix()
-            if prefix is None:
-                return b""  # guards still running; the wake fd tells us when they finish
-            self._prefix = prefix
-        if not self._prefix:
-            self.report.status = "none"
-            self.report.notes.append("all blocks empty: nothing injected")
-            # Later messages are armed at each submission: this one's keys go as they are, and the
-            # next message is armed once this one is submitted (finishing now would re-arm at once
-            # and hold this message's own keys again, one at a time, never submitting it).
-            return self._release(now, finished=not (self.whole_session and self.on_message is not None))
-        self.report.text = delivered_text(self.adapter, self._prefix)  # what the model will read
-        return self._write_blocks(now)
-
-    def _write_blocks(self, now: float) -> bytes:
-        """One attempt: a fresh emulator for the receipt, then the chunks."""
-        from wrapagent.inject.screen import Screen
-
-        assert self._prefix
-        self.report.attempts += 1
-        self._close_receipt()
-        self._receipt_screen = Screen(*self._size)
+    def __init__(self, adapter: Adapter, get_prefix: Callable[[], str | None]) -> None:
+        self.adapter = adapter
+        self.get_prefix = get_prefix
+        """The blocks, once the guards finished (None until then)."""
+        self.prefix: str | None = None
+        self.trigger_at: float | None = None
+        """When the message's first key was held."""
+        self._outbox: list[tuple[float, bytes]] = []
+        self._delivered_at: float | None = None
+        self._receipt_screen: Screen | None = None
+        """Fed with what the tool draws while the blocks go in."""
         self._receipt_drawn = False
         self._receipt_read_at = float("-inf")
-        self._outbox = delivery_chunks(self.adapter, self._prefix, now)
-        self.state = DELIVERING
-        return self._due_chunks(now)
+        """`last_output` when the receipt was last read and not there yet."""
 
-    def _receipt_feed(self, data: bytes) -> None:
-        """The tool's output while the blocks go in and settle: what the receipt reads."""
-        if self._receipt_screen is not None and self.state in (DELIVERING, SETTLING):
-            self._receipt_screen.feed(data)
-            self._receipt_drawn = True
+    def held(self, now: float) -> None:
+        """The first key of a message is held: the blocks are wanted."""
+        self.trigger_at = now
 
-    def _due_chunks(self, now: float) -> bytes:
+    def blocks(self) -> str | None:
+        """The blocks, once the guards computed them (None: still running; the wake fd says when)."""
+        if self.prefix is None:
+            self.prefix = self.get_prefix()
+        return self.prefix
+
+    def write(self, now: float, rows: int, cols: int) -> None:
+        """One attempt: a fresh emulator for the receipt, then the chunks (`due_chunks`)."""
+        from wrapagent.inject.screen import Screen
+
+        assert self.prefix
+        self.close_receipt()
+        self._receipt_screen = Screen(rows, cols)
+        self._receipt_drawn = False
+        self._receipt_read_at = float("-inf")
+        self._outbox = delivery_chunks(self.adapter, self.prefix, now)
+
+    def due_chunks(self, now: float) -> tuple[bytes, bool]:
+        """The chunks whose time has come, and whether every chunk is written."""
         out = bytearray()
         while self._outbox and self._outbox[0][0] <= now:
             out += self._outbox.pop(0)[1]
         if not self._outbox:
-            self.state = SETTLING
             self._delivered_at = now
-        return bytes(out)
+        return bytes(out), not self._outbox
 
-    def _maybe_release(self, now: float) -> bytes:
+    def on_output(self, data: bytes, state: str) -> None:
+        """The tool's output while the blocks go in and settle: what the receipt reads."""
+        if self._receipt_screen is not None and state in (DELIVERING, SETTLING):
+            self._receipt_screen.feed(data)
+            self._receipt_drawn = True
+
+    def deadline(self, state: str, last_output: float) -> float | None:
+        """When the injector must look again in a delivery's states (None: nothing timed)."""
+        if state == HOLDING and self.prefix is not None:
+            # Re-held in the middle of a release (a Ctrl-C, then a key, in one batch):
+            # the blocks are known, deliver again at once instead of waiting for a key.
+            return self.trigger_at or 0.0
+        if state == DELIVERING and self._outbox:
+            return self._outbox[0][0]
+        if state == SETTLING:
+            assert self._delivered_at is not None
+            if self._output_since_receipt(last_output):
+                return min(last_output + self.adapter.settle_secs, self._delivered_at + self._settle_limit())
+            return self._delivered_at + self._settle_limit()
+        return None
+
+    def settled(self, now: float, last_output: float, text: str) -> str | None:
+        """SETTLING: the receipt's verdict once it is decided (`receipt.SHOWN`, or why the screen
+        does not show `text`, the delivered blocks, in the composer); None: wait for more."""
         assert self._delivered_at is not None
         from wrapagent.inject import receipt
 
-        quiet = self._output_since_receipt and now - self.last_output >= self.adapter.settle_secs
+        quiet = self._output_since_receipt(last_output) and now - last_output >= self.adapter.settle_secs
         timed_out = now - self._delivered_at >= self._settle_limit()
         if not (quiet or timed_out):
-            return b""
-
-        outcome = self._read_receipt()
+            return None
+        outcome = self._read_receipt(text)
         if outcome != receipt.SHOWN and not timed_out:
             # Quiet, but the composer does not show them yet: the tool may still be echoing
             # (claude echoes typed input ~100 ms late, after other redraws). Wait for more
             # output, at most until `receipt.settle_limit`.
-            self._receipt_read_at = self.last_output
-            return b""
-        self._close_receipt()
-        if outcome != receipt.SHOWN:
-            if receipt.retry_is_safe(outcome) and self.report.attempts < MAX_ATTEMPTS:
-                self._note(f"attempt {self.report.attempts}: {receipt.REASONS[outcome]}; writing the blocks again")
-                return self._write_blocks(now)
-            return self._not_delivered(now, receipt.REASONS[outcome])
-        self.report.status = "delivered"
-        self.report.at = now_iso()
-        return self._release(now, finished=False)
+            self._receipt_read_at = last_output
+            return None
+        self.close_receipt()
+        return outcome
+
+    def rearm(self) -> None:
+        """Back to waiting for a first key; the blocks are kept and delivered again."""
+        self._outbox.clear()
+        self._delivered_at = None
+        self.close_receipt()
+
+    def forget(self) -> None:
+        """A new message or conversation: its blocks are computed afresh."""
+        self.prefix = None
+        self.trigger_at = None
+        self.rearm()
+
+    def close_receipt(self) -> None:
+        if self._receipt_screen is not None:
+            self._receipt_screen.close()
+            self._receipt_screen = None
 
     def _settle_limit(self) -> float:
         """Seconds after the delivery by which the receipt is decided, if the screen never shows it."""
@@ -109,78 +148,17 @@ class BlocksDelivery:
 
         return settle_limit(self.adapter.settle_max_secs)
 
-    @property
-    def _output_since_receipt(self) -> bool:
+    def _output_since_receipt(self, last_output: float) -> bool:
         """Output since the delivery, and since the receipt was last read without success."""
-        return self._output_since_delivery and self.last_output > self._receipt_read_at
+        return (self._delivered_at is not None and last_output > self._delivered_at
+                and last_output > self._receipt_read_at)
 
-    def _read_receipt(self) -> str:
+    def _read_receipt(self, text: str) -> str:
         """receipt.SHOWN, or why the screen does not show the blocks in the composer."""
         from wrapagent.inject import receipt
         from wrapagent.inject.readiness import looks_like_dialog
 
         screen = self._receipt_screen
-        assert screen is not None and self.report.text is not None
-        text = screen.text()
-        return receipt.verdict(text, self._receipt_drawn, self.report.text, looks_like_dialog(text))
-
-    def _close_receipt(self) -> None:
-        if self._receipt_screen is not None:
-            self._receipt_screen.close()
-            self._receipt_screen = None
-
-    def _not_delivered(self, now: float, reason: str) -> bytes:
-        """No receipt: the message goes on without the blocks, and the user is told in one line."""
-        from wrapagent.inject.receipt import screen_notice
-
-        self.report.status = NOT_DELIVERED
-        self._note(f"not delivered: {reason}")
-        self.screen_notice = screen_notice(self.adapter.name, "the guard blocks", reason)
-        return self._release(now, finished=False)
-
-    def _release(self, now: float, *, finished: bool) -> bytes:
-        """Give the held keys to the child, read as if they had just been typed.
-
-        They go through `_feed` in the new state, so an Enter among them
-        submits, and a reset among them (fast typing) still counts. The first
-        read goes now, the others when their turn comes (`held.HeldKeys`).
-        """
-        if self._trigger_at is not None:
-            self.report.first_key_delay_ms = round((now - self._trigger_at) * 1000, 1)
-        self.watch_output = self._keep_watching  # no deadline depends on output any more (a re-hold sets it again)
-        size, count, first = self._keys.release(now)
-        if finished:
-            self._finish()
-        else:
-            self.state = AWAIT_SUBMIT
-            self._in_paste = False
-        self.log(f"injection: released {size} held bytes in {count} reads after "
-                 f"{self.report.first_key_delay_ms} ms ({self.report.status})")
-        out = self._feed(first, now)
-        self._rehold_replay()
-        return out + self._due_replay(now)  # reads that came together go together
-
-    def _due_replay(self, now: float) -> bytes:
-        """Replayed reads whose time has come, fed as if typed now."""
-        out = bytearray()
-        while self.state not in HOLD_STATES:
-            data = self._keys.pop_due(now)
-            if data is None:
-                break
-            out += self._on_input(data, now)
-            self._rehold_replay()
-        if not self._keys.busy(now) and self.state == DONE:  # (busy forgets a lag that is over)
-            self.done = True  # held back by `_finish` until the last replayed key went
-        return bytes(out)
-
-    def _rehold_replay(self) -> None:
-        """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
-        if self._keys.replay and self.state in HOLD_STATES:
-            self._keys.rehold()
-
-    def _rearm(self) -> None:
-        """Back to waiting for a first message; the prefix is kept and delivered again."""
-        self._outbox.clear()
-        self._delivered_at = None
-        self.report.status = "pending"
-        self._close_receipt()
+        assert screen is not None
+        drawn = screen.text()
+        return receipt.verdict(drawn, self._receipt_drawn, text, looks_like_dialog(drawn))

@@ -145,10 +145,8 @@ class Conversations:
         self.report = InjectionReport(**where)
         self.reports.append(self.report)
         self._bare = []
-        self._prefix = None
-        self._trigger_at = None
         self._in_paste = False
-        self._rearm()
+        self.delivery.forget()
 
     def _wait_ready_again(self, now: float) -> None:
         """After a reset the tool may show a dialog first: keys pass until the composer is back

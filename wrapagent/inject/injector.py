@@ -73,7 +73,6 @@ if TYPE_CHECKING:
     from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.outgoing import Outgoing
-    from wrapagent.inject.screen import Screen
 
     class TurnListener(Protocol):
         """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
@@ -86,7 +85,7 @@ if TYPE_CHECKING:
 # --- the injector -------------------------------------------------------------
 
 
-class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
+class SessionInjector(MessageKeys, Conversations):
     """The proxy's interceptor for interactive sessions (see module docstring).
 
     Its parts, one concern each, share this object's state: the user's keys
@@ -110,7 +109,6 @@ class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
                  prompt_given: bool = False) -> None:
         self.adapter = adapter
         self._size = (rows, cols)
-        self.get_prefix = get_prefix
         self._wake_fd = wake_fd
         self.log = log
         self.clock = clock
@@ -163,22 +161,15 @@ class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
         """Monotonic time of the child's latest output; the proxy stores it directly."""
         self._keys = HeldKeys()
         """The keys held from the tool, then released with their timing."""
-        self._trigger_at: float | None = None
-        self._outbox: list[tuple[float, bytes]] = []
-        self._delivered_at: float | None = None
+        self.delivery = BlocksDelivery(adapter, get_prefix)
+        """The blocks of the message under way, on their way into the composer (`block_delivery.py`)."""
         self._in_paste = False
-        self._prefix: str | None = None
         self._release_on_error = b""
         self.outgoing_hooks = OutgoingHooks(outgoing, self._composer) if outgoing is not None else None
         """Where wrapagent's own messages go between the user's (`outgoing_hooks.py`)."""
         self._bare: list[str] = []
         """This conversation's messages that reached the tool without the blocks, and why."""
         self._begun_early = False
-        self._receipt_screen: Screen | None = None
-        """Fed with what the tool draws while the blocks go in (`block_delivery.py`)."""
-        self._receipt_drawn = False
-        self._receipt_read_at = float("-inf")
-        """`last_output` when the receipt was last read and not there yet."""
         self.screen_notice = b""
         """One line for the user's terminal (a delivery without a receipt); the proxy writes
         it after the tool's next output and empties it."""
@@ -241,19 +232,7 @@ class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
     def _own_deadline(self) -> float | None:
         if self.state in (STARTING, WAIT_READY):
             return self.readiness.deadline(self.state, self.last_output)
-        if self.state == HOLDING and self._prefix is not None:
-            # Re-held in the middle of a release (a Ctrl-C, then a key, in one batch):
-            # the blocks are known, deliver again at once instead of waiting for a key.
-            return self._trigger_at or 0.0
-        if self.state == DELIVERING and self._outbox:
-            return self._outbox[0][0]
-        if self.state == SETTLING:
-            assert self._delivered_at is not None
-            if self._output_since_receipt:
-                return min(self.last_output + self.adapter.settle_secs,
-                           self._delivered_at + self._settle_limit())
-            return self._delivered_at + self._settle_limit()
-        return None
+        return self.delivery.deadline(self.state, self.last_output)
 
     def on_resize(self, rows: int, cols: int) -> None:
         self._size = (rows, cols)
@@ -390,7 +369,7 @@ class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
         self.last_output = now
         if self.outgoing is not None:
             self.outgoing.on_output(data)
-        self._receipt_feed(data)
+        self.delivery.on_output(data, self.state)
         if self.view is not None:
             self.view.feed(data)
         if self.state in (STARTING, WAIT_READY):
@@ -434,6 +413,108 @@ class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
         if self.state == SETTLING:
             return self._maybe_release(now)
         return b""
+
+    # -- the blocks' delivery: block_delivery.py ----------------------------------
+
+    def _start_delivery(self, now: float) -> bytes:
+        """HOLDING: the blocks are written once the guards computed them."""
+        if self.delivery.prefix is None:
+            self._drain_wake()
+        prefix = self.delivery.blocks()
+        if prefix is None:
+            return b""  # guards still running; the wake fd tells us when they finish
+        if not prefix:
+            self.report.status = "none"
+            self.report.notes.append("all blocks empty: nothing injected")
+            # Later messages are armed at each submission: this one's keys go as they are, and the
+            # next message is armed once this one is submitted (finishing now would re-arm at once
+            # and hold this message's own keys again, one at a time, never submitting it).
+            return self._release(now, finished=not (self.whole_session and self.on_message is not None))
+        from wrapagent.inject.delivery import delivered_text
+
+        self.report.text = delivered_text(self.adapter, prefix)  # what the model will read
+        return self._write_blocks(now)
+
+    def _write_blocks(self, now: float) -> bytes:
+        self.report.attempts += 1
+        self.delivery.write(now, *self._size)
+        self.state = DELIVERING
+        return self._due_chunks(now)
+
+    def _due_chunks(self, now: float) -> bytes:
+        out, written = self.delivery.due_chunks(now)
+        if written:
+            self.state = SETTLING
+        return out
+
+    def _maybe_release(self, now: float) -> bytes:
+        """SETTLING: once the receipt is decided, the held keys go (or the blocks once more)."""
+        assert self.report.text is not None
+        outcome = self.delivery.settled(now, self.last_output, self.report.text)
+        if outcome is None:
+            return b""
+        from wrapagent.inject import receipt
+        from wrapagent.inject.block_delivery import MAX_ATTEMPTS, NOT_DELIVERED
+
+        if outcome == receipt.SHOWN:
+            from wrapagent.inject.delivery import now_iso
+
+            self.report.status = "delivered"
+            self.report.at = now_iso()
+        elif receipt.retry_is_safe(outcome) and self.report.attempts < MAX_ATTEMPTS:
+            self._note(f"attempt {self.report.attempts}: {receipt.REASONS[outcome]}; writing the blocks again")
+            return self._write_blocks(now)
+        else:  # no receipt: the message goes on without the blocks, and the user is told in one line
+            reason = receipt.REASONS[outcome]
+            self.report.status = NOT_DELIVERED
+            self._note(f"not delivered: {reason}")
+            self.screen_notice = receipt.screen_notice(self.adapter.name, "the guard blocks", reason)
+        return self._release(now, finished=False)
+
+    def _release(self, now: float, *, finished: bool) -> bytes:
+        """Give the held keys to the child, read as if they had just been typed.
+
+        They go through `_feed` in the new state, so an Enter among them
+        submits, and a reset among them (fast typing) still counts. The first
+        read goes now, the others when their turn comes (`held.HeldKeys`).
+        """
+        if self.delivery.trigger_at is not None:
+            self.report.first_key_delay_ms = round((now - self.delivery.trigger_at) * 1000, 1)
+        self.watch_output = self._keep_watching  # no deadline depends on output any more (a re-hold sets it again)
+        size, count, first = self._keys.release(now)
+        if finished:
+            self._finish()
+        else:
+            self.state = AWAIT_SUBMIT
+            self._in_paste = False
+        self.log(f"injection: released {size} held bytes in {count} reads after "
+                 f"{self.report.first_key_delay_ms} ms ({self.report.status})")
+        out = self._feed(first, now)
+        self._rehold_replay()
+        return out + self._due_replay(now)  # reads that came together go together
+
+    def _due_replay(self, now: float) -> bytes:
+        """Replayed reads whose time has come, fed as if typed now."""
+        out = bytearray()
+        while self.state not in HOLD_STATES:
+            data = self._keys.pop_due(now)
+            if data is None:
+                break
+            out += self._on_input(data, now)
+            self._rehold_replay()
+        if not self._keys.busy(now) and self.state == DONE:  # (busy forgets a lag that is over)
+            self.done = True  # held back by `_finish` until the last replayed key went
+        return bytes(out)
+
+    def _rehold_replay(self) -> None:
+        """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
+        if self._keys.replay and self.state in HOLD_STATES:
+            self._keys.rehold()
+
+    def _rearm(self) -> None:
+        """Back to waiting for a first message; the blocks are kept and delivered again."""
+        self.delivery.rearm()
+        self.report.status = "pending"
 
     # -- readiness: readiness.py ------------------------------------------------
 
@@ -519,7 +600,7 @@ class SessionInjector(MessageKeys, BlocksDelivery, Conversations):
             return self.reports[0]
         if not self.inject:
             return self.reports[0]
-        if self._prefix == "":
+        if self.delivery.prefix == "":
             report.status = "none"
             return self.reports[0]
         unfinished = {STARTING: "the tool never showed its ready screen",

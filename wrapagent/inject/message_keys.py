@@ -218,7 +218,7 @@ class MessageKeys:
 
     def _trigger(self, now: float, held: bytes) -> None:
         self._keys.hold(now, held)
-        self._trigger_at = now
+        self.delivery.held(now)
         self.state = HOLDING
         # While keys are held, output moves the deadline EARLIER (settling ends
         # `settle_secs` after the composer redrew, not at `settle_max_secs`):
