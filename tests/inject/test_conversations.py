@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from wrapagent.inject.adapters import adapter_for
+from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.composer import Composer
 from wrapagent.inject.injector import SessionInjector
 from wrapagent.inject.keys import tokenize
@@ -48,14 +49,14 @@ class Turns:
 
 
 class World:
-    def __init__(self, adapter: str = "demo", *, inject: bool = True, resets: bool = True) -> None:
+    def __init__(self, adapter: str | Adapter = "demo", *, inject: bool = True, resets: bool = True) -> None:
         self.clock = Clock()
         self.prefix: str | None = PREFIX
         self.resets = 0
         self.turns = Turns()
         self.inj = SessionInjector(
-            adapter_for(adapter), rows=24, cols=80, get_prefix=lambda: self.prefix, wake_fd=None,
-            clock=self.clock, inject=inject, turns=self.turns,
+            adapter_for(adapter) if isinstance(adapter, str) else adapter, rows=24, cols=80,
+            get_prefix=lambda: self.prefix, wake_fd=None, clock=self.clock, inject=inject, turns=self.turns,
             on_reset=self.on_reset if resets else None)
 
     def on_reset(self) -> None:
@@ -87,8 +88,8 @@ class World:
                 # the composer shows what was written (the delivery's receipt)
                 self.inj.on_output((self.inj.report.text or "").replace("\n", "\r\n").encode(),
                                    self.clock.t - 0.04)
-            elif self.inj._keys.next_due() is not None:  # released keys going out with their original gaps
-                self.clock.t = max(self.clock.t, self.inj._keys.next_due())
+            elif self.inj.keys.held.next_due() is not None:  # released keys going out with their original gaps
+                self.clock.t = max(self.clock.t, self.inj.keys.held.next_due())
             else:
                 break
             out += self.inj.poll(self.clock.t)
@@ -338,9 +339,7 @@ def test_esc_clears_when_the_adapter_says_so() -> None:
     from wrapagent.inject.adapters import base, demo
     from wrapagent.values import replace
 
-    w = World()
-    w.inj.adapter = replace(demo.ADAPTER, esc_clears_composer=True)
-    w.inj._composer.esc_clears = True
+    w = World(replace(demo.ADAPTER, esc_clears_composer=True))
     w.ready()
     assert w.message(b"hello") == PASTED + b"hello\r"
     assert w.send(b"foo") + w.send(b"\x1b") + w.send(b"/new\r") == b"foo\x1b/new\r"
@@ -351,7 +350,7 @@ def test_esc_clears_when_the_adapter_says_so() -> None:
 def test_compact_gives_the_next_message_fresh_blocks_in_the_same_conversation() -> None:
     compacted: list[tuple[int, int]] = []
     w = World()
-    w.inj.on_compaction = lambda c, m: (compacted.append((c, m)), setattr(w, "prefix", None))
+    w.inj.conversations.on_compaction = lambda c, m: (compacted.append((c, m)), setattr(w, "prefix", None))
     w.ready()
     assert w.message(b"hello") == PASTED + b"hello\r"
     assert w.send(b"/compact keep the tests\r") == b"/compact keep the tests\r"
@@ -412,7 +411,7 @@ def test_a_notice_outside_a_turn_or_after_a_typed_compact_is_no_automatic_one() 
 
 def test_compact_typed_after_other_text_is_no_compaction() -> None:
     w = World()
-    w.inj.on_compaction = lambda c, m: pytest.fail("not a compaction")
+    w.inj.conversations.on_compaction = lambda c, m: pytest.fail("not a compaction")
     w.ready()
     w.message(b"hello")
     assert w.send(b"x/compact\r") == b"x/compact\r"

@@ -48,8 +48,8 @@ class World:
                 self.clock.t += 0.05
                 self.inj.on_output((self.inj.report.text or "").replace("\n", "\r\n").encode(),
                                    self.clock.t - 0.04)
-            elif self.inj._keys.replay:
-                self.clock.t = max(self.clock.t, self.inj._keys.replay[0][0])
+            elif self.inj.keys.held.replay:
+                self.clock.t = max(self.clock.t, self.inj.keys.held.replay[0][0])
             else:
                 break
             out += self.inj.poll(self.clock.t)
@@ -83,7 +83,7 @@ def test_a_command_first_still_arms_the_next_message() -> None:
 
 def test_no_arming_without_a_message_callback() -> None:
     w = World()
-    w.inj.on_message = None
+    w.inj.conversations.on_message = None
     w.ready()
     assert w.send(b"first\r") == b"first\r" and w.send(b"second\r") == b"second\r"
     assert w.inj.state == "chatting" and len(w.inj.reports) == 1

@@ -1,71 +1,107 @@
-"""Conversations and their messages: resets, `every_message` guards, turns, one report each.
+"""Conversations and their messages: resets, compactions, `every_message` guards, turns, one report each.
 
 In a whole session the injector stays attached after the first message: a
 submitted reset command starts a new conversation (fresh blocks, wait for
-the composer again, a new report), with `every_message` guards each later
-message of a conversation gets blocks too (a report per message), and every
-other submission goes to the turn tracker. A mixin of `SessionInjector`:
-it shares the injector's state.
+the composer again, a new report), a compaction gives the same conversation
+fresh blocks, with `every_message` guards each later message of a
+conversation gets blocks too (a report per message), and every other
+submission goes to the turn tracker.
+
+`Conversations` owns that bookkeeping: which conversation and message this
+is, every report (the record's `injection` and later ones), the messages that
+went bare, the compactions seen, and the session's callbacks that compute the
+next blocks. It says what a submission starts (`submitted`); the injector
+changes state on it and asks this object to open the next report.
 """
 
 from __future__ import annotations
 
 from wrapagent.inject.report import InjectionReport
-from wrapagent.inject.states import ARMED, CHATTING, COMMAND, DONE, WAIT_READY
+from wrapagent.inject.states import ARMED, CHATTING, COMMAND, WAIT_READY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Callable
+
+    from wrapagent.inject.adapters.base import Adapter
+    from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.composer import Submission
+    from wrapagent.inject.injector import TurnListener
+
+RESET = "reset"
+"""A reset command was submitted: a new conversation."""
+COMPACTED = "compacted"
+"""A compaction command was submitted: the conversation's next message gets fresh blocks."""
+NEXT_MESSAGE = "next message"
+"""`every_message` guards: the next message of this conversation gets their blocks."""
 
 
 class Conversations:
-    """What follows a submission (part of `SessionInjector`)."""
+    """Which conversation and message, their reports, and what a submission starts (module docstring)."""
 
-    def _submitted(self, sub: Submission, before: str, now: float) -> None:
-        """A submission reached the child: a reset starts a new conversation, the rest are turns."""
-        if not self.whole_session:
-            return
-        if self.adapter.compact_commands and sub.is_command_line(self.adapter.compact_commands):
+    def __init__(self, adapter: Adapter, *, inject: bool, prompt_given: bool,
+                 turns: TurnListener | None, compaction_watch: CompactionWatch | None,
+                 on_reset: Callable[[], None] | None,
+                 on_message: Callable[[int, int], None] | None,
+                 on_compaction: Callable[[int, int], None] | None) -> None:
+        self.adapter = adapter
+        self.inject = inject
+        self.prompt_given = prompt_given
+        self.turns = turns
+        self.compaction_watch = compaction_watch
+        self.on_reset = on_reset
+        """Called when a reset starts a new conversation: its blocks are computed again."""
+        self.on_message = on_message
+        """`every_message` guards: called with (conversation, message) when a later message is armed."""
+        self.on_compaction = on_compaction
+        """Called with (conversation, next message) when it was compacted: its blocks are computed again."""
+        self.number = 1
+        """The conversation (1, then one more per reset)."""
+        self.message = 1
+        """The message of this conversation the blocks are for."""
+        self.report = InjectionReport(status="pending" if inject else "none")
+        self.reports = [self.report]
+        """Every conversation's and message's report, the first is the record's `injection`."""
+        self.bare: list[str] = []
+        """This conversation's messages that reached the tool without the blocks, and why."""
+        self.compactions: list[dict[str, object]] = []
+        """Each compaction seen: conversation, how (the command, or `automatic`), at."""
+
+    def later_armed(self, state: str) -> bool:
+        """A later message of this conversation is armed for its blocks (or passing as a command)."""
+        return self.message > 1 and state in (ARMED, COMMAND)
+
+    def submitted(self, sub: Submission, before: str, now: float) -> str | None:
+        """A submission reached the tool (`before`: the injector's state at its Enter): what it
+        starts (RESET, COMPACTED, NEXT_MESSAGE), or None. Turns are told here."""
+        adapter = self.adapter
+        if adapter.compact_commands and sub.is_command_line(adapter.compact_commands):
             self._watch_turn(mute=True)
-            later = self._message > 1 and before in (ARMED, COMMAND)
-            if (before == CHATTING or later) and self.on_compaction is not None:
-                self._compacted(sub.text.strip().split()[0], now)
-            return
-        self._watch_turn(mute=sub.is_command(self.adapter.reset_commands))
-        if self.adapter.reset_commands and sub.is_command(self.adapter.reset_commands):
-            later = self._message > 1 and before in (ARMED, COMMAND)  # armed for a later message
-            if (before == CHATTING or later) and self.on_reset is not None:
-                self._new_conversation(sub.text.strip(), now)
-            return
+            if (before == CHATTING or self.later_armed(before)) and self.on_compaction is not None:
+                return COMPACTED
+            return None
+        self._watch_turn(mute=sub.is_command(adapter.reset_commands))
+        if adapter.reset_commands and sub.is_command(adapter.reset_commands):
+            if (before == CHATTING or self.later_armed(before)) and self.on_reset is not None:
+                return RESET
+            return None
         if self.turns is not None:
             if sub.empty:
                 if before != WAIT_READY:  # (a new conversation has no turn to resume: the Enter
                     self.turns.resumed(now)  # answered the reset's own question, codex's `/new`)
             else:
                 self.turns.submitted(now, sub.text)
-        if before == CHATTING and self._message == 1 and not self.inject and not self.prompt_given \
+        if before == CHATTING and self.message == 1 and not self.inject and not self.prompt_given \
                 and self.on_message is not None:
-            self._next_message()  # no blocks for the first message, but a later one may get some
+            return NEXT_MESSAGE  # no blocks for the first message, but a later one may get some
+        return None
 
-    def _prompt_submitted(self, now: float) -> None:
-        """The tool is up with the command line's prompt submitted: it is the first turn, and with
-        `every_message` guards the next typed message of this conversation gets their blocks."""
+    def prompt_submitted(self, now: float) -> bool:
+        """The tool is up with the command line's prompt submitted: it is the first turn. True:
+        `every_message` guards, the next typed message of this conversation gets their blocks."""
         if self.turns is not None:
             self.turns.submitted(now)
-        if self.on_message is not None:
-            self._next_message()
-
-    def _new_conversation(self, command: str, now: float) -> None:
-        """A reset command was submitted: fresh blocks for the next message, as for the first."""
-        assert self.on_reset is not None
-        self.on_reset()
-        if self._message > 1 and self.report.status == "pending":
-            self.reports.remove(self.report)  # armed for a later message that never came
-        self._conversation += 1
-        self._message = 1
-        self._open_report(conversation=self._conversation)
-        self._wait_ready_again(now)
-        self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
+        return self.on_message is not None
 
     def _watch_turn(self, mute: bool) -> None:
         """A submission: a turn is under way (its compaction notice counts), unless it is a
@@ -78,8 +114,9 @@ class Conversations:
         else:
             watch.submitted()
 
-    def _check_compaction(self, now: float) -> None:
-        """The tool compacted by itself (`compaction_watch.py`): the next message gets the blocks.
+    def compacted_by_itself(self, state: str, log: Callable[[str], None]) -> bool:
+        """The tool compacted by itself (`compaction_watch.py`): True when the next message gets
+        the blocks.
 
         Counted where a typed `/compact` would be: after a message went with its blocks
         (chatting), or while a later message is armed. A message whose blocks are on their
@@ -87,83 +124,57 @@ class Conversations:
         """
         watch = self.compaction_watch
         if watch is None or not watch.take():
-            return
-        later = self._message > 1 and self.state in (ARMED, COMMAND)
-        if self.state != CHATTING and not later:
-            self.log(f"injection: the tool compacted conversation {self._conversation} by itself "
-                     f"while the blocks were still to come ({self.state}); nothing more to do")
-            return
-        self._compacted("automatic", now)
+            return False
+        if state != CHATTING and not self.later_armed(state):
+            log(f"injection: the tool compacted conversation {self.number} by itself "
+                f"while the blocks were still to come ({state}); nothing more to do")
+            return False
+        return True
 
-    def _compacted(self, how: str, now: float) -> None:
+    # -- the next report -------------------------------------------------------------
+
+    def new_conversation(self) -> None:
+        """A reset command was submitted: fresh blocks for the next message, as for the first."""
+        assert self.on_reset is not None
+        self.on_reset()
+        if self.message > 1 and self.report.status == "pending":
+            self.reports.remove(self.report)  # armed for a later message that never came
+        self.number += 1
+        self.message = 1
+        self._open(conversation=self.number)
+
+    def compacted(self, how: str) -> None:
         """The conversation was compacted: its summary replaced the blocks, so the next message
         gets fresh ones (guards and pre_session run again, `compaction` true), as after a reset,
-        in the same conversation.
-
-        After a typed command the tool redraws (and may ask something) before its composer is
-        back: wait for it as after a reset. An automatic compaction happened inside a turn, the
-        composer never left: the next message is armed at once (a message the user has begun
-        typing meanwhile goes as it is, and the one after it gets them)."""
+        in the same conversation."""
         from wrapagent.inject.delivery import now_iso
 
         assert self.on_compaction is not None
-        self.compactions.append({"conversation": self._conversation, "how": how, "at": now_iso()})
+        self.compactions.append({"conversation": self.number, "how": how, "at": now_iso()})
         if self.report.status == "pending":
             self.reports.remove(self.report)  # armed for a later message that never came
         else:
-            self._message += 1
-        self.on_compaction(self._conversation, self._message)
-        self._open_report(conversation=self._conversation, message=self._message)
+            self.message += 1
+        self.on_compaction(self.number, self.message)
+        self._open(conversation=self.number, message=self.message)
         self.report.compaction = True
-        if how == "automatic":
-            self._arm()
-        else:
-            self._wait_ready_again(now)
-        self.log(f"injection: conversation {self._conversation} compacted ({how}); "
-                 "the next message gets the blocks")
 
-    def _next_message(self) -> None:
+    def next_message(self) -> None:
         """`every_message` guards: the next message of this conversation gets their blocks."""
         assert self.on_message is not None
-        self._message += 1
-        self.on_message(self._conversation, self._message)
-        self._open_report(conversation=self._conversation, message=self._message)
-        self.state = ARMED
+        self.message += 1
+        self.on_message(self.number, self.message)
+        self._open(conversation=self.number, message=self.message)
 
-    def _after_undelivered(self) -> None:
+    def after_undelivered(self) -> None:
         """The screen never showed the blocks and the message went without them: the next
-        message of this conversation gets the same blocks, once the composer shows again
-        (whatever took them, a dialog most likely, is answered by then)."""
-        self._message += 1
-        self._open_report(conversation=self._conversation, message=self._message)
+        message of this conversation gets the same blocks."""
+        self.message += 1
+        self._open(conversation=self.number, message=self.message)
         self.report.notes.append("the message before went without the blocks (not delivered): "
                                  "this one gets them")
-        self._wait_ready_again(self.clock())
 
-    def _open_report(self, **where: int) -> None:
-        """A fresh report and a fresh hold for the next delivery (a new conversation or message)."""
+    def _open(self, **where: int) -> None:
         self.report = InjectionReport(**where)
         self.reports.append(self.report)
-        self._bare = []
-        self._in_paste = False
-        self.delivery.forget()
-
-    def _wait_ready_again(self, now: float) -> None:
-        """After a reset the tool may show a dialog first: keys pass until the composer is back
-        (`readiness.Readiness.wait_again`)."""
-        self.state = WAIT_READY
-        if self.readiness.wait_again(now, *self._size):
-            self.watch_output = True
-
-    def _finish(self) -> None:
-        """This conversation's injection is over: stay for the session, or be dropped."""
-        self.readiness.close()
-        self.watch_output = self._keep_watching
-        if self.whole_session:
-            self.state = CHATTING
-            if self.on_message is not None:
-                self._next_message()
-            return
-        self.state = DONE
-        # else once the last replayed key went and its gap to the next is kept (`_due_replay`)
-        self.done = self._keys.next_due() is None
+        self.bare = []

@@ -39,6 +39,16 @@ composer is ready.
 
 First-message mode (neither given): the injector reports `done` once the
 blocks were submitted and the proxy drops it.
+
+The injector is made of objects, one concern each, with their inputs given
+explicitly (constructor arguments, the injector's state and the tool's latest
+output passed at each call) and their answers returned: `Readiness` (when the
+composer is ready), `MessageKeys` (what the user's keys say), `BlocksDelivery`
+(one message's blocks and their receipt), `Conversations` (resets,
+compactions, later messages, the reports) and `OutgoingHooks` (wrapagent's
+own messages). The injector holds the proxy's entry points and the state
+machine: it alone changes `state`, through `_go`, checked against
+`states.TRANSITIONS`.
 """
 
 from __future__ import annotations
@@ -51,10 +61,8 @@ if TYPE_CHECKING:
 
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.block_delivery import BlocksDelivery
-from wrapagent.inject.composer import Composer
-from wrapagent.inject.conversations import Conversations
-from wrapagent.inject.held import HeldKeys
-from wrapagent.inject.keys import PASTE_START, REPLY, TEXT, tokenize
+from wrapagent.inject.conversations import COMPACTED, NEXT_MESSAGE, RESET, Conversations
+from wrapagent.inject.keys import ENTER, REPLY, TEXT, Token, blank_paste, tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import Readiness
@@ -68,6 +76,7 @@ __all__ = ["SessionInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOL
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from wrapagent.inject.composer import Submission
     from wrapagent.inject.composer_screen import ComposerScreen
     from wrapagent.inject.dialog_watch import DialogTurn, DialogWatch
     from wrapagent.inject.compaction_watch import CompactionWatch
@@ -85,14 +94,13 @@ if TYPE_CHECKING:
 # --- the injector -------------------------------------------------------------
 
 
-class SessionInjector(MessageKeys, Conversations):
+class SessionInjector:
     """The proxy's interceptor for interactive sessions (see module docstring).
 
-    Its parts, one concern each, share this object's state: the user's keys
-    (`message_keys.py`), the delivery of the blocks (`block_delivery.py`),
-    conversations and later messages (`conversations.py`), wrapagent's own
-    messages (`outgoing_hooks.py`), when the composer is ready (`readiness.py`).
-    Here: the proxy's entry points and the end of the session.
+    Here: the proxy's entry points, the state machine, the end of the session.
+    Its parts: `readiness` (`readiness.py`), `keys` (`message_keys.py`),
+    `delivery` (`block_delivery.py`), `conversations` (`conversations.py`),
+    `outgoing_hooks` (`outgoing_hooks.py`).
     """
 
     def __init__(self, adapter: Adapter, *, rows: int, cols: int,
@@ -115,13 +123,6 @@ class SessionInjector(MessageKeys, Conversations):
         self.inject = inject
         """False: no blocks at all, only turns are followed (keys are never held)."""
         self.turns = turns
-        self.on_reset = on_reset
-        self.on_message = on_message
-        self.on_compaction = on_compaction
-        """Called with (conversation, next message) when it was compacted: its blocks are computed again."""
-        self.compactions: list[dict[str, object]] = []
-        """Each compaction seen: conversation, how (the command, or `automatic`), at."""
-        """`every_message` guards: called with (conversation, message) when a later message is armed."""
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
         self.interrupts = interrupts
@@ -131,9 +132,9 @@ class SessionInjector(MessageKeys, Conversations):
         self.whole_session = turns is not None or on_reset is not None or on_compaction is not None
         from wrapagent.inject.screen_model import model_for
 
-        self._composer = Composer(esc_clears=adapter.esc_clears_composer)
-        """The user's keys, followed: what the tool's composer holds (`composer.py`)."""
-        self.readiness = Readiness(adapter, self._composer, model_for(adapter.name), rows, cols, log)
+        self.keys = MessageKeys(adapter, log)
+        """What the user's keys say: the composer, the keys held from the tool (`message_keys.py`)."""
+        self.readiness = Readiness(adapter, self.keys.composer, model_for(adapter.name), rows, cols, log)
         """When the composer is ready (`readiness.py`); its screen model reads dialogs and the
         composer for the followed screen too (`screen_model.py`)."""
         self.view = self._follow_screen(rows, cols, outgoing)
@@ -145,31 +146,25 @@ class SessionInjector(MessageKeys, Conversations):
         """When the user's latest key came (kept while `dialogs` is set)."""
         self.compaction_watch = self._watch_compaction(on_compaction, clock)
         """The tool's own compaction notices on the followed screen (`compaction_watch.py`)."""
+        self.conversations = Conversations(adapter, inject=inject, prompt_given=prompt_given, turns=turns,
+                                           compaction_watch=self.compaction_watch, on_reset=on_reset,
+                                           on_message=on_message, on_compaction=on_compaction)
+        """Which conversation and message, their reports (`conversations.py`)."""
+        self.delivery = BlocksDelivery(adapter, get_prefix)
+        """The blocks of the message under way, on their way into the composer (`block_delivery.py`)."""
+        self.outgoing_hooks = OutgoingHooks(outgoing, self.keys.composer) if outgoing is not None else None
+        """Where wrapagent's own messages go between the user's (`outgoing_hooks.py`)."""
         self._keep_watching = self.view is not None or (outgoing is not None and outgoing.screen is not None)
-        self._conversation = 1
-        self._message = 1
         self.unexpected_transitions: list[tuple[str, str]] = []
         """Changes of state the table (`states.TRANSITIONS`) does not list: none, or a bug."""
-        self.state = STARTING
+        self._state = STARTING
         self.done = False
         self.watch_output = True
         """Read by the proxy per output chunk: False once the screen is no longer needed."""
-        self.report = InjectionReport(status="pending" if inject else "none")
-        self.reports = [self.report]
         self._t0 = clock()
         self.last_output = self._t0
         """Monotonic time of the child's latest output; the proxy stores it directly."""
-        self._keys = HeldKeys()
-        """The keys held from the tool, then released with their timing."""
-        self.delivery = BlocksDelivery(adapter, get_prefix)
-        """The blocks of the message under way, on their way into the composer (`block_delivery.py`)."""
-        self._in_paste = False
         self._release_on_error = b""
-        self.outgoing_hooks = OutgoingHooks(outgoing, self._composer) if outgoing is not None else None
-        """Where wrapagent's own messages go between the user's (`outgoing_hooks.py`)."""
-        self._bare: list[str] = []
-        """This conversation's messages that reached the tool without the blocks, and why."""
-        self._begun_early = False
         self.screen_notice = b""
         """One line for the user's terminal (a delivery without a receipt); the proxy writes
         it after the tool's next output and empties it."""
@@ -183,18 +178,6 @@ class SessionInjector(MessageKeys, Conversations):
         shared = outgoing.screen if outgoing is not None else None
         return ComposerScreen.create(model, rows, cols, shared)
 
-    @property
-    def state(self) -> str:
-        """Where the injector is (`states.py`); every change is checked against its table."""
-        return self._state
-
-    @state.setter
-    def state(self, new: str) -> None:
-        old = getattr(self, "_state", None)
-        if old is not None and not allowed(old, new):
-            self.unexpected_transitions.append((old, new))
-            self.log(f"injection: unexpected change of state {old} -> {new} (not in the table)")
-        self._state = new
     def _watch_compaction(self, on_compaction: Callable[[int, int], None] | None,
                           clock: Callable[[], float]) -> CompactionWatch | None:
         model = self.readiness.model
@@ -206,6 +189,34 @@ class SessionInjector(MessageKeys, Conversations):
         self.view.observe(watch.observe, hints=NOTICE_HINTS)
         return watch
 
+    @property
+    def state(self) -> str:
+        """Where the injector is (`states.py`); changed only by `_go`."""
+        return self._state
+
+    def _go(self, new: str) -> None:
+        """Every change of state, checked against the table (`states.TRANSITIONS`)."""
+        old = self._state
+        if not allowed(old, new):
+            self.unexpected_transitions.append((old, new))
+            self.log(f"injection: unexpected change of state {old} -> {new} (not in the table)")
+        self._state = new
+
+    @property
+    def report(self) -> InjectionReport:
+        """The report of the message the blocks are for now (`conversations.py`)."""
+        return self.conversations.report
+
+    @property
+    def reports(self) -> list[InjectionReport]:
+        """Every conversation's and message's report; the first is the record's `injection`."""
+        return self.conversations.reports
+
+    @property
+    def compactions(self) -> list[dict[str, object]]:
+        """Each compaction seen: conversation, how, at (`conversations.py`)."""
+        return self.conversations.compactions
+
     # -- Interceptor protocol -------------------------------------------------
 
     def wake_fd(self) -> int | None:
@@ -213,7 +224,7 @@ class SessionInjector(MessageKeys, Conversations):
 
     def deadline(self) -> float | None:
         own = self._own_deadline()
-        due = self._keys.next_due()
+        due = self.keys.held.next_due()
         if due is not None and (own is None or due < own):
             own = due
         if self.outgoing_hooks is not None:
@@ -266,8 +277,8 @@ class SessionInjector(MessageKeys, Conversations):
             # keys are held: a replayed key that started a message holds what comes after it with
             # it (queued instead, a read typed in the replay's wake went out before the keys
             # held with that first key).
-            if self.state not in HOLD_STATES and self._keys.busy(now):
-                self._keys.queue(data, now)
+            if self.state not in HOLD_STATES and self.keys.held.busy(now):
+                self.keys.held.queue(data, now)
                 return b""
             self._check_compaction(now)
             command = self._holds_command()
@@ -292,7 +303,7 @@ class SessionInjector(MessageKeys, Conversations):
                           lambda: self.state in (CHATTING, ARMED))
 
     def _holds_command(self) -> bool:
-        return self.interrupts is not None and self._composer.holds_command(self.adapter.command_prefixes)
+        return self.interrupts is not None and self.keys.composer.holds_command(self.adapter.command_prefixes)
 
     def _to_tool(self, out: bytes, now: float, command: bool) -> bytes:
         """Bytes on their way to the tool: the interrupt watch sees the keys that really reach it."""
@@ -333,7 +344,7 @@ class SessionInjector(MessageKeys, Conversations):
 
     def _poll_outgoing(self, hooks: OutgoingHooks, now: float) -> bytes:
         """wrapagent's own message (`outgoing_hooks.py`); a submitted one begins a turn."""
-        out, submitted = hooks.poll(now, self.last_output, self.state, self._message)
+        out, submitted = hooks.poll(now, self.last_output, self.state, self.conversations.message)
         notice = hooks.take_notice()
         if notice:
             self.screen_notice = notice
@@ -356,8 +367,8 @@ class SessionInjector(MessageKeys, Conversations):
     def _fail(self, exc: Exception, data: bytes = b"") -> bytes:
         self._note(f"internal error ({exc!r}): injection switched off, keys passed through")
         self.report.status = "lost"
-        held = self._keys.take_all() + data
-        self.state = DONE
+        held = self.keys.held.take_all() + data
+        self._go(DONE)
         self.done = True
         self.watch_output = False
         if not data:
@@ -383,12 +394,12 @@ class SessionInjector(MessageKeys, Conversations):
             if fired is not None:
                 self._became_ready(now, *fired)
         if self.state == STARTING:
-            self._composer.now = now
+            self.keys.composer.now = now
             for tok in tokenize(data):
                 self.readiness.key_before_ready(tok.kind, now)  # (its echo is waited for)
-                sub = self._composer.feed(tok)  # a message begun before readiness is not ours to prefix
+                sub = self.keys.composer.feed(tok)  # a message begun before readiness is not ours to prefix
                 if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
-                    self._bare.append("a message was submitted before the tool's ready screen was seen")
+                    self.conversations.bare.append("a message was submitted before the tool's ready screen was seen")
             return data
         return self._feed(data, now)
 
@@ -414,6 +425,90 @@ class SessionInjector(MessageKeys, Conversations):
             return self._maybe_release(now)
         return b""
 
+    # -- the user's keys: message_keys.py ------------------------------------------
+
+    def _feed(self, data: bytes, now: float) -> bytes:
+        """Forward what may go to the child now; hold the rest from the first key of a message."""
+        keys = self.keys
+        if self.state in HOLD_STATES:
+            keys.held.hold(now, data)
+            return b""
+        offset = 0
+        tokens = tokenize(data)
+        keys.composer.now = now
+        for i, tok in enumerate(tokens):
+            if self.view is not None and keys.read_screen(tok, now, self.view, self.state, self.last_output) \
+                    and self.turns is not None:
+                self.turns.resumed(now)  # a key answered a dialog: the agent may go on working in this turn
+            if self.state == ARMED and keys.triggers(tok) and not blank_paste(tokens, i):
+                self._trigger(now, data[offset:])
+                return data[:offset]
+            before, early = self.state, keys.begun_early
+            sub = keys.composer.feed(tok)
+            self._state_token(tok, sub)
+            if sub is not None:
+                why = keys.went_bare(sub, before, early) if self.inject else None
+                if why is not None:
+                    self.conversations.bare.append(why)
+                self._submitted(sub, before, now)
+            offset += len(tok.data)
+        return data
+
+    def _state_token(self, tok: Token, sub: Submission | None) -> None:
+        state = self.state
+        if state == ARMED:
+            if tok.kind == TEXT:
+                self._go(COMMAND)
+            elif sub is not None and self.conversations.message == 1 and not sub.text.strip():
+                self._note("a submission with no typed text (history recall?) was not injected; "
+                           "the next message gets the blocks")
+        elif state == COMMAND:
+            if self.keys.command_over(tok, sub):
+                self._go(ARMED)
+                if tok.kind == ENTER and not self.keys.begun_early and self.conversations.message == 1:
+                    self._note("first input was a command: passed through, injection re-armed")
+                self.keys.begun_early = False
+        elif state == AWAIT_SUBMIT:
+            if sub is not None:
+                self._submitted_with_blocks()
+            elif self.keys.clears(tok):
+                self._note("composer cleared before submit; injection re-armed")
+                self._go(ARMED)
+                self._rearm()
+
+    def _submitted_with_blocks(self) -> None:
+        """AWAIT_SUBMIT: the message the blocks went in front of was submitted."""
+        report = self.report
+        if report.status == "none":
+            self._finish()  # no blocks for this message: the next one is armed
+            return
+        n, m = report.conversation, report.message
+        if report.status == "not delivered":  # the screen never showed them: say so
+            self.log(f"injection: conversation {n}, message {m}: submitted WITHOUT the blocks "
+                     "(not delivered)")
+            if self.whole_session:
+                self._after_undelivered()
+                return
+        else:
+            report.status = "submitted"
+            # Messages of this conversation that went before it, bare (typed before the
+            # ready screen): the record says so even though the blocks did arrive later.
+            report.notes.extend(f"before this message: {why}" for why in dict.fromkeys(self.conversations.bare))
+            self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
+                     f"injection: conversation {n}, message {m}: submitted with the blocks")
+        self._finish()
+
+    def _trigger(self, now: float, held: bytes) -> None:
+        self.keys.held.hold(now, held)
+        self.delivery.held(now)
+        self._go(HOLDING)
+        # While keys are held, output moves the deadline EARLIER (settling ends
+        # `settle_secs` after the composer redrew, not at `settle_max_secs`):
+        # the proxy must call on_output so the main thread is woken to re-read
+        # it. With watch_output false it only stores `last_output`, and a lone
+        # first key waited for the next key or for settle_max_secs.
+        self.watch_output = True
+
     # -- the blocks' delivery: block_delivery.py ----------------------------------
 
     def _start_delivery(self, now: float) -> bytes:
@@ -429,7 +524,7 @@ class SessionInjector(MessageKeys, Conversations):
             # Later messages are armed at each submission: this one's keys go as they are, and the
             # next message is armed once this one is submitted (finishing now would re-arm at once
             # and hold this message's own keys again, one at a time, never submitting it).
-            return self._release(now, finished=not (self.whole_session and self.on_message is not None))
+            return self._release(now, finished=not (self.whole_session and self.conversations.on_message is not None))
         from wrapagent.inject.delivery import delivered_text
 
         self.report.text = delivered_text(self.adapter, prefix)  # what the model will read
@@ -438,13 +533,13 @@ class SessionInjector(MessageKeys, Conversations):
     def _write_blocks(self, now: float) -> bytes:
         self.report.attempts += 1
         self.delivery.write(now, *self._size)
-        self.state = DELIVERING
+        self._go(DELIVERING)
         return self._due_chunks(now)
 
     def _due_chunks(self, now: float) -> bytes:
         out, written = self.delivery.due_chunks(now)
         if written:
-            self.state = SETTLING
+            self._go(SETTLING)
         return out
 
     def _maybe_release(self, now: float) -> bytes:
@@ -481,12 +576,12 @@ class SessionInjector(MessageKeys, Conversations):
         if self.delivery.trigger_at is not None:
             self.report.first_key_delay_ms = round((now - self.delivery.trigger_at) * 1000, 1)
         self.watch_output = self._keep_watching  # no deadline depends on output any more (a re-hold sets it again)
-        size, count, first = self._keys.release(now)
+        size, count, first = self.keys.held.release(now)
         if finished:
             self._finish()
         else:
-            self.state = AWAIT_SUBMIT
-            self._in_paste = False
+            self._go(AWAIT_SUBMIT)
+            self.keys.in_paste = False
         self.log(f"injection: released {size} held bytes in {count} reads after "
                  f"{self.report.first_key_delay_ms} ms ({self.report.status})")
         out = self._feed(first, now)
@@ -497,19 +592,19 @@ class SessionInjector(MessageKeys, Conversations):
         """Replayed reads whose time has come, fed as if typed now."""
         out = bytearray()
         while self.state not in HOLD_STATES:
-            data = self._keys.pop_due(now)
+            data = self.keys.held.pop_due(now)
             if data is None:
                 break
             out += self._on_input(data, now)
             self._rehold_replay()
-        if not self._keys.busy(now) and self.state == DONE:  # (busy forgets a lag that is over)
+        if not self.keys.held.busy(now) and self.state == DONE:  # (busy forgets a lag that is over)
             self.done = True  # held back by `_finish` until the last replayed key went
         return bytes(out)
 
     def _rehold_replay(self) -> None:
         """A replayed key started a message again (a Ctrl-C, then a key): the rest is held with it."""
-        if self._keys.replay and self.state in HOLD_STATES:
-            self._keys.rehold()
+        if self.keys.held.replay and self.state in HOLD_STATES:
+            self.keys.held.rehold()
 
     def _rearm(self) -> None:
         """Back to waiting for a first message; the blocks are kept and delivered again."""
@@ -538,7 +633,7 @@ class SessionInjector(MessageKeys, Conversations):
         if self.inject:
             self._arm()
         else:
-            self.state = CHATTING
+            self._go(CHATTING)
         self.log(f"injection: {self.adapter.name} ready after {self.report.ready_after_s:.2f}s"
                  f" ({by} rule)")
         if not self.inject and self.prompt_given:
@@ -553,19 +648,106 @@ class SessionInjector(MessageKeys, Conversations):
         command, and the one after it gets them.
         """
         begun = self.readiness.begun_message(self.state, followed=self.view is not None)
-        if self._composer.in_paste:
-            self.state = COMMAND
-            self._in_paste = True
-            self._begun_early = True
+        if self.keys.composer.in_paste:
+            self._go(COMMAND)
+            self.keys.in_paste = True
+            self.keys.begun_early = True
             self._note("a paste begun before the composer was ready goes without the blocks; "
                        "the next message gets them")
         elif not begun:
-            self.state = ARMED
+            self._go(ARMED)
         else:
-            self.state = COMMAND
-            self._begun_early = True
+            self._go(COMMAND)
+            self.keys.begun_early = True
             self._note("a message typed before the composer was ready goes without the blocks; "
                        "the next message gets them")
+
+    # -- conversations: conversations.py --------------------------------------------
+
+    def _submitted(self, sub: Submission, before: str, now: float) -> None:
+        """A submission reached the child: a reset starts a new conversation, the rest are turns."""
+        if not self.whole_session:
+            return
+        what = self.conversations.submitted(sub, before, now)
+        if what == COMPACTED:
+            self._compacted(sub.text.strip().split()[0], now)
+        elif what == RESET:
+            self._new_conversation(sub.text.strip(), now)
+        elif what == NEXT_MESSAGE:
+            self._next_message()
+
+    def _prompt_submitted(self, now: float) -> None:
+        """The tool is up with the command line's prompt submitted: it is the first turn, and with
+        `every_message` guards the next typed message of this conversation gets their blocks."""
+        if self.conversations.prompt_submitted(now):
+            self._next_message()
+
+    def _check_compaction(self, now: float) -> None:
+        """The tool compacted by itself (`compaction_watch.py`): the next message gets the blocks."""
+        if self.compaction_watch is not None and self.conversations.compacted_by_itself(self.state, self.log):
+            self._compacted("automatic", now)
+
+    def _new_conversation(self, command: str, now: float) -> None:
+        """A reset command was submitted: fresh blocks for the next message, as for the first."""
+        self.conversations.new_conversation()
+        self._fresh_message()
+        self._wait_ready_again(now)
+        self.log(f"injection: {command} started conversation {self.report.conversation}; re-armed")
+
+    def _compacted(self, how: str, now: float) -> None:
+        """The conversation was compacted: the next message gets fresh blocks.
+
+        After a typed command the tool redraws (and may ask something) before its composer is
+        back: wait for it as after a reset. An automatic compaction happened inside a turn, the
+        composer never left: the next message is armed at once (a message the user has begun
+        typing meanwhile goes as it is, and the one after it gets them)."""
+        self.conversations.compacted(how)
+        self._fresh_message()
+        if how == "automatic":
+            self._arm()
+        else:
+            self._wait_ready_again(now)
+        self.log(f"injection: conversation {self.conversations.number} compacted ({how}); "
+                 "the next message gets the blocks")
+
+    def _next_message(self) -> None:
+        """`every_message` guards: the next message of this conversation gets their blocks."""
+        self.conversations.next_message()
+        self._fresh_message()
+        self._go(ARMED)
+
+    def _after_undelivered(self) -> None:
+        """The screen never showed the blocks and the message went without them: the next
+        message of this conversation gets the same blocks, once the composer shows again
+        (whatever took them, a dialog most likely, is answered by then)."""
+        self.conversations.after_undelivered()
+        self._fresh_message()
+        self._wait_ready_again(self.clock())
+
+    def _fresh_message(self) -> None:
+        """A fresh report was opened: a fresh hold for the next delivery."""
+        self.keys.in_paste = False
+        self.delivery.forget()
+
+    def _wait_ready_again(self, now: float) -> None:
+        """After a reset the tool may show a dialog first: keys pass until the composer is back
+        (`readiness.Readiness.wait_again`)."""
+        self._go(WAIT_READY)
+        if self.readiness.wait_again(now, *self._size):
+            self.watch_output = True
+
+    def _finish(self) -> None:
+        """This conversation's injection is over: stay for the session, or be dropped."""
+        self.readiness.close()
+        self.watch_output = self._keep_watching
+        if self.whole_session:
+            self._go(CHATTING)
+            if self.conversations.on_message is not None:
+                self._next_message()
+            return
+        self._go(DONE)
+        # else once the last replayed key went and its gap to the next is kept (`_due_replay`)
+        self.done = self.keys.held.next_due() is None
 
     def _drain_wake(self) -> None:
         if self._wake_fd is None:
@@ -605,7 +787,7 @@ class SessionInjector(MessageKeys, Conversations):
             return self.reports[0]
         unfinished = {STARTING: "the tool never showed its ready screen",
                       HOLDING: "the tool exited while the first key waited for the guards"}.get(self.state)
-        why = close_unsubmitted(report, unfinished=unfinished, bare=self._bare)
+        why = close_unsubmitted(report, unfinished=unfinished, bare=self.conversations.bare)
         if why:  # said once on stderr after the session, pointing to this log
             self.log(f"injection: a message reached {self.adapter.name} without the blocks: {why}")
         return self.reports[0]
