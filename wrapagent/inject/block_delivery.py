@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Callable
 
     from wrapagent.inject.adapters.base import Adapter
+    from wrapagent.inject.report import InjectionReport
     from wrapagent.inject.screen import Screen
 
 NOT_DELIVERED = "not delivered"
@@ -35,13 +36,19 @@ NOT_DELIVERED = "not delivered"
 MAX_ATTEMPTS = 2
 """The blocks are written at most twice per message (`receipt.retry_is_safe`)."""
 
+RETRY = "retry"
+"""The receipt's verdict: nothing was drawn, the blocks are written again."""
+RELEASE = "release"
+"""The receipt's verdict: the held keys go (the blocks were shown, or not delivered: the report says)."""
+
 
 class BlocksDelivery:
     """One message's blocks on their way into the composer (see module docstring)."""
 
-    def __init__(self, adapter: Adapter, get_prefix: Callable[[], str | None]) -> None:
+    def __init__(self, adapter: Adapter, get_prefix: Callable[[], str | None], log: Callable[[str], None]) -> None:
         self.adapter = adapter
         self.get_prefix = get_prefix
+        self.log = log
         """The blocks, once the guards finished (None until then)."""
         self.prefix: str | None = None
         self.trigger_at: float | None = None
@@ -53,22 +60,33 @@ class BlocksDelivery:
         self._receipt_drawn = False
         self._receipt_read_at = float("-inf")
         """`last_output` when the receipt was last read and not there yet."""
+        self.notice = b""
+        """One line for the user's terminal when the blocks were not delivered (taken by the injector)."""
 
     def held(self, now: float) -> None:
         """The first key of a message is held: the blocks are wanted."""
         self.trigger_at = now
 
-    def blocks(self) -> str | None:
-        """The blocks, once the guards computed them (None: still running; the wake fd says when)."""
+    def blocks(self, report: InjectionReport) -> str | None:
+        """The blocks, once the guards computed them (None: still running; the wake fd says when).
+        The report says what the model will read, or that every block was empty."""
         if self.prefix is None:
             self.prefix = self.get_prefix()
+        if self.prefix == "":
+            report.status = "none"
+            report.notes.append("all blocks empty: nothing injected")
+        elif self.prefix is not None:
+            from wrapagent.inject.delivery import delivered_text
+
+            report.text = delivered_text(self.adapter, self.prefix)  # what the model will read
         return self.prefix
 
-    def write(self, now: float, rows: int, cols: int) -> None:
+    def write(self, now: float, rows: int, cols: int, report: InjectionReport) -> None:
         """One attempt: a fresh emulator for the receipt, then the chunks (`due_chunks`)."""
         from wrapagent.inject.screen import Screen
 
         assert self.prefix
+        report.attempts += 1
         self.close_receipt()
         self._receipt_screen = Screen(rows, cols)
         self._receipt_drawn = False
@@ -105,17 +123,48 @@ class BlocksDelivery:
             return self._delivered_at + self._settle_limit()
         return None
 
-    def settled(self, now: float, last_output: float, text: str) -> str | None:
-        """SETTLING: the receipt's verdict once it is decided (`receipt.SHOWN`, or why the screen
-        does not show `text`, the delivered blocks, in the composer); None: wait for more."""
-        assert self._delivered_at is not None
+    def settled(self, now: float, last_output: float, report: InjectionReport) -> str | None:
+        """SETTLING: RELEASE or RETRY once the receipt is decided (the report says which receipt);
+        None: wait for more output.
+
+        Without a receipt the blocks are written once more if that is safe
+        (`receipt.retry_is_safe`), else the message goes on without them, the report says
+        `not delivered` and why, and `notice` holds one line for the user."""
+        outcome = self._receipt(now, last_output, report)
+        if outcome is None:
+            return None
+        from wrapagent.inject import receipt
+
+        if outcome == receipt.SHOWN:
+            from wrapagent.inject.delivery import now_iso
+
+            report.status = "delivered"
+            report.at = now_iso()
+            return RELEASE
+        reason = receipt.REASONS[outcome]
+        if receipt.retry_is_safe(outcome) and report.attempts < MAX_ATTEMPTS:
+            self._note(report, f"attempt {report.attempts}: {reason}; writing the blocks again")
+            return RETRY
+        report.status = NOT_DELIVERED
+        self._note(report, f"not delivered: {reason}")
+        self.notice = receipt.screen_notice(self.adapter.name, "the guard blocks", reason)
+        return RELEASE
+
+    def _note(self, report: InjectionReport, message: str) -> None:
+        report.notes.append(message)
+        self.log(f"injection: {message}")
+
+    def _receipt(self, now: float, last_output: float, report: InjectionReport) -> str | None:
+        """The receipt's outcome once it is decided (`receipt.SHOWN`, or why the screen does not
+        show the delivered blocks in the composer); None: wait for more."""
+        assert self._delivered_at is not None and report.text is not None
         from wrapagent.inject import receipt
 
         quiet = self._output_since_receipt(last_output) and now - last_output >= self.adapter.settle_secs
         timed_out = now - self._delivered_at >= self._settle_limit()
         if not (quiet or timed_out):
             return None
-        outcome = self._read_receipt(text)
+        outcome = self._read_receipt(report.text)
         if outcome != receipt.SHOWN and not timed_out:
             # Quiet, but the composer does not show them yet: the tool may still be echoing
             # (claude echoes typed input ~100 ms late, after other redraws). Wait for more

@@ -16,17 +16,24 @@ changes state on it and asks this object to open the next report.
 
 from __future__ import annotations
 
-from wrapagent.inject.report import InjectionReport
-from wrapagent.inject.states import ARMED, CHATTING, COMMAND, WAIT_READY
+from wrapagent.inject.report import InjectionReport, close_unsubmitted
+from wrapagent.inject.states import ARMED, CHATTING, COMMAND, HOLDING, STARTING, WAIT_READY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Callable, Protocol
 
     from wrapagent.inject.adapters.base import Adapter
     from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.composer import Submission
-    from wrapagent.inject.injector import TurnListener
+
+    class TurnListener(Protocol):
+        """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
+
+        def submitted(self, now: float, text: str = "") -> None: ...
+        def resumed(self, now: float) -> None: ...
+        def deadline(self, last_output: float) -> float | None: ...
+        def poll(self, now: float, last_output: float) -> None: ...
 
 RESET = "reset"
 """A reset command was submitted: a new conversation."""
@@ -95,6 +102,24 @@ class Conversations:
                 and self.on_message is not None:
             return NEXT_MESSAGE  # no blocks for the first message, but a later one may get some
         return None
+
+    def submitted_with_blocks(self, log: Callable[[str], None]) -> bool:
+        """AWAIT_SUBMIT: the message the blocks went in front of was submitted; the report says
+        so. True when the screen never showed them (not delivered): the record and log say so."""
+        report = self.report
+        if report.status == "none":
+            return False  # no blocks for this message
+        n, m = report.conversation, report.message
+        if report.status == "not delivered":
+            log(f"injection: conversation {n}, message {m}: submitted WITHOUT the blocks (not delivered)")
+            return True
+        report.status = "submitted"
+        # Messages of this conversation that went before it, bare (typed before the
+        # ready screen): the record says so even though the blocks did arrive later.
+        report.notes.extend(f"before this message: {why}" for why in dict.fromkeys(self.bare))
+        log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
+            f"injection: conversation {n}, message {m}: submitted with the blocks")
+        return False
 
     def prompt_submitted(self, now: float) -> bool:
         """The tool is up with the command line's prompt submitted: it is the first turn. True:
@@ -178,3 +203,25 @@ class Conversations:
         self.report = InjectionReport(**where)
         self.reports.append(self.report)
         self.bare = []
+
+    def close(self, state: str, blocks: str | None, log: Callable[[str], None]) -> InjectionReport:
+        """The tool exited (`state`: the injector's; `blocks`: the message's, if known): an
+        injection never delivered or never submitted is said so. Returns the first
+        conversation's report (`injection` in the record); `reports` holds every one."""
+        report, first = self.report, self.reports[0]
+        if report.message > 1 and state in (ARMED, COMMAND, WAIT_READY):
+            self.reports.remove(report)  # armed for a later message that never came
+            return first
+        if report.status == "lost" or state not in (STARTING, WAIT_READY, ARMED, COMMAND, HOLDING):
+            return first
+        if not self.inject:
+            return first
+        if blocks == "":
+            report.status = "none"
+            return first
+        unfinished = {STARTING: "the tool never showed its ready screen",
+                      HOLDING: "the tool exited while the first key waited for the guards"}.get(state)
+        why = close_unsubmitted(report, unfinished=unfinished, bare=self.bare)
+        if why:  # said once on stderr after the session, pointing to this log
+            log(f"injection: a message reached {self.adapter.name} without the blocks: {why}")
+        return first

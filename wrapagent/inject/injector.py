@@ -60,13 +60,13 @@ if TYPE_CHECKING:
     from typing import Callable
 
 from wrapagent.inject.adapters.base import Adapter
-from wrapagent.inject.block_delivery import BlocksDelivery
+from wrapagent.inject.block_delivery import RELEASE, RETRY, BlocksDelivery
 from wrapagent.inject.conversations import COMPACTED, NEXT_MESSAGE, RESET, Conversations
 from wrapagent.inject.keys import ENTER, REPLY, TEXT, Token, blank_paste, tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import Readiness
-from wrapagent.inject.report import InjectionReport, close_unsubmitted
+from wrapagent.inject.report import InjectionReport
 from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLD_STATES,
                                      HOLDING, SETTLING, STARTING, WAIT_READY, allowed)
 
@@ -74,22 +74,13 @@ __all__ = ["SessionInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOL
            "SETTLING", "AWAIT_SUBMIT", "CHATTING", "DONE"]
 
 if TYPE_CHECKING:
-    from typing import Protocol
-
     from wrapagent.inject.composer import Submission
     from wrapagent.inject.composer_screen import ComposerScreen
     from wrapagent.inject.dialog_watch import DialogTurn, DialogWatch
     from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.interrupts import InterruptWatch
+    from wrapagent.inject.conversations import TurnListener
     from wrapagent.inject.outgoing import Outgoing
-
-    class TurnListener(Protocol):
-        """Told about submissions; owns the timer that says the agent waits (session/turns.py)."""
-
-        def submitted(self, now: float, text: str = "") -> None: ...
-        def resumed(self, now: float) -> None: ...
-        def deadline(self, last_output: float) -> float | None: ...
-        def poll(self, now: float, last_output: float) -> None: ...
 
 # --- the injector -------------------------------------------------------------
 
@@ -150,7 +141,7 @@ class SessionInjector:
                                            compaction_watch=self.compaction_watch, on_reset=on_reset,
                                            on_message=on_message, on_compaction=on_compaction)
         """Which conversation and message, their reports (`conversations.py`)."""
-        self.delivery = BlocksDelivery(adapter, get_prefix)
+        self.delivery = BlocksDelivery(adapter, get_prefix, log)
         """The blocks of the message under way, on their way into the composer (`block_delivery.py`)."""
         self.outgoing_hooks = OutgoingHooks(outgoing, self.keys.composer) if outgoing is not None else None
         """Where wrapagent's own messages go between the user's (`outgoing_hooks.py`)."""
@@ -478,25 +469,10 @@ class SessionInjector:
 
     def _submitted_with_blocks(self) -> None:
         """AWAIT_SUBMIT: the message the blocks went in front of was submitted."""
-        report = self.report
-        if report.status == "none":
-            self._finish()  # no blocks for this message: the next one is armed
-            return
-        n, m = report.conversation, report.message
-        if report.status == "not delivered":  # the screen never showed them: say so
-            self.log(f"injection: conversation {n}, message {m}: submitted WITHOUT the blocks "
-                     "(not delivered)")
-            if self.whole_session:
-                self._after_undelivered()
-                return
+        if self.conversations.submitted_with_blocks(self.log) and self.whole_session:
+            self._after_undelivered()  # the next message gets the same blocks
         else:
-            report.status = "submitted"
-            # Messages of this conversation that went before it, bare (typed before the
-            # ready screen): the record says so even though the blocks did arrive later.
-            report.notes.extend(f"before this message: {why}" for why in dict.fromkeys(self.conversations.bare))
-            self.log("injection: first message submitted with the blocks" if (n, m) == (1, 1) else
-                     f"injection: conversation {n}, message {m}: submitted with the blocks")
-        self._finish()
+            self._finish()
 
     def _trigger(self, now: float, held: bytes) -> None:
         self.keys.held.hold(now, held)
@@ -515,24 +491,18 @@ class SessionInjector:
         """HOLDING: the blocks are written once the guards computed them."""
         if self.delivery.prefix is None:
             self._drain_wake()
-        prefix = self.delivery.blocks()
+        prefix = self.delivery.blocks(self.report)
         if prefix is None:
             return b""  # guards still running; the wake fd tells us when they finish
         if not prefix:
-            self.report.status = "none"
-            self.report.notes.append("all blocks empty: nothing injected")
             # Later messages are armed at each submission: this one's keys go as they are, and the
             # next message is armed once this one is submitted (finishing now would re-arm at once
             # and hold this message's own keys again, one at a time, never submitting it).
             return self._release(now, finished=not (self.whole_session and self.conversations.on_message is not None))
-        from wrapagent.inject.delivery import delivered_text
-
-        self.report.text = delivered_text(self.adapter, prefix)  # what the model will read
         return self._write_blocks(now)
 
     def _write_blocks(self, now: float) -> bytes:
-        self.report.attempts += 1
-        self.delivery.write(now, *self._size)
+        self.delivery.write(now, *self._size, self.report)
         self._go(DELIVERING)
         return self._due_chunks(now)
 
@@ -544,27 +514,12 @@ class SessionInjector:
 
     def _maybe_release(self, now: float) -> bytes:
         """SETTLING: once the receipt is decided, the held keys go (or the blocks once more)."""
-        assert self.report.text is not None
-        outcome = self.delivery.settled(now, self.last_output, self.report.text)
-        if outcome is None:
-            return b""
-        from wrapagent.inject import receipt
-        from wrapagent.inject.block_delivery import MAX_ATTEMPTS, NOT_DELIVERED
-
-        if outcome == receipt.SHOWN:
-            from wrapagent.inject.delivery import now_iso
-
-            self.report.status = "delivered"
-            self.report.at = now_iso()
-        elif receipt.retry_is_safe(outcome) and self.report.attempts < MAX_ATTEMPTS:
-            self._note(f"attempt {self.report.attempts}: {receipt.REASONS[outcome]}; writing the blocks again")
+        verdict = self.delivery.settled(now, self.last_output, self.report)
+        if self.delivery.notice:
+            self.screen_notice, self.delivery.notice = self.delivery.notice, b""
+        if verdict == RETRY:
             return self._write_blocks(now)
-        else:  # no receipt: the message goes on without the blocks, and the user is told in one line
-            reason = receipt.REASONS[outcome]
-            self.report.status = NOT_DELIVERED
-            self._note(f"not delivered: {reason}")
-            self.screen_notice = receipt.screen_notice(self.adapter.name, "the guard blocks", reason)
-        return self._release(now, finished=False)
+        return self._release(now, finished=False) if verdict == RELEASE else b""
 
     def _release(self, now: float, *, finished: bool) -> bytes:
         """Give the held keys to the child, read as if they had just been typed.
@@ -767,7 +722,6 @@ class SessionInjector:
         Returns the first conversation's report (`injection` in the record);
         `reports` holds every conversation's.
         """
-        report = self.report
         if self.outgoing is not None:
             from wrapagent.inject.outgoing import TOOL_ENDED
 
@@ -775,20 +729,4 @@ class SessionInjector:
             self.outgoing.close()
         if self.view is not None:
             self.view.close()
-        if report.message > 1 and self.state in (ARMED, COMMAND, WAIT_READY):
-            self.reports.remove(report)  # armed for a later message that never came
-            return self.reports[0]
-        if report.status == "lost" or self.state not in (STARTING, WAIT_READY, ARMED, COMMAND, HOLDING):
-            return self.reports[0]
-        if not self.inject:
-            return self.reports[0]
-        if self.delivery.prefix == "":
-            report.status = "none"
-            return self.reports[0]
-        unfinished = {STARTING: "the tool never showed its ready screen",
-                      HOLDING: "the tool exited while the first key waited for the guards"}.get(self.state)
-        why = close_unsubmitted(report, unfinished=unfinished, bare=self.conversations.bare)
-        if why:  # said once on stderr after the session, pointing to this log
-            self.log(f"injection: a message reached {self.adapter.name} without the blocks: {why}")
-        return self.reports[0]
-
+        return self.conversations.close(self.state, self.delivery.prefix, self.log)
