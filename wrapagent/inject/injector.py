@@ -62,13 +62,14 @@ if TYPE_CHECKING:
 from wrapagent.inject.adapters.base import Adapter
 from wrapagent.inject.block_delivery import RELEASE, RETRY, BlocksDelivery
 from wrapagent.inject.conversations import COMPACTED, NEXT_MESSAGE, RESET, Conversations
-from wrapagent.inject.keys import ENTER, REPLY, TEXT, Token, blank_paste, tokenize
+from wrapagent.inject.keys import ENTER, TEXT, Token, blank_paste, tokenize
 from wrapagent.inject.message_keys import MessageKeys
 from wrapagent.inject.outgoing_hooks import OutgoingHooks
 from wrapagent.inject.readiness import Readiness
 from wrapagent.inject.report import InjectionReport
 from wrapagent.inject.states import (ARMED, AWAIT_SUBMIT, CHATTING, COMMAND, DELIVERING, DONE, HOLD_STATES,
                                      HOLDING, SETTLING, STARTING, WAIT_READY, allowed)
+from wrapagent.inject.turn_watches import TurnWatches
 
 __all__ = ["SessionInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOLDING", "DELIVERING",
            "SETTLING", "AWAIT_SUBMIT", "CHATTING", "DONE"]
@@ -76,7 +77,7 @@ __all__ = ["SessionInjector", "STARTING", "WAIT_READY", "ARMED", "COMMAND", "HOL
 if TYPE_CHECKING:
     from wrapagent.inject.composer import Submission
     from wrapagent.inject.composer_screen import ComposerScreen
-    from wrapagent.inject.dialog_watch import DialogTurn, DialogWatch
+    from wrapagent.inject.dialog_watch import DialogTurn
     from wrapagent.inject.compaction_watch import CompactionWatch
     from wrapagent.inject.interrupts import InterruptWatch
     from wrapagent.inject.conversations import TurnListener
@@ -116,8 +117,6 @@ class SessionInjector:
         self.turns = turns
         self.outgoing = outgoing
         """wrapagent's own messages (a stop check's continuation), submitted into the empty composer."""
-        self.interrupts = interrupts
-        """Told every key that reaches the tool: did the user interrupt the agent (`interrupts.py`)."""
         self.prompt_given = prompt_given
         """The first message came on the command line (with its blocks): the tool submits it itself."""
         self.whole_session = turns is not None or on_reset is not None or on_compaction is not None
@@ -131,10 +130,8 @@ class SessionInjector:
         self.view = self._follow_screen(rows, cols, outgoing)
         """The screen followed all session (a tool with a screen shape, whole session): the
         composer's content when the keys cannot tell (`composer_screen.py`)."""
-        self.dialogs: DialogWatch | None = None
-        """Set by the session when waiting_for_input is configured and the screen is followed."""
-        self.last_user_key = float("-inf")
-        """When the user's latest key came (kept while `dialogs` is set)."""
+        self.watches = TurnWatches(adapter, self.keys.composer, turns, interrupts)
+        """The turn tracker, the dialog watch, the interrupt watch (`turn_watches.py`)."""
         self.compaction_watch = self._watch_compaction(on_compaction, clock)
         """The tool's own compaction notices on the followed screen (`compaction_watch.py`)."""
         self.conversations = Conversations(adapter, inject=inject, prompt_given=prompt_given, turns=turns,
@@ -220,13 +217,9 @@ class SessionInjector:
             own = due
         if self.outgoing_hooks is not None:
             own = self.outgoing_hooks.deadline(own, self.last_output)
-        if self.turns is None or self.state == STARTING:
+        if self.state == STARTING:
             return own
-        theirs = self.turns.deadline(self.last_output)
-        if self.dialogs is not None:
-            seen = self.dialogs.deadline(self.last_output)
-            if seen is not None and (theirs is None or seen < theirs):
-                theirs = seen
+        theirs = self.watches.deadline(self.last_output)
         if own is None or theirs is None:
             return theirs if own is None else own
         return min(own, theirs)
@@ -256,14 +249,13 @@ class SessionInjector:
         try:
             self._on_output(data, now)
             self._check_compaction(now)
-            if self.interrupts is not None and self.interrupts.wants_output:
-                self.interrupts.output(data)
+            self.watches.output(data)
         except Exception as exc:
             self._fail(exc)
 
     def on_input(self, data: bytes, now: float) -> bytes:
         try:
-            self._note_key(data, now)
+            self.watches.key(data, now)
             # Released keys still to go (or just gone): behind them, spaced the same way. Not while
             # keys are held: a replayed key that started a message holds what comes after it with
             # it (queued instead, a read typed in the replay's wake went out before the keys
@@ -272,36 +264,19 @@ class SessionInjector:
                 self.keys.held.queue(data, now)
                 return b""
             self._check_compaction(now)
-            command = self._holds_command()
+            command = self.watches.holds_command()
             return self._to_tool(self._on_input(data, now), now, command)
         except Exception as exc:
             return self._fail(exc, data)
 
-    def _note_key(self, data: bytes, now: float) -> None:
-        """The user's latest key (a terminal's reply to a query is none): a dialog shown after
-        it may be its doing (`dialog_watch.py`)."""
-        if self.dialogs is not None and any(tok.kind != REPLY for tok in tokenize(data)):
-            self.last_user_key = now
-
     def dialog_turn(self, turns) -> DialogTurn:
-        """The turn under way as the dialog watch sees it: the tracker's, this injector's keys."""
-        from wrapagent.inject.dialog_watch import DialogTurn
-
-        prefixes = self.adapter.command_prefixes
-        return DialogTurn(turns.working, lambda: turns.started_at,
-                          lambda: any(turns.text.lstrip().startswith(p) for p in prefixes),
-                          lambda: self.last_user_key,
-                          lambda: self.state in (CHATTING, ARMED))
-
-    def _holds_command(self) -> bool:
-        return self.interrupts is not None and self.keys.composer.holds_command(self.adapter.command_prefixes)
+        """The turn under way as the dialog watch sees it: the tracker's, the user's keys."""
+        return self.watches.dialog_turn(turns, lambda: self.state in (CHATTING, ARMED))
 
     def _to_tool(self, out: bytes, now: float, command: bool) -> bytes:
         """Bytes on their way to the tool: the interrupt watch sees the keys that really reach it."""
-        if self.interrupts is not None and out:
-            self.interrupts.keys(out, now, command)
-            if self.interrupts.wants_output:
-                self.watch_output = True  # the tool's cancel notice is looked for in its output
+        if self.watches.to_tool(out, now, command):
+            self.watch_output = True  # the tool's cancel notice is looked for in its output
         return out
 
     def poll(self, now: float) -> bytes:
@@ -316,16 +291,14 @@ class SessionInjector:
                 # either looks, so a wake-up that comes after its look is never lost.
                 self._drain_wake()
             self._check_compaction(now)
-            command = self._holds_command()
+            command = self.watches.holds_command()
             out = self._due_replay(now)  # also ends a first-message injection once the replay's lag is over
             out += self._poll(now)
             if self.outgoing_hooks is not None:
                 out += self._poll_outgoing(self.outgoing_hooks, now)
             out = self._to_tool(out, now, command)
             if self.turns is not None and self.state != STARTING:
-                if self.dialogs is not None:
-                    self.dialogs.poll(now, self.last_output)
-                self.turns.poll(now, self.last_output)
+                self.watches.poll(now, self.last_output)
                 self._stop_watching_for_notice()
             return out
         except Exception as exc:
@@ -350,7 +323,7 @@ class SessionInjector:
 
     def _stop_watching_for_notice(self) -> None:
         """The stop was seen (the watch forgot its key): output is no longer needed for it."""
-        if self.interrupts is None or self.interrupts.wants_output or not self.watch_output:
+        if not self.watches.notice_seen() or not self.watch_output:
             return
         if self.state in (CHATTING, ARMED, COMMAND, AWAIT_SUBMIT):
             self.watch_output = self._keep_watching

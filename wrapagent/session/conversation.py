@@ -386,14 +386,14 @@ class Conversation:
         from wrapagent.inject.dialog_watch import DialogWatch
 
         firer, interceptor = self.firer, self.interceptor
-        interceptor.dialogs = DialogWatch(view, interceptor.dialog_turn(self.turns),
-                                          lambda turn: firer.fire(turn, "dialog"), log=self.live.record.log)
+        interceptor.watches.dialogs = DialogWatch(view, interceptor.dialog_turn(self.turns),
+                                                  lambda turn: firer.fire(turn, "dialog"), log=self.live.record.log)
 
     def _fire_idle(self, turn: int) -> None:
         """The quiet wait: waiting_for_input with reason idle, unless it already fired for the
         dialog still on screen (one notification per wait)."""
         assert self.firer is not None
-        dialogs = self.interceptor.dialogs if hasattr(self, "interceptor") else None
+        dialogs = self.interceptor.watches.dialogs if hasattr(self, "interceptor") else None
         if dialogs is not None and dialogs.showing:
             self.live.record.log(f"turns: turn {turn}: waiting_for_input already fired for the dialog")
             return
