@@ -51,11 +51,17 @@ class Conversations:
                  on_reset: Callable[[], None] | None,
                  on_message: Callable[[int, int], None] | None,
                  on_compaction: Callable[[int, int], None] | None) -> None:
-        self.adapter = adapter
         self.inject = inject
+        """False: no blocks at all, only turns are followed (nothing is said of a message's blocks)."""
         self.prompt_given = prompt_given
+        """The first message came on the command line: its turn is told at readiness."""
+        self.reset_commands = adapter.reset_commands
+        self.compact_commands = adapter.compact_commands
         self.turns = turns
+        """Told every submission that is no reset or compaction (`session/turns.py`)."""
         self.compaction_watch = compaction_watch
+        """Told every submission too: a turn's compaction notice counts, a typed command's not."""
+        self.tool = adapter.name
         self.on_reset = on_reset
         """Called when a reset starts a new conversation: its blocks are computed again."""
         self.on_message = on_message
@@ -81,14 +87,13 @@ class Conversations:
     def submitted(self, sub: Submission, before: str, now: float) -> str | None:
         """A submission reached the tool (`before`: the injector's state at its Enter): what it
         starts (RESET, COMPACTED, NEXT_MESSAGE), or None. Turns are told here."""
-        adapter = self.adapter
-        if adapter.compact_commands and sub.is_command_line(adapter.compact_commands):
+        if self.compact_commands and sub.is_command_line(self.compact_commands):
             self._watch_turn(mute=True)
             if (before == CHATTING or self.later_armed(before)) and self.on_compaction is not None:
                 return COMPACTED
             return None
-        self._watch_turn(mute=sub.is_command(adapter.reset_commands))
-        if adapter.reset_commands and sub.is_command(adapter.reset_commands):
+        self._watch_turn(mute=sub.is_command(self.reset_commands))
+        if self.reset_commands and sub.is_command(self.reset_commands):
             if (before == CHATTING or self.later_armed(before)) and self.on_reset is not None:
                 return RESET
             return None
@@ -223,5 +228,5 @@ class Conversations:
                       HOLDING: "the tool exited while the first key waited for the guards"}.get(state)
         why = close_unsubmitted(report, unfinished=unfinished, bare=self.bare)
         if why:  # said once on stderr after the session, pointing to this log
-            log(f"injection: a message reached {self.adapter.name} without the blocks: {why}")
+            log(f"injection: a message reached {self.tool} without the blocks: {why}")
         return first
