@@ -72,7 +72,8 @@ class World:
     def message(self, text: bytes) -> bytes:
         out = self.inj.on_input(text, self.clock.t) + self.inj.poll(self.clock.t)
         for _ in range(100):
-            if self.inj.state not in ("holding", "delivering", "settling") and self.inj.keys.held.next_due() is None:
+            held = self.inj.keys.held
+            if self.inj.state not in ("holding", "delivering", "settling") and held.next_due() is None:
                 break
             if self.inj.state == "settling":  # the composer shows the blocks (the receipt)
                 self.inj.on_output((self.inj.report.text or "").replace("\n", "\r\n").encode(), self.clock.t)

@@ -258,7 +258,7 @@ def test_wake_fd_makes_the_loop_poll(term):
 
 
 class OneShot(Recorder):
-    """Done after the first key (as the first-message injector is)."""
+    """Done after the first key (as the injector in first-message mode is)."""
 
     def on_input(self, data: bytes, now: float) -> bytes:
         super().on_input(data, now)
@@ -457,7 +457,8 @@ def test_after_start_failing_ends_the_child_and_restores_the_terminal(term):
 
 
 class ReleasesOnWake(Recorder):
-    """Holds every key; when its wake fd fires, releases them all and is done (a first-message injector)."""
+    """Holds every key; when its wake fd fires, releases them all and is done (the injector in
+    first-message mode)."""
 
     def __init__(self) -> None:
         super().__init__()

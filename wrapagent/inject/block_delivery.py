@@ -45,7 +45,8 @@ RELEASE = "release"
 class BlocksDelivery:
     """One message's blocks on their way into the composer (see module docstring)."""
 
-    def __init__(self, adapter: Adapter, get_prefix: Callable[[], str | None], log: Callable[[str], None]) -> None:
+    def __init__(self, adapter: Adapter, get_prefix: Callable[[], str | None],
+                 log: Callable[[str], None]) -> None:
         self.adapter = adapter
         self.get_prefix = get_prefix
         self.log = log

@@ -92,7 +92,7 @@ class SessionInjector:
     Here: the proxy's entry points, the state machine, the end of the session.
     Its parts: `readiness` (`readiness.py`), `keys` (`message_keys.py`),
     `delivery` (`block_delivery.py`), `conversations` (`conversations.py`),
-    `outgoing_hooks` (`outgoing_hooks.py`).
+    `outgoing_hooks` (`outgoing_hooks.py`), `watches` (`turn_watches.py`).
     """
 
     def __init__(self, adapter: Adapter, *, rows: int, cols: int,
@@ -363,7 +363,8 @@ class SessionInjector:
                 self.readiness.key_before_ready(tok.kind, now)  # (its echo is waited for)
                 sub = self.keys.composer.feed(tok)  # a message begun before readiness is not ours to prefix
                 if sub is not None and not sub.empty and not sub.is_command_like(self.adapter.command_prefixes):
-                    self.conversations.bare.append("a message was submitted before the tool's ready screen was seen")
+                    self.conversations.bare.append(
+                        "a message was submitted before the tool's ready screen was seen")
             return data
         return self._feed(data, now)
 
@@ -471,7 +472,8 @@ class SessionInjector:
             # Later messages are armed at each submission: this one's keys go as they are, and the
             # next message is armed once this one is submitted (finishing now would re-arm at once
             # and hold this message's own keys again, one at a time, never submitting it).
-            return self._release(now, finished=not (self.whole_session and self.conversations.on_message is not None))
+            later_armed = self.whole_session and self.conversations.on_message is not None
+            return self._release(now, finished=not later_armed)
         return self._write_blocks(now)
 
     def _write_blocks(self, now: float) -> bytes:

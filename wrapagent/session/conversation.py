@@ -386,8 +386,9 @@ class Conversation:
         from wrapagent.inject.dialog_watch import DialogWatch
 
         firer, interceptor = self.firer, self.interceptor
-        interceptor.watches.dialogs = DialogWatch(view, interceptor.dialog_turn(self.turns),
-                                                  lambda turn: firer.fire(turn, "dialog"), log=self.live.record.log)
+        watches = interceptor.watches
+        watches.dialogs = DialogWatch(view, interceptor.dialog_turn(self.turns),
+                                      lambda turn: firer.fire(turn, "dialog"), log=self.live.record.log)
 
     def _fire_idle(self, turn: int) -> None:
         """The quiet wait: waiting_for_input with reason idle, unless it already fired for the
