@@ -257,7 +257,7 @@ def test_unused_conversation_after_reset_is_none_not_lost() -> None:
 def test_first_message_mode_is_unchanged() -> None:
     clock = Clock()
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
-                               wake_fd=None, clock=clock)
+                          wake_fd=None, clock=clock)
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
     inj.poll(clock.t)
@@ -430,7 +430,7 @@ def test_the_interrupt_watch_sees_keys_that_reach_the_tool_and_the_notice_after_
     watch = InterruptWatch(rule_for("codex"), tracker.working)
     tracker.interrupted = watch.take
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
-                               clock=clock, inject=False, turns=tracker, interrupts=watch)
+                          clock=clock, inject=False, turns=tracker, interrupts=watch)
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
     inj.poll(clock.t)

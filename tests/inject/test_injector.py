@@ -61,7 +61,7 @@ def make(adapter: Adapter | None = None, prefix: str | None = PREFIX):
     clock = Clock()
     box = {"prefix": prefix}
     inj = SessionInjector(adapter or adapter_for("demo"), rows=24, cols=80,
-                               get_prefix=lambda: box["prefix"], wake_fd=None, clock=clock)
+                          get_prefix=lambda: box["prefix"], wake_fd=None, clock=clock)
     inj._t0 = clock.t
     return inj, clock, box
 

@@ -59,7 +59,7 @@ class Rig:
         self.turns = Turns()
         self.outgoing = Outgoing(self.adapter, 40, 120, wake=lambda: None)  # the recorded screens
         self.inj = SessionInjector(self.adapter, rows=40, cols=120, get_prefix=lambda: "",
-                                        wake_fd=None, inject=inject, turns=self.turns, outgoing=self.outgoing)
+                                   wake_fd=None, inject=inject, turns=self.turns, outgoing=self.outgoing)
         self.writes: list[tuple[float, bytes]] = []
         self._start = 2.0
         self.done: list[tuple[str, str]] = []

@@ -53,7 +53,7 @@ class Clock:
 def ready_injector() -> tuple[SessionInjector, Clock]:
     clock = Clock()
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
-                               wake_fd=None, clock=clock)
+                          wake_fd=None, clock=clock)
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
     inj.poll(clock.t)
@@ -129,7 +129,7 @@ def test_in_a_whole_session_the_next_message_gets_the_blocks_after_an_undelivere
         def poll(self, now: float, last_output: float) -> None: ...
 
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
-                               wake_fd=None, clock=clock, turns=Turns())
+                          wake_fd=None, clock=clock, turns=Turns())
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2
     inj.poll(clock.t)
@@ -155,7 +155,7 @@ def test_text_typed_before_the_ready_screen_and_shown_in_it_is_a_begun_message()
     into the middle of it (measured on claude: `typed at o<system-reminder>…nce`)."""
     clock = Clock()
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
-                               wake_fd=None, clock=clock)
+                          wake_fd=None, clock=clock)
     assert inj.on_input(b"typed at o", clock.t) == b"typed at o"        # before ready: passes
     inj.on_output(b"\x1b[?2004hbanner\r\ndemo> typed at o", clock.t)
     clock.t += 0.2
@@ -170,7 +170,7 @@ def test_text_typed_before_the_ready_screen_and_shown_in_it_is_a_begun_message()
 def test_a_one_key_answer_before_the_ready_screen_begins_no_message() -> None:
     clock = Clock()
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: PREFIX,
-                               wake_fd=None, clock=clock)
+                          wake_fd=None, clock=clock)
     inj.on_input(b"1", clock.t)                                          # a start-up dialog's answer
     inj.on_output(READY_SCREEN, clock.t)
     clock.t += 0.2

@@ -39,7 +39,7 @@ def test_allowed_follows_the_table() -> None:
 def test_a_change_the_table_does_not_list_is_logged_and_kept() -> None:
     said: list[str] = []
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "", wake_fd=None,
-                               log=said.append)
+                          log=said.append)
     inj._go(states.SETTLING)                                      # STARTING -> SETTLING: no such change
     assert inj.unexpected_transitions == [(states.STARTING, states.SETTLING)]
     assert inj.state == states.SETTLING                          # behaviour unchanged: only said

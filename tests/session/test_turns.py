@@ -203,7 +203,7 @@ def test_injector_and_tracker_sleep_once_the_wait_fired() -> None:
     turns = TurnTracker(QUIET, fired.append, to_wall=str)
     now = 100.0
     inj = SessionInjector(adapter_for("demo"), rows=24, cols=80, get_prefix=lambda: "",
-                               wake_fd=None, clock=lambda: now, turns=turns, on_reset=lambda: None)
+                          wake_fd=None, clock=lambda: now, turns=turns, on_reset=lambda: None)
     inj.on_output(b"\x1b[?2004hdemo> ", now)
     now += 0.5
     inj.poll(now)

@@ -85,7 +85,7 @@ class _Probe:
 
         self.rows, self.cols = rows, cols
         self.injector = SessionInjector(adapter, rows=rows, cols=cols, get_prefix=lambda: "",
-                                             wake_fd=None)
+                                        wake_fd=None)
         self.t0 = time.monotonic()
         # pid: the session leader on the PTY (its exit status is the tool's); tool_pid: the tool's group
         self.pid, self.tool_pid, self.fd = spawn(argv, env=env, cwd=None, size=(rows, cols))
