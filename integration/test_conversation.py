@@ -2,12 +2,17 @@
 `test_argv_every_message.py`, with a first message given on the command line and, after a
 reset, a typed one.)
 
-`test_stop_check[tool]`, one CLI start, three phases steered by files the check reads:
-(b) fails once, then passes: the model gets exactly one continuation, equal to the
-    `<prompt-guard name="stop_check">` block, then nothing more; waiting_for_input fires
-    once, after the passing run;
+`test_stop_check[tool]`, one CLI start, four phases steered by files the check reads:
+(b) fails once, then passes, after a reply full of dialog look-alikes (the mock's answer to
+    `(lookalike)`: numbered Yes/No choices, `›`/`❯`/`●` lines, "Do you want to proceed?"):
+    the model gets exactly one continuation, equal to the `<prompt-guard name="stop_check">`
+    block, then nothing more; waiting_for_input fires once, after the passing run. Before the
+    screen model the look-alikes above the composer were taken for a dialog and the
+    continuation was cancelled;
 (c) always fails with max_continues = 2: exactly two continuations, then waiting_for_input;
-(d) the user types while the check runs: no continuation; the user's message arrives as typed.
+(d) the user types while the check runs: no continuation; the user's message arrives as typed;
+(e) after another reply full of look-alikes, a `wrapagent send --wait` is delivered (it was
+    deferred to a next stop that never came).
 """
 
 from __future__ import annotations
@@ -18,10 +23,15 @@ import time
 import pytest
 
 from .clienv import SPECS, tool_params
+from .test_send import send as wrapagent_send
+from .test_send import socket_ready
 
 pytestmark = pytest.mark.integration
 
-TIMEOUT = {"codex": 300, "claude": 300, "gemini": 400, "opencode": 500}
+TIMEOUT = {"codex": 360, "claude": 360, "gemini": 480, "opencode": 600}
+FIRST = "(lookalike) fix the tests please"
+LAST = " then this (lookalike)"
+SENT = "a message from outside"
 
 
 def send(term, text: str) -> None:
@@ -63,8 +73,13 @@ def test_stop_check(cli_env, tool):
     root = cli_env.root
     checks, waits = root / "checks.log", root / "waits.log"
     fail, always, hold = root / "fail-once", root / "fail-always", root / "hold"
+    # Fails once, at a stop after the model was asked for the turn: a stop wrapagent sees before
+    # that (a tool stalled by a loaded machine before its turn began) is no stop of the agent's,
+    # and the turn then goes on (turns.py); the agent's real stop is the one that gets the check.
+    asked = f"grep -q '\"kind\": \"turn\"' {cli_env.mock.log_path}"
     check = (f"cat >/dev/null; echo $(date +%s.%N) {{turn}} >> {checks}; "
-             f"if [ -e {fail} ]; then rm -f {fail}; echo 'make test fails: fix it before you stop.'; exit 2; fi; "
+             f"if [ -e {fail} ] && {asked}; then rm -f {fail}; "
+             "echo 'make test fails: fix it before you stop.'; exit 2; fi; "
              f"if [ -e {always} ]; then echo 'still failing'; exit 2; fi; "
              f"if [ -e {hold} ]; then while [ -e {hold} ]; do sleep 0.05; done; echo 'go on'; exit 2; fi; "
              "exit 0")
@@ -75,17 +90,20 @@ max_continues = 2
 
 [waiting_for_input]
 command = "echo $(date +%s.%N) {{turn}} >> {waits}"
+
+[send]
+enabled = true
 """
     fail.touch()
     spec, term = start(cli_env, hooks)
+    socket_ready(cli_env, term)
     mock = cli_env.mock
     mark = mock.mark()
 
-    # (b) fails once, then passes
-    send(term, "fix the tests please")
+    # (b) fails once, then passes, after a reply full of look-alikes
+    send(term, FIRST)
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout + 30, since=mark)
-    assert texts == ["fix the tests please", stop_block("make test fails: fix it before you stop.")], \
-        mock.summary()
+    assert texts == [FIRST, stop_block("make test fails: fix it before you stop.")], mock.summary()
     fired = wait_lines(waits, 1, term)
     ran = wait_lines(checks, 2, term)
     assert [line.split()[1] for line in fired] == ["2"]
@@ -112,14 +130,24 @@ command = "echo $(date +%s.%N) {{turn}} >> {waits}"
     term.wait_for("and", timeout=15)
     hold.unlink()
     wait_lines(waits, 3, term)
-    term.type(" then this")
-    term.wait_for("then this", timeout=15)
+    term.type(LAST)
+    term.wait_for(LAST[-15:], timeout=15)
     term.enter(after=0.3)
     texts = mock.wait_for_turns(7, api=spec.api, timeout=spec.reply_timeout, since=mark)
-    assert texts[5:] == ["one more thing", "and then this"], mock.summary()
+    assert texts[5:] == ["one more thing", "and" + LAST], mock.summary()
+    wait_lines(waits, 4, term)
+
+    # (e) a send after a reply full of look-alikes
+    term.wait_for("MOCK-REPLY-7", timeout=spec.reply_timeout)
+    term.wait_quiet(1.0, timeout=30)
+    done = wrapagent_send(cli_env, "--wait", SENT)
+    assert done.returncode == 0, done.stderr + done.stdout
+    texts = mock.wait_for_turns(8, api=spec.api, timeout=spec.reply_timeout + 60, since=mark)
+    assert texts[7:] == [SENT], mock.summary()
     # that turn over (its check passed, the agent waits) before the quit keys: during a turn
     # codex takes Ctrl-C for an interrupt and claude its first Ctrl-C, and neither exits
-    wait_lines(waits, 4, term)
+    wait_lines(waits, 5, term)
+    term.wait_for("MOCK-REPLY-8", timeout=spec.reply_timeout)
     term.wait_quiet(1.0, timeout=30)
 
     assert term.quit(spec.quit_keys, gap=spec.quit_gap) == 0

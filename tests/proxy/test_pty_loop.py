@@ -121,7 +121,7 @@ class Recorder:
         return self._wake
 
 
-def run_loop(interceptor, term: UserTerminal, script) -> pty_loop.ProxyResult:
+def run_loop(interceptor, term: UserTerminal, script, on_output=None) -> pty_loop.ProxyResult:
     """Run the real loop on `term` with rawbytes.py; `script(term)` drives it from a thread."""
     failure: list[BaseException] = []
 
@@ -137,7 +137,7 @@ def run_loop(interceptor, term: UserTerminal, script) -> pty_loop.ProxyResult:
     driver = threading.Thread(target=drive, daemon=True)
     driver.start()
     result = pty_loop.run(helper("rawbytes.py"), env=dict(os.environ), stdin_fd=term.slave,
-                          stdout_fd=term.slave, interceptor=interceptor)
+                          stdout_fd=term.slave, interceptor=interceptor, on_output=on_output)
     driver.join(TIMEOUT)
     if failure:
         raise failure[0]
@@ -183,6 +183,30 @@ def test_watch_output_gets_every_byte_once(term):
     assert seen == bytes(term.output)[:len(seen)]
     assert b"GOT 78\r\nGOT 79\r\nGOT 7a\r\n" in seen
     assert icpt.overlaps == 0
+
+
+def test_an_output_observer_hands_over_to_the_one_it_returns(term):
+    """The recording's stand-in returns the recorder once it exists: from the next chunk on only
+    the recorder is called, and the two together saw every byte the user saw, once, in order."""
+    first: list[bytes] = []
+    then: list[bytes] = []
+
+    def successor(data: bytearray) -> None:
+        then.append(bytes(data))
+
+    def stand_in(data: bytearray):
+        first.append(bytes(data))
+        return successor
+
+    def script(t: UserTerminal) -> None:
+        t.type(b"xyz")
+        t.wait_for(b"GOT 7a\r\n")
+
+    run_loop(None, term, script, on_output=stand_in)
+    term.wait_for(b"GOT 71\r\n")
+    assert len(first) == 1 and then  # called once, then never again
+    seen = b"".join(first + then)
+    assert seen == bytes(term.output)[:len(seen)] and b"GOT 7a\r\n" in seen
 
 
 class Holder(Recorder):

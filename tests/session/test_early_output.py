@@ -43,13 +43,14 @@ def test_what_came_before_the_recorder_is_recorded_in_order_and_timed_from_the_s
     early(b"screen")
     recorder, why_not = open_early(early, SESSION, launch, _cfg())
     assert why_not is None and recorder is not None
-    early(b" later")  # the proxy keeps calling the early object: it forwards
+    assert early(b" later") is recorder  # forwarded, and the proxy told to call the recorder from now on
+    recorder(b" on")  # (as the output thread then does)
     early.resized(40, 120)
     info = recorder.close(0)
     header, events = _events(info["file"])
     assert header["term"] == {"cols": 80, "rows": 24, "type": "xterm"} and header["title"] == f"tool in {tmp_path}"
     shown = "".join(e[2] if e[1] == "o" else f"<{e[2]}>" for e in events if e[1] in "or")
-    assert shown == "first <100x30>screen later<120x40>"  # (close output chunks may be one event)
+    assert shown == "first <100x30>screen later on<120x40>"  # (close output chunks may be one event)
     assert events[0][0] >= 0.03  # from the tool's start, not from when the recorder was made
 
 
@@ -78,9 +79,9 @@ def test_chunks_fed_while_the_recorder_is_made_are_all_kept_in_order(tmp_path: P
 def test_no_recording_wanted_drops_what_was_kept_and_takes_nothing_more(tmp_path: Path) -> None:
     launch = _launch(tmp_path)
     early = EarlyOutput(24, 80)
-    early(b"x")
+    assert early(b"x") is None  # kept: the proxy goes on calling the early object
     assert open_early(early, SESSION, launch, _cfg(enabled=False)) == (None, None)
-    early(b"y")
+    assert early(b"y") is late_turns._unrecorded  # the proxy's observer from now on: takes nothing
     early.resized(30, 100)
     assert early._kept == [] and not os.path.exists(tmp_path / "state")
 

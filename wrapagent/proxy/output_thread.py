@@ -21,6 +21,12 @@ master non-blocking for one of its writes: the thread then waits in poll.
 With an interceptor attached, an output chunk costs one `time.monotonic()`
 and one attribute store in the steady state (`watch_output` false); while it
 watches output, a copy of the chunk goes to it through `to_child.output`.
+
+The output observer (`on_output`: the session's recording) gets a copy of
+each chunk, a `bytearray` it may keep. It may return another observer, which
+takes its place from the next chunk on: the stand-in that keeps a tool's
+first output until its recorder exists hands over that way, so a chunk costs
+one Python call, not two, for the rest of the session.
 """
 
 import _thread
@@ -70,7 +76,7 @@ class OutputCopier:
     """master -> user, in a thread of its own (`run`)."""
 
     def __init__(self, st: "LoopState", to_child: "ToChild",
-                 on_output: "Callable[[bytes], None] | None") -> None:
+                 on_output: "Callable[[bytearray], object] | None") -> None:
         self.st = st
         self.to_child = to_child
         self.on_output = on_output
@@ -187,8 +193,12 @@ class OutputCopier:
                         # inside one of its escape sequences.
                         icpt.screen_notice = b""
                         st.stdout_ok = write_all(stdout_fd, notice)
-                if self.on_output is not None:
-                    self.on_output(bytes(mv[:got]))
+                observer = self.on_output
+                if observer is not None:
+                    # A copy (the buffer is reused); a bytearray's slice is the cheapest one.
+                    after = observer(buf[:got])
+                    if after is not None:  # it hands over (`on_output`)
+                        self.on_output = after
                 if st.reaped_at is not None:
                     if reaped is None:  # reaped during this chunk: in its write, not reading
                         self.drain_write_secs = monotonic() - st.reaped_at

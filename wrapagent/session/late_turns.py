@@ -38,7 +38,7 @@ from time import monotonic
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     from wrapagent.history.recording import Recorder
     from wrapagent.session.live import Live
@@ -218,8 +218,12 @@ class EarlyOutput:
         self._handed = False
         self._target: "Recorder | None" = None
 
-    def __call__(self, data: bytes) -> None:
-        """A chunk the tool wrote (already shown); from the output thread."""
+    def __call__(self, data: bytes) -> "Recorder | Callable[[bytes], None] | None":
+        """A chunk the tool wrote (already shown); from the output thread.
+
+        Once handed over it returns what takes its place as the proxy's output
+        observer (`proxy.output_thread`): the recorder, or `_unrecorded`.
+        """
         target = self._target
         if target is None:
             with self._lock:
@@ -229,11 +233,12 @@ class EarlyOutput:
                     else:
                         self._kept_bytes += len(data)
                         self._kept.append((monotonic(), data))
-                    return
+                    return None
                 target = self._target
             if target is None:  # no recording after all
-                return
+                return _unrecorded
         target(data)
+        return target
 
     def resized(self, rows: int, cols: int) -> None:
         """The user's terminal changed size; from the main thread."""
@@ -292,3 +297,7 @@ def _replay(real: "Any", event: "tuple[Any, ...]") -> None:
         real.poll(event[2])
     elif hasattr(real, "on_resize"):
         real.on_resize(event[1], event[2])
+
+
+def _unrecorded(data: bytes) -> None:
+    """The output observer of a session not recorded after all (`EarlyOutput` handed to no recorder)."""
