@@ -1,54 +1,22 @@
 """Injection into an interactive TUI, for the whole session.
 
-The design (validated against codex, claude, gemini and opencode, see
-docs/cli-behaviour.md, "Delivering a block into the empty composer"):
-
-1. Until the tool's composer is ready (per-adapter screen markers, read with
-   a terminal emulator), every key passes through untouched: startup dialogs
-   need them.
-2. When the first key of the first *message* arrives (a printable key or the
-   start of a paste), hold it and everything after it, deliver the blocks +
-   a blank line into the empty composer (bracketed paste, or typed chunks for
-   claude), wait until the screen changed and output was quiet ~50 ms, then
-   release the held keys in order.
-3. wrapagent never sends Enter: the user's own Enter submits, at human speed,
-   so none of the CLIs' Enter-after-paste heuristics can bite.
-4. Held keys keep their timing: each read the user's terminal handed over
-   while keys were held is released as it came, with its original gap after
-   the one before (capped: `held.py`). A paste's end and the Enter
-   that followed it 0.8 s later never reach the tool as one burst (gemini
-   then takes that Enter as part of the paste and nothing is submitted).
-
-A first input that is a command (`/…`, `!…`, per adapter) passes through and
-injection re-arms after it is submitted. A submission with no typed text
-(history recall) is noted and the next message gets the blocks.
-
-Whole-session mode (`turns` or `on_reset` given): after the blocks were
-submitted the injector stays attached, following the user's keys with a
-`Composer` (input is tiny). A submitted reset command (`/clear`, `/new`, per
-adapter) starts a new conversation: `on_reset()` recomputes the blocks, keys
-pass untouched until the composer is back (a dialog may come first), and the
-next message gets them exactly as the first did. Every other submission
-is reported to `turns`, which decides when the agent waits. For a tool
-with a screen shape (`screen_model.py`) the screen is then followed in a
-thread of its own (`composer_screen.py`: the output path appends to a
-buffer), so the composer can be read when the keys cannot tell; for other
-tools output costs the proxy one timestamp (`watch_output` is false, the
-loop stores `last_output`). The readiness emulator is only fed until the
-composer is ready.
-
-First-message mode (neither given): the injector reports `done` once the
-blocks were submitted and the proxy drops it.
+Until the tool's composer is ready every key passes through untouched; the
+first key of the first message is held, the blocks go into the empty
+composer, and the held keys follow with their own timing; the user's own
+Enter submits (wrapagent never sends one). Commands pass through and re-arm;
+a reset or a compaction starts a conversation whose first message gets the
+blocks again. The design, and why each step is so: docs/ARCHITECTURE.md,
+"How a message gets its blocks".
 
 The injector is made of objects, one concern each, with their inputs given
 explicitly (constructor arguments, the injector's state and the tool's latest
 output passed at each call) and their answers returned: `Readiness` (when the
 composer is ready), `MessageKeys` (what the user's keys say), `BlocksDelivery`
 (one message's blocks and their receipt), `Conversations` (resets,
-compactions, later messages, the reports) and `OutgoingHooks` (wrapagent's
-own messages). The injector holds the proxy's entry points and the state
-machine: it alone changes `state`, through `_go`, checked against
-`states.TRANSITIONS`.
+compactions, later messages, the reports), `OutgoingHooks` (wrapagent's own
+messages) and `TurnWatches` (turns, dialogs, interrupts). The injector holds
+the proxy's entry points and the state machine: it alone changes `state`,
+through `_go`, checked against `states.TRANSITIONS`.
 """
 
 from __future__ import annotations
