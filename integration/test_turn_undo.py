@@ -52,11 +52,31 @@ def store_refs(cli_env) -> list[str]:
     return [ref.rsplit("/", 1)[-1] for ref in out.split()]
 
 
-def wait_ref(cli_env, term, name: str, timeout: float = 90.0) -> None:
+def ref_file(cli_env, name: str, path: str) -> bytes | None:
+    """`path` (from the project's root) in the store's checkpoint `name`; None when it has none."""
+    stores = sorted((cli_env.state_dir / "stores").glob("*"))
+    out = subprocess.run(["git", f"--git-dir={stores[0]}", "for-each-ref", "--format=%(refname)"],
+                         capture_output=True, text=True, env=cli_env.env).stdout
+    ref = next(r for r in out.split() if r.rsplit("/", 1)[-1] == name)
+    shown = subprocess.run(["git", f"--git-dir={stores[0]}", "show", f"{ref}:{path}"], capture_output=True,
+                           env=cli_env.env)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def wait_ref(cli_env, term, name: str, timeout: float = 90.0, holds: dict[str, bytes | None] | None = None) -> None:
+    """The store's checkpoint `name` exists and, with `holds`, has those files (None: absent).
+
+    A turn's stop checkpoint is taken when the agent waits: a wait seen while a loaded machine
+    stalled the tool before its turn began is followed by the tool working again and the turn's
+    real end, whose checkpoint replaces it (session/turns.py). The turn's writes tell them apart.
+    """
     end = time.monotonic() + timeout
-    while name not in store_refs(cli_env):
+    while name not in store_refs(cli_env) or any(
+            ref_file(cli_env, name, path) != data for path, data in (holds or {}).items()):
         if time.monotonic() > end:
-            raise AssertionError(f"store ref {name} never came: {store_refs(cli_env)}\n" + term.dump("screen"))
+            held = {path: ref_file(cli_env, name, path) for path in holds or {}} if name in store_refs(cli_env) else {}
+            raise AssertionError(f"store ref {name} never came with {holds}: {store_refs(cli_env)} {held}\n"
+                                 + term.dump("screen"))
         time.sleep(0.1)
 
 
@@ -73,13 +93,15 @@ def send(term, text: str, tail: str) -> None:
     term.enter(after=0.3)
 
 
-def turn(cli_env, term, mark: int, n: int, text: str, tail: str) -> str:
-    """Send message n and wait for its reply and its stop checkpoint; what the model got."""
+def turn(cli_env, term, mark: int, n: int, text: str, tail: str,
+         holds: dict[str, bytes | None] | None = None) -> str:
+    """Send message n and wait for its reply and its stop checkpoint (with `holds`: the files the
+    turn left, see `wait_ref`); what the model got."""
     spec = cli_env.spec
     send(term, text, tail)
     texts = cli_env.mock.wait_for_turns(n, api=spec.api, timeout=spec.reply_timeout, since=mark)
     term.wait_for(f"MOCK-REPLY-{n}", timeout=spec.reply_timeout)
-    wait_ref(cli_env, term, f"turn-{n}-stop")
+    wait_ref(cli_env, term, f"turn-{n}-stop", holds=holds)
     return texts[n - 1]
 
 
@@ -139,10 +161,11 @@ def undo_and_redo(cli_env, tool: str, guard: bool) -> None:
 
     # 1. two turns, each writing through the agent's own tool
     typed = f"(write {a} one) start turn one"
-    first = turn(cli_env, term, mark, 1, typed, "start turn one")
+    first = turn(cli_env, term, mark, 1, typed, "start turn one", holds={"a.txt": b"one\n", "b.txt": None})
     assert first == (FIRST_BLOCK if guard else "") + typed
     assert a.read_bytes() == b"one\n" and not b.exists()
-    turn(cli_env, term, mark, 2, f"(write {a} two) (write {b} second file) go turn two", "go turn two")
+    turn(cli_env, term, mark, 2, f"(write {a} two) (write {b} second file) go turn two", "go turn two",
+         holds={"a.txt": b"two\n", "b.txt": b"second file\n"})
     assert (a.read_bytes(), b.read_bytes()) == (b"two\n", b"second file\n")
     calls = [r["tool_call"]["arguments"] for r in mock.turn_requests(api=spec.api, since=mark) if r.get("tool_call")]
     assert len(calls) == 3, mock.summary()          # the files were written by the CLI's tool, one call each

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from wrapagent.session.turns import MAX_TURNS_RECORDED, HookFirer, TurnTracker
+from wrapagent.session.turns import RESUME_LOOK_SECS, MAX_TURNS_RECORDED, HookFirer, TurnTracker
 
 QUIET = 3.0
 
@@ -326,6 +326,26 @@ def test_the_tool_drawing_its_working_hint_after_a_wait_resumes_the_turn() -> No
     screen["working"] = False
     run_until_quiet(t, 5.25, [6.0, 7.0], end=100.0)
     assert fired == [1, 1] and t.turns[0]["waits"] == 2
+
+
+def test_a_spinner_that_never_pauses_after_a_wait_is_looked_at_and_resumes_the_turn() -> None:
+    """Seen on opencode under load: a wait taken before its turn began (3 s of nothing), then its
+    spinner, redrawn every 0.1 s with `esc interrupt` on screen. Output that never pauses is still
+    looked at, within 2 x RESUME_LOOK_SECS of its start, and the same turn goes on."""
+    t, fired = tracker()
+    screen = {"working": False}
+    t.screen_working = lambda: screen["working"]
+    t.submitted(0.0)
+    t.poll(QUIET, 0.0)                           # nothing drawn since the submission, no hint: a wait
+    assert fired == [1] and t.working() is None
+    screen["working"] = True                     # the turn begins: its hint and its spinner
+    now = 10.0
+    while t.working() is None and now < 11.0:    # a frame every 0.1 s from 10.0 on
+        due = t.deadline(now)
+        assert due is not None and due <= 10.0 + 2 * RESUME_LOOK_SECS
+        t.poll(now, now)
+        now = round(now + 0.1, 3)
+    assert t.working() == 1 and now <= 10.0 + 2 * RESUME_LOOK_SECS + 0.1 and fired == [1]
 
 
 def test_output_after_a_wait_without_the_hint_is_looked_at_once() -> None:

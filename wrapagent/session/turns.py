@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 MAX_TURNS_RECORDED = 1000
 """A session of hours has hundreds of turns; beyond this only the count grows."""
 RESUME_LOOK_SECS = 0.25
-"""Output paused this long after a wait: read the screen once (does the agent work again?)."""
+"""Output paused this long after a wait: read the screen once (does the agent work again?).
+Output that goes on without a pause (a spinner) is looked at every 2 x this."""
 
 
 def wall_iso(mono: float) -> str:
@@ -87,7 +88,10 @@ class TurnTracker:
         self._screen_said_working: int | None = None
         self._waited_at: float | None = None
         """The quiet time of the latest wait, while no submission followed: output after it is
-        looked at (`RESUME_LOOK_SECS` after it pauses) for the tool working on the same turn."""
+        looked at (`RESUME_LOOK_SECS` after it pauses, or every 2 x that while it goes on: a
+        working tool's spinner never pauses) for the tool working on the same turn."""
+        self._output_after: float | None = None
+        """The first output seen after the wait or the last look (`_look_due`)."""
 
     # -- told by the injector --------------------------------------------------
 
@@ -122,7 +126,7 @@ class TurnTracker:
     def deadline(self, last_output: float) -> float | None:
         if self._armed_at is None:
             if self._look_after_wait(last_output):
-                return last_output + RESUME_LOOK_SECS
+                return self._look_due(last_output)
             return None
         return max(last_output, self._armed_at) + self.quiet_secs
 
@@ -130,11 +134,19 @@ class TurnTracker:
         """The tool drew something since the latest wait, and the screen was not read since."""
         return self.screen_working is not None and self._waited_at is not None and last_output > self._waited_at
 
+    def _look_due(self, last_output: float) -> float:
+        """When to look at output that came after a wait: once it paused, and at the latest
+        2 x RESUME_LOOK_SECS after it began (output that never pauses is looked at too)."""
+        first = self._output_after
+        if first is None or self._waited_at is None or first <= self._waited_at:
+            first = self._output_after = last_output
+        return min(last_output, first + RESUME_LOOK_SECS) + RESUME_LOOK_SECS
+
     def _resumed_by_the_tool(self, now: float, last_output: float) -> None:
         """After a wait, the tool drew again and its screen says the agent works: the wait was a
         stall (a loaded machine froze the tool before its turn began), the same turn goes on and
         its real end is a wait of its own (the stop check runs again, waiting_for_input fires)."""
-        self._waited_at = last_output  # one look per pause in the output
+        self._waited_at = last_output  # one look per pause in the output (or per 2 x RESUME_LOOK_SECS)
         if self.screen_working is not None and self.screen_working():
             self._armed_at = now
             self._needs_output = False
@@ -144,7 +156,7 @@ class TurnTracker:
     def poll(self, now: float, last_output: float) -> None:
         armed = self._armed_at
         if armed is None:
-            if self._look_after_wait(last_output) and now >= last_output + RESUME_LOOK_SECS:
+            if self._look_after_wait(last_output) and now >= self._look_due(last_output):
                 self._resumed_by_the_tool(now, last_output)
             return
         quiet_since = max(last_output, armed)
