@@ -101,12 +101,6 @@ def _cli_set_of(item) -> str:
 SPREAD_FROM, SPREAD_TO = 0.15, 0.85
 
 
-#: The CLIs whose sessions cost the most (CPU to start, seconds per turn): their tests go out
-#: first, so the run's last CLI sessions are short ones (measured per test, 2 cores: opencode
-#: 20-40 s of CPU, gemini 8-15, claude 4-10, codex 2-5).
-SLOW_TOOLS = ("opencode", "gemini")
-
-
 def _drives_a_pty(item) -> bool:
     return Path(item.path).name.endswith("_pty.py")
 
@@ -121,14 +115,15 @@ def spread_order(items: list, is_integration) -> list:
     go in the middle, beside the CLI sessions, and the unit tests that only compute come
     first (while the CLIs install) and last, where they keep both cores busy to the end
     (measured on 2 cores: with the PTY tests last the CPU was idle 60-80 % of the run's
-    last minute; with them first, 60-80 % of a minute early on). The integration tests of
-    the slow CLIs go first, those of the older set (installed after the pinned one) last.
+    last minute; with them first, 60-80 % of a minute early on). The integration tests keep
+    their order (each file's tests per CLI: codex, claude, gemini, opencode, so the costly
+    CLIs' sessions are spread too; all opencode and gemini tests first loaded the CPU fully
+    for five minutes and left it half idle for four), but those of the older set, installed
+    after the pinned one, go last.
     Otherwise the order within each half is kept, so the tests of one file stay near each other.
     """
     integration = [item for item in items if is_integration(item)]
-    # the older set installs after the pinned one: its tests last; the slow CLIs' first
-    integration.sort(key=lambda item: (_cli_set_of(item) == "older",
-                                       not any(f"[{tool}" in item.name for tool in SLOW_TOOLS)))
+    integration.sort(key=lambda item: _cli_set_of(item) == "older")  # installed after the pinned set
     computing = [item for item in items if not is_integration(item) and not _drives_a_pty(item)]
     half = len(computing) // 2
     units = computing[:half] + [item for item in items if _drives_a_pty(item)] + computing[half:]

@@ -293,7 +293,7 @@ def test_gemini_menu_caught_up_only_when_the_menu_lists_the_command_alone():
     assert caught_up(only.splitlines())
 
 
-def test_spread_order_puts_the_pty_tests_in_the_middle_and_the_slow_clis_first():
+def test_spread_order_puts_the_pty_tests_in_the_middle_and_the_older_set_last():
     from types import SimpleNamespace
 
     from .conftest import spread_order
@@ -309,7 +309,7 @@ def test_spread_order_puts_the_pty_tests_in_the_middle_and_the_slow_clis_first()
     ordered = spread_order(items, lambda it: it.integration)
     assert sorted(map(id, ordered)) == sorted(map(id, items))  # every test once
     cli = [it.name for it in ordered if it.integration]
-    assert cli == ["test_a[gemini]", "test_a[opencode]", "test_a[codex]", "test_a[claude]", "test_o[gemini]"]
+    assert cli == ["test_a[codex]", "test_a[claude]", "test_a[gemini]", "test_a[opencode]", "test_o[gemini]"]
     units = [it.name for it in ordered if not it.integration]
     assert units == ([f"test_v{n}" for n in range(5)] + [f"test_t{n}" for n in range(10)]
                      + [f"test_v{n}" for n in range(5, 10)])
