@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Four minimal Python PTY copy loops, to measure what the *shape* of a loop costs.
+"""Minimal Python PTY copy loops, to measure what the *shape* of a loop costs.
 
 Not a proxy to use: no signal forwarding, no SIGWINCH, no interceptor. Only
 what the throughput and keystroke tests exercise, so that ptybench can put a
@@ -16,6 +16,9 @@ loop and how much is Python itself:
 `threads` (two threads in blocking reads and writes, nothing else) is also
 the start-up floor of any Python proxy that forks its child (run it with
 `--tests startup`, with site: wrapagent's launcher loads site too).
+`threads-rec` is `threads` with the simplest recorder beside it (a copy per
+chunk, a queue, a writer thread appending to a file): the floor of recording
+that `wrapagent-rec` is compared with.
 
 `-S` skips site-packages: these loops need nothing from it, and it keeps the
 machine's `.pth` start-up cost out of the "fixed CPU" column.
@@ -141,6 +144,15 @@ def loop_drain(master: int) -> None:
                 return
 
 
+def copy_keys(master: int) -> None:
+    """The key thread of the threaded shapes: blocking reads of stdin, each written to the master."""
+    while True:
+        data = os.read(0, BUF_SIZE)
+        if not data:
+            return
+        write_all(master, data)
+
+
 def loop_threads(master: int) -> None:
     """Two threads in blocking os.read/os.write (keys: stdin -> master; output: master -> stdout).
 
@@ -148,15 +160,7 @@ def loop_threads(master: int) -> None:
     nothing can stop it early (no signals, no drain limits, no interceptor).
     """
     os.set_blocking(master, True)
-
-    def keys() -> None:
-        while True:
-            data = os.read(0, BUF_SIZE)
-            if not data:
-                return
-            write_all(master, data)
-
-    _thread.start_new_thread(keys, ())
+    _thread.start_new_thread(copy_keys, (master,))
     while True:
         try:
             data = os.read(master, BUF_SIZE)
@@ -167,8 +171,62 @@ def loop_threads(master: int) -> None:
         write_all(1, data)
 
 
+def loop_threads_rec(master: int) -> None:
+    """`threads` plus the simplest recording: each chunk copied and queued with its time, a
+    writer thread that takes what came every 50 ms and appends it to a file (one `writev`).
+
+    What a recorder that never blocks the copy costs at the least, to put beside wrapagent
+    with recording on (whose target is 0.90x of `threads`). The file is a temporary one,
+    removed at the end.
+    """
+    import tempfile
+    import time
+    from _queue import Empty, SimpleQueue
+
+    os.set_blocking(master, True)
+    queue: SimpleQueue = SimpleQueue()
+    fd, path = tempfile.mkstemp(prefix="loop-rec-")
+
+    def writer() -> None:
+        while True:
+            first = queue.get()
+            if first is None:
+                return
+            time.sleep(0.05)
+            chunks = [first[1]]
+            try:
+                while True:
+                    item = queue.get_nowait()
+                    if item is None:
+                        break
+                    chunks.append(item[1])
+            except Empty:
+                pass
+            for start in range(0, len(chunks), 512):
+                os.writev(fd, chunks[start:start + 512])
+
+    _thread.start_new_thread(writer, ())
+    _thread.start_new_thread(copy_keys, (master,))
+    buf = bytearray(BUF_SIZE)
+    view = memoryview(buf)
+    clock, put = time.monotonic, queue.put
+    try:
+        while True:
+            try:
+                got = os.readv(master, (view,))
+            except OSError:  # EIO: every slave fd closed
+                return
+            if not got:
+                return
+            write_all(1, view[:got])
+            put((clock(), buf[:got]))
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
 LOOPS: dict[str, Callable[[int], None]] = {"select": loop_select, "poll": loop_poll, "drain": loop_drain,
-                                           "threads": loop_threads}
+                                           "threads": loop_threads, "threads-rec": loop_threads_rec}
 
 
 def main(argv: list[str]) -> int:
