@@ -59,7 +59,7 @@ from .mock_server import MockServer
 __all__ = ["TOOLS"]
 
 
-_install_waited: set = set()
+_install_waited = False
 
 
 def pytest_configure(config):
@@ -70,28 +70,22 @@ def pytest_configure(config):
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Before an integration test's timer starts, wait for the install of the CLI set it uses.
+    """Before the first integration test's timer starts, wait for the CLIs' install (every set).
 
-    `run-tests` installs them in the background while the unit tests run (the pinned set
-    first, then the older one); on a slow network that install may still be going when the
-    first integration test begins, and its wait must not count against that test's timeout
-    (pytest-timeout times fixtures too). Outermost wrapper: runs before pytest-timeout arms
-    its timer. A test of the pinned set does not wait for the older set.
+    `run-tests` installs them in the background while the unit tests run; on a slow
+    network that install may still be going when the first integration test begins,
+    and its wait must not count against that test's timeout (pytest-timeout times
+    fixtures too). Outermost wrapper: runs before pytest-timeout arms its timer.
     """
-    if item.get_closest_marker("integration") is not None:
-        cli_set = _cli_set_of(item)
-        if cli_set not in _install_waited:
-            _install_waited.add(cli_set)
+    global _install_waited
+    if not _install_waited and item.get_closest_marker("integration") is not None:
+        _install_waited = True
+        for cli_set in SETS:
             try:
                 ensure_installed(quiet=False, cli_set=cli_set)
             except InstallError:
                 pass  # the fixture reports it, as a failure of the tests that need that set
     yield
-
-
-def _cli_set_of(item) -> str:
-    """The CLI set an integration test uses: "older" when it asks for it, else the pinned one."""
-    return "older" if "older_cli_bin_dir" in getattr(item, "fixturenames", ()) else "pinned"
 
 
 #: Where the integration tests go in a run spread over processes, as fractions of the unit
@@ -101,32 +95,16 @@ def _cli_set_of(item) -> str:
 SPREAD_FROM, SPREAD_TO = 0.15, 0.85
 
 
-def _drives_a_pty(item) -> bool:
-    return Path(item.path).name.endswith("_pty.py")
-
-
 def spread_order(items: list, is_integration) -> list:
     """`items` with the integration tests spread evenly between the unit tests.
 
     pytest-xdist hands tests out in collection order (`./run-tests` gives each process
     one test at a time), so this order decides what runs side by side: an integration
     test mostly waits on a CLI, and the unit tests around it use the CPU it leaves idle.
-    The unit tests that drive a pseudo-terminal (`*_pty.py`) mostly wait on timers too: they
-    go in the middle, beside the CLI sessions, and the unit tests that only compute come
-    first (while the CLIs install) and last, where they keep both cores busy to the end
-    (measured on 2 cores: with the PTY tests last the CPU was idle 60-80 % of the run's
-    last minute; with them first, 60-80 % of a minute early on). The integration tests keep
-    their order (each file's tests per CLI: codex, claude, gemini, opencode, so the costly
-    CLIs' sessions are spread too; all opencode and gemini tests first loaded the CPU fully
-    for five minutes and left it half idle for four), but those of the older set, installed
-    after the pinned one, go last.
-    Otherwise the order within each half is kept, so the tests of one file stay near each other.
+    Order within each half is kept, so the tests of one file stay near each other.
     """
     integration = [item for item in items if is_integration(item)]
-    integration.sort(key=lambda item: _cli_set_of(item) == "older")  # installed after the pinned set
-    computing = [item for item in items if not is_integration(item) and not _drives_a_pty(item)]
-    half = len(computing) // 2
-    units = computing[:half] + [item for item in items if _drives_a_pty(item)] + computing[half:]
+    units = [item for item in items if not is_integration(item)]
     if not integration or not units:
         return list(items)
     first = int(len(units) * SPREAD_FROM)

@@ -291,26 +291,3 @@ def test_gemini_menu_caught_up_only_when_the_menu_lists_the_command_alone():
     only = "\n".join(line for line in GEMINI_STALE_MENU.splitlines()
                      if not line.strip().startswith(("compress", "directory", "quit", "▼", "(1/41)")))
     assert caught_up(only.splitlines())
-
-
-def test_spread_order_puts_the_pty_tests_in_the_middle_and_the_older_set_last():
-    from types import SimpleNamespace
-
-    from .conftest import spread_order
-
-    def item(path: str, name: str, *fixtures: str):
-        return SimpleNamespace(path=path, name=name, integration=path.startswith("integration/"),
-                               fixturenames=("tool", *fixtures))
-
-    items = [item("integration/test_o.py", "test_o[gemini]", "older_cli_bin_dir")]
-    items += [item("integration/test_a.py", f"test_a[{tool}]") for tool in ("codex", "claude", "gemini", "opencode")]
-    items += [item("tests/test_values.py", f"test_v{n}") for n in range(10)]
-    items += [item("tests/session/test_turns_pty.py", f"test_t{n}") for n in range(10)]
-    ordered = spread_order(items, lambda it: it.integration)
-    assert sorted(map(id, ordered)) == sorted(map(id, items))  # every test once
-    cli = [it.name for it in ordered if it.integration]
-    assert cli == ["test_a[codex]", "test_a[claude]", "test_a[gemini]", "test_a[opencode]", "test_o[gemini]"]
-    units = [it.name for it in ordered if not it.integration]
-    assert units == ([f"test_v{n}" for n in range(5)] + [f"test_t{n}" for n in range(10)]
-                     + [f"test_v{n}" for n in range(5, 10)])
-    assert ordered[-3:] == [it for it in ordered if not it.integration][-3:]  # computing tests end the run
