@@ -729,3 +729,24 @@ def submit_command(term, tool: str, command: str, after: float = 0.5) -> None:
         term.wait_for(command, timeout=15)
         term.wait_quiet(0.3, timeout=10)
     term.enter(after=after)
+
+
+def composer_shown_empty(tool: str) -> Callable[[list[str]], bool]:
+    """Whether the tool's screen shows its composer empty, no dialog up (wrapagent's screen model,
+    proven on the recorded screens in tests/screens/).
+
+    After a command, a person types the next message once they see the command gone from the
+    composer. Under load claude drew `/clear` in its composer for half a second after the Enter;
+    a message begun then passes without the blocks (wrapagent types nothing on a screen it cannot
+    read) and the next message gets them: not what the test of the first message checks.
+    """
+    from wrapagent.inject.screen_model import EMPTY, model_for
+
+    model = model_for(tool)
+
+    def shown(lines: list[str]) -> bool:
+        reading = model.read("\n".join(lines))
+        return reading.composer == EMPTY and not reading.dialog
+
+    return shown
+

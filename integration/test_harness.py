@@ -291,3 +291,24 @@ def test_gemini_menu_caught_up_only_when_the_menu_lists_the_command_alone():
     only = "\n".join(line for line in GEMINI_STALE_MENU.splitlines()
                      if not line.strip().startswith(("compress", "directory", "quit", "▼", "(1/41)")))
     assert caught_up(only.splitlines())
+
+
+def test_composer_shown_empty_on_the_recorded_screens():
+    """The wait after a command, before the next message: every recorded screen of every CLI whose
+    composer is empty passes; a composer holding text (the command still drawn) or a dialog does not."""
+    from pathlib import Path
+
+    from .clienv import composer_shown_empty
+
+    screens = Path(__file__).resolve().parent.parent / "tests" / "screens"
+    for tool in ("codex", "claude", "gemini", "opencode"):
+        shown = composer_shown_empty(tool)
+        recorded = sorted(screens.glob(f"{tool}/*/*.txt"))
+        for state in ("empty", "text", "dialog"):
+            paths = [p for p in recorded if p.name.startswith(state + "-")]
+            assert paths or state == "dialog", (tool, state)  # (opencode's dialogs are not recorded)
+            for path in paths:
+                assert shown(path.read_text(encoding="utf-8").splitlines()) is (state == "empty"), path
+    resets = sorted(screens.glob("*/*/text-reset-typed.txt"))
+    assert len(resets) >= 4 and not any(composer_shown_empty(p.parts[-3])(p.read_text().splitlines())
+                                        for p in resets)

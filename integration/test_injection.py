@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .clienv import SPECS, submit_command, tool_params
+from .clienv import SPECS, composer_shown_empty, submit_command, tool_params
 from .test_session_export import assert_exported
 
 pytestmark = pytest.mark.integration
@@ -116,6 +116,7 @@ def test_interactive(cli_env, tool):
     mark = cli_env.mock.mark()
     submit_command(term, tool, FIRST_COMMAND[tool], after=0.4)
     term.wait_quiet(0.8, timeout=15)
+    term.wait_until(composer_shown_empty(tool), f"{tool}'s composer empty after {FIRST_COMMAND[tool]}", timeout=20)
     assert cli_env.mock.user_texts(api=spec.api, since=mark) == []
 
     # 2. the first real message: blocks + blank line + exactly what was typed

@@ -435,3 +435,35 @@ def test_claude_markers_on_its_recorded_screens(path: Path) -> None:
     assert w.inj.readiness.screen_ready(w.inj.state) is not first_frame
     w.wait(0.2)
     assert w.inj.state == ("starting" if first_frame else "armed")
+
+
+def test_a_message_typed_while_the_screen_still_shows_the_command_goes_bare_and_is_said() -> None:
+    """Under load claude drew `/clear` in its composer for half a second after its Enter; the first
+    key of the next message came then. The screen cannot tell what that key lands in, so it passes
+    (no blocks are typed on a stale screen) and the next message gets them; the record says this
+    message went without them (it said "no message was submitted")."""
+    w = World("claude", resets=True)
+    w.output(BP + claude_frame())
+    w.wait(0.3)
+    assert w.inj.state == "armed"
+    for key in (b"/clear", b"\r"):
+        assert w.inj.on_input(key, w.clock.t) == key
+        w.output(claude_frame("/clear"))
+        w.clock.t += 0.1
+    assert w.inj.state == "armed"
+    w.clock.t += 0.4
+    assert w.inj.on_input(b"f", w.clock.t) == b"f"  # the screen still shows the command
+    assert w.inj.state == "command"
+    w.output(claude_frame())                        # claude caught up: its Enter, then the key
+    w.output(claude_frame("f"))
+    w.clock.t += 0.1
+    assert w.inj.on_input(b"irst", w.clock.t) == b"irst"
+    w.output(claude_frame("first"))
+    w.clock.t += 0.1
+    assert w.inj.on_input(b"\r", w.clock.t) == b"\r"
+    assert w.inj.state == "armed"                   # the next message gets the blocks
+    w.inj.finalize()
+    report = w.inj.conversations.reports[-1]
+    assert (report.conversation, report.status) == (1, "lost"), report.notes
+    assert any("before the screen showed the composer empty" in n for n in report.notes), report.notes
+    assert sum("was a command" in n for n in report.notes) == 1, report.notes  # `/clear`, not the message

@@ -398,7 +398,8 @@ class SessionInjector:
         elif state == COMMAND:
             if self.keys.command_over(tok, sub):
                 self._go(ARMED)
-                if tok.kind == ENTER and not self.keys.begun_early and self.conversations.message == 1:
+                if tok.kind == ENTER and not self.keys.begun_early and self.conversations.message == 1 \
+                        and not (sub is not None and self.keys.message_passed(sub)):
                     self._note("first input was a command: passed through, injection re-armed")
                 self.keys.begun_early = False
         elif state == AWAIT_SUBMIT:

@@ -92,11 +92,22 @@ class MessageKeys:
             if (sub.text.strip() or sub.pasted) and not sub.is_command_like(self.adapter.command_prefixes):
                 # Text in the composer while armed was typed before: no key of it triggered.
                 return "a message typed before the composer was ready was submitted"
-        elif before == COMMAND and early:
-            return "a message begun before the composer was ready was submitted"
+        elif before == COMMAND:
+            if early:
+                return "a message begun before the composer was ready was submitted"
+            if self.message_passed(sub):
+                # Its first key came while the screen showed other text in the composer (the
+                # tool not yet caught up with the Enter before): no key of it triggered.
+                return "a message begun before the screen showed the composer empty was submitted"
         elif before == WAIT_READY and not sub.is_command_like(self.adapter.command_prefixes):
             return "a message was submitted before the composer showed again"
         return None
+
+    def message_passed(self, sub: Submission) -> bool:
+        """`sub`, submitted in COMMAND, was a message for the model (not a command): known typed
+        text that does not start with a command prefix, or a paste."""
+        return not sub.unknown and bool(sub.text.strip() or sub.pasted) \
+            and not sub.is_command_like(self.adapter.command_prefixes)
 
     def _is_command(self, text: bytes) -> bool:
         return any(text.startswith(p.encode()) for p in self.adapter.command_prefixes)
