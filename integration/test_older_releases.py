@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from .clienv import submit_command, tool_params
+from .clienv import composer_shown_empty, submit_command, tool_params
 from .test_session_turns import block, counting_guard
 
 pytestmark = pytest.mark.integration
@@ -148,6 +148,7 @@ def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str],
     wait_logged(cli_env, term, r"injection: (composer ready again for conversation 2 \((marker|generic) rule\)"
                                r"|output quiet after the reset; conversation 2 armed)")
     term.wait_quiet(1.0, timeout=30)
+    term.wait_until(composer_shown_empty(tool), f"{tool}'s composer empty after {RESET[tool]}", timeout=30)
     send(term, SECOND)
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts == [block(1) + FIRST, block(2) + SECOND], mock.summary()

@@ -33,7 +33,7 @@ import re
 
 import pytest
 
-from .clienv import SPECS, submit_command, tool_params
+from .clienv import SPECS, composer_shown_empty, submit_command, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -150,6 +150,8 @@ def reset(term, tool: str) -> None:
         term.enter(after=0.3)
         term.wait_gone(RESET_DIALOG[tool], timeout=15)
     term.wait_quiet(1.0, timeout=30)
+    # (under load opencode drew `/new` in its composer for a second after its Enter, quiet)
+    term.wait_until(composer_shown_empty(tool), f"{tool}'s composer empty after {RESET[tool]}", timeout=30)
 
 
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
