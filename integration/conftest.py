@@ -94,49 +94,29 @@ def pytest_runtest_protocol(item, nextitem):
 #: the processes while the last CLI sessions end, instead of one long session ending alone).
 SPREAD_FROM, SPREAD_TO = 0.15, 0.85
 
-#: The pseudo-terminal tests (`tests/**/*_pty.py`) mostly wait on the timers of the sessions
-#: they drive (174 tests: 633 s of test time for 87 s of CPU). In their files' order they came
-#: last (tests/session/), six processes waiting while the CPU idled for the run's last minute
-#: (20-50 % busy); run as a block at the start or in the middle they did the same there. They
-#: are spread one by one over the other unit tests up to this fraction, so the run ends on
-#: short tests that use the CPU.
-WAITING_TO = 0.9
 
-
-def _interleave(base: list, extra: list, start: float, stop: float) -> list:
-    """`extra` spread evenly between `base`'s items from fraction `start` to `stop`; each keeps its order."""
-    if not extra or not base:
-        return base + extra
-    first = int(len(base) * start)
-    step = (int(len(base) * stop) - first) / len(extra)
-    ordered, placed = [], 0
-    for position, item in enumerate(base):
-        while placed < len(extra) and first + placed * step <= position:
-            ordered.append(extra[placed])
-            placed += 1
-        ordered.append(item)
-    ordered.extend(extra[placed:])
-    return ordered
-
-
-def spread_order(items: list, is_integration, is_waiting=lambda item: False) -> list:
-    """`items` with the integration tests, and the unit tests that mostly wait, spread evenly
-    between the other unit tests.
+def spread_order(items: list, is_integration) -> list:
+    """`items` with the integration tests spread evenly between the unit tests.
 
     pytest-xdist hands tests out in collection order (`./run-tests` gives each process
     one test at a time), so this order decides what runs side by side: an integration
     test mostly waits on a CLI, and the unit tests around it use the CPU it leaves idle.
-    Order within each group is kept, so the tests of one file stay near each other.
+    Order within each half is kept, so the tests of one file stay near each other.
     """
     integration = [item for item in items if is_integration(item)]
     units = [item for item in items if not is_integration(item)]
     if not integration or not units:
         return list(items)
-    waiting = [item for item in units if is_waiting(item)]
-    computing = [item for item in units if not is_waiting(item)]
-    if computing:
-        units = _interleave(computing, waiting, 0.0, WAITING_TO)
-    return _interleave(units, integration, SPREAD_FROM, SPREAD_TO)
+    first = int(len(units) * SPREAD_FROM)
+    step = (int(len(units) * SPREAD_TO) - first) / len(integration)
+    ordered, placed = [], 0
+    for position, unit in enumerate(units):
+        while placed < len(integration) and first + placed * step <= position:
+            ordered.append(integration[placed])
+            placed += 1
+        ordered.append(unit)
+    ordered.extend(integration[placed:])
+    return ordered
 
 
 @pytest.hookimpl(trylast=True)
@@ -149,8 +129,7 @@ def pytest_collection_modifyitems(config, items):
     if not hasattr(config, "workerinput"):
         return
     here = Path(__file__).parent
-    items[:] = spread_order(items, lambda item: here in Path(item.path).parents,
-                            lambda item: Path(item.path).name.endswith("_pty.py"))
+    items[:] = spread_order(items, lambda item: here in Path(item.path).parents)
 
 
 @pytest.fixture(scope="session")

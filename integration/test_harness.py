@@ -312,23 +312,3 @@ def test_composer_shown_empty_on_the_recorded_screens():
     resets = sorted(screens.glob("*/*/text-reset-typed.txt"))
     assert len(resets) >= 4 and not any(composer_shown_empty(p.parts[-3])(p.read_text().splitlines())
                                         for p in resets)
-
-
-def test_spread_order_keeps_each_groups_order_and_ends_on_computing_tests():
-    """The run's order (conftest `spread_order`): every test once, each group in its own order,
-    the integration tests between 15 % and 85 % of the unit tests, and no waiting test in the
-    last tenth (the run ends on short tests that use the CPU)."""
-    from .conftest import spread_order
-
-    units = [f"tests/u{i}" for i in range(300)]
-    waiting = [f"tests/p{i}_pty" for i in range(40)]
-    integration = [f"integration/i{i}" for i in range(12)]
-    items = units[:100] + waiting[:20] + units[100:] + waiting[20:] + integration
-    out = spread_order(items, lambda x: x.startswith("integration/"), lambda x: x.endswith("_pty"))
-    assert sorted(out) == sorted(items)
-    for group in (units, waiting, integration):
-        assert [x for x in out if x in group] == group
-    assert not any(x.endswith("_pty") for x in out[int(len(out) * 0.9):])
-    where = [i for i, x in enumerate(out) if x.startswith("integration/")]
-    assert len(out) * 0.1 < where[0] and where[-1] < len(out) * 0.9
-    assert spread_order(units, lambda x: False, lambda x: x.endswith("_pty")) == units  # one half: as collected
