@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from .clienv import submit_command, tool_params
+from .clienv import composer_shown_empty, submit_command, tool_params
 from .mock_server import FULL_CALL_MARKER, FULL_MARKER
 from .test_turn_undo import NO_APPROVAL
 
@@ -142,6 +142,7 @@ def test_quoted_by_hand_and_automatic_compactions_in_one_session(cli_env, tool):
         assert time.monotonic() < end, "the tool sent no summary request\n" + mock.summary()
         time.sleep(0.2)
     term.wait_quiet(3.0, timeout=60)
+    term.wait_until(composer_shown_empty(tool), f"{tool}'s composer empty after {COMMAND[tool]}", timeout=60)
     converse(cli_env, term, BY_HAND, sent)
 
     # 3. by itself: a turn fills the context, the tool compacts, the message after gets the blocks

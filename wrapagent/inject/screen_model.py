@@ -298,7 +298,9 @@ SHAPES: dict[str, ScreenShape] = {
         rule_below=r"\s*╹▀",
         pad_lines=1,
         placeholders=(r"Ask anything(?:…|\.\.\.).*",),
-        footer_lines=4,  # hints, a tip, the path line
+        # hints, a tip, the path line: two lines or more when the project's path is long
+        # (`path:` on one, the branch on the next: tests/screens/opencode/*/empty-home-long-path.txt)
+        footer_lines=6,
         working=(r"esc interrupt",),
         # the divider before the summary, two columns in (a reply's lines are five in)
         compaction=(r"  ─{3,} Compaction ─{3,}",),
