@@ -89,7 +89,7 @@ class MessageKeys:
         if before == ARMED:
             if sub.unknown:  # (blank text or a blank paste is no message)
                 return "a message was submitted with no typed text (history recall?)"
-            if (sub.text.strip() or sub.pasted) and not sub.is_command_like(self.adapter.command_prefixes):
+            if self.message_passed(sub):
                 # Text in the composer while armed was typed before: no key of it triggered.
                 return "a message typed before the composer was ready was submitted"
         elif before == COMMAND:
@@ -104,8 +104,8 @@ class MessageKeys:
         return None
 
     def message_passed(self, sub: Submission) -> bool:
-        """`sub`, submitted in COMMAND, was a message for the model (not a command): known typed
-        text that does not start with a command prefix, or a paste."""
+        """`sub` was a message for the model that passed untouched (no key of it triggered): known
+        typed text that does not start with a command prefix, or a paste."""
         return not sub.unknown and bool(sub.text.strip() or sub.pasted) \
             and not sub.is_command_like(self.adapter.command_prefixes)
 
