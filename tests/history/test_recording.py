@@ -296,6 +296,29 @@ def test_a_burst_is_spooled_raw_and_encoded_in_order_once_output_is_quiet(tmp_pa
     assert not spool.exists()
 
 
+def test_bursts_held_in_memory_then_spooled_come_out_in_order_with_their_times(tmp_path: Path, monkeypatch) -> None:
+    """Batches of output alone (kept as runs) and a batch with a marker (kept item by item), held
+    in memory then in the spool file: encoded in the order queued, each event at its chunk's time."""
+    monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    monkeypatch.setattr(recording, "HELD_BYTES", 2700)
+    monkeypatch.setattr(recording, "QUIET_SECS", 3600.0)  # only the end encodes the spool
+    rec = Recorder(str(tmp_path / "s.cast"), 24, 80, max_bytes=0, started=100.0)
+    # The writer's own batches, as its thread takes them off the queue (nothing is queued meanwhile).
+    assert rec._take([(101.0, b"a" * 600), (101.001, b"b" * 600)])  # held in memory, a run
+    assert rec._take([(102.0, b"c" * 700), (102.001, "m", "turn 2: mid-burst"), (102.002, b"d" * 700)])
+    assert rec._take([(103.0, b"e" * 1200)])  # past HELD_BYTES: the spool file, a run
+    spool = tmp_path / "s.cast.spool"
+    assert spool.read_bytes() == b"e" * 1200
+    assert rec.taken == 600 + 600 + 700 + 700 + 1200
+    info = rec.close(0)
+    _, events = lines_of(info["file"])
+    assert [e[1:] for e in events[:-1]] == [["o", "a" * 600 + "b" * 600], ["o", "c" * 700],
+                                            ["m", "turn 2: mid-burst"], ["o", "d" * 700], ["o", "e" * 1200]]
+    times = [round(sum(e[0] for e in events[:i + 1]), 3) for i in range(len(events) - 1)]
+    assert times == [1.0, 2.0, 2.001, 2.002, 3.0]
+    assert not spool.exists()
+
+
 def test_a_short_burst_is_held_in_memory_and_never_written_raw(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(recording, "BURST_BYTES", 1000)
     cast = tmp_path / "s.cast"

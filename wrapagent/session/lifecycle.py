@@ -243,6 +243,8 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, early, opened
         from wrapagent.session.starting import history_before
 
         config = defaults_config(launch) if cfg is None else cfg
+        if stand_in is not None:
+            _no_turns_to_follow(launch, config, stand_in)
         live = open_live(launch, config, session_id, started_at)
         opened.append(live)
         live.record.log(f"{launch.name} started first: nothing had to come before it")
@@ -275,15 +277,23 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, early, opened
     return result.exit_code
 
 
+def _no_turns_to_follow(launch: Launch, config, stand_in) -> None:
+    """Drop the stand-in at once when no turns will be followed (not an agent program, or no
+    recording wanted): until then every output chunk is copied to it, a cost a `cat` of a big
+    file pays in throughput for as long as the record takes to make (~0.1 s)."""
+    from wrapagent.session.recorded import marks_turns
+
+    if not marks_turns(launch, config):
+        stand_in.give_up("not an agent program: its recording has no turns")
+
+
 def _follow_late_turns(live, config, stand_in, conversation: list) -> None:
     """A tool that went first: its turns followed from here (`late_turns`), if its recording marks them;
     else the stand-in is told no interceptor comes, and the proxy drops it."""
-    from wrapagent.session.recorded import marks_turns
-
+    if stand_in.gave_up is not None:
+        return  # `_no_turns_to_follow`
     if live.recorder is None:
         stand_in.give_up("no recording")
-    elif not marks_turns(live.launch, config):
-        stand_in.give_up("not an agent program: its recording has no turns")
     else:
         from wrapagent.session.late_turns import follow_turns
 
