@@ -445,6 +445,45 @@ def test_exec_failure_is_raised_in_the_parent(tmp_path, case, error, message):
         spawn.spawn(argv, env=dict(os.environ), cwd=None, size=(24, 80))
 
 
+# -- the output thread started before the proxy loads (`output_start`, the launch path) -------
+
+def test_an_output_thread_started_early_copies_the_first_bytes_unchanged_and_is_adopted(term):
+    """The terminal goes raw before the first byte can be copied: a tool's `a\nb` at once arrives
+    as the tool's terminal made it (`a\r\nb`), not passed through the user's ONLCR a second time."""
+    from wrapagent.proxy import output_start
+
+    before = termios.tcgetattr(term.slave)
+    child = spawn.start(["sh", "-c", "printf 'a\\nb'; sleep 0.2; printf END"], env=dict(os.environ),
+                        stdin_fd=term.slave, stdout_fd=term.slave)
+    seen: list[bytes] = []
+    started = output_start.start(child, stdin_fd=term.slave, stdout_fd=term.slave,
+                                 on_output=lambda chunk: seen.append(bytes(chunk)))
+    assert sys.getswitchinterval() == pytest.approx(output_start.EARLY_SWITCH_INTERVAL)
+    result = pty_loop.proxy(child, stdin_fd=term.slave, stdout_fd=term.slave, started=started)
+    term.wait_for(b"END")
+    assert result.exit_code == 0
+    assert bytes(term.output) == b"a\r\nbEND" and b"".join(seen) == b"a\r\nbEND"
+    assert termios.tcgetattr(term.slave) == before  # the user's settings, saved before going raw
+    assert sys.getswitchinterval() == pytest.approx(0.005)  # put back
+
+
+def test_an_output_thread_started_early_for_a_tool_whose_exec_failed_stops_and_gives_the_terminal_back(
+        term, tmp_path):
+    from wrapagent.proxy import output_start
+
+    before = termios.tcgetattr(term.slave)
+    path = tmp_path / "not-executable"
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o644)
+    child = spawn.start([str(path)], env=dict(os.environ), stdin_fd=term.slave, stdout_fd=term.slave)
+    started = output_start.start(child, stdin_fd=term.slave, stdout_fd=term.slave)
+    with pytest.raises(ToolNotExecutable, match="Permission denied"):
+        child.check_exec()
+    assert not started.thread.is_alive() and started.st.stop_output
+    assert termios.tcgetattr(term.slave) == before
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+
+
 # -- after_start: work beside the running copy threads (a session's record) ------------------
 
 def test_after_start_runs_while_the_child_output_is_already_copied(term):

@@ -34,6 +34,7 @@ from wrapagent.proxy.supervisor import Supervisor
 if TYPE_CHECKING:  # typing and dataclasses cost ~25 ms of start-up: annotations only
     from typing import Callable, Mapping, Sequence
 
+    from wrapagent.proxy.output_start import StartedOutput
     from wrapagent.proxy.to_child import Interceptor
 
 KILL_GRACE_SECS = 5.0
@@ -155,8 +156,13 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
           on_output: "Callable[[bytes], None] | None" = None,
           on_spawn: "Callable[[int], None] | None" = None,
           after_start: "Callable[[], None] | None" = None,
-          kill_grace: float = KILL_GRACE_SECS) -> "ProxyResult":
+          kill_grace: float = KILL_GRACE_SECS,
+          started: "StartedOutput | None" = None) -> "ProxyResult":
     """Proxy the terminal for a child `spawn.start` started, until it is gone; then clean up.
+
+    `started`: its output thread already runs, the terminal already raw
+    (`output_start`, on the launch path); `on_output` and `interceptor` were
+    given to it then.
 
     Must run in the main thread (signal handlers). `on_output` and the
     interceptor's output calls happen in the output thread (an `on_output`
@@ -172,9 +178,12 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
     pid, master, sigpipe = child.pid, child.master, child.signals
     tool = child.tool_pid if child.tool_pid is not None else pid
     try:
-        loop = Supervisor(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace, tool)
+        loop = Supervisor(pid, master, stdin_fd, stdout_fd, interceptor, on_output, kill_grace, tool,
+                          started=started)
     except BaseException:
         _terminate(pid, kill_grace, tool)
+        if started is not None:
+            started.abandon()
         os.close(master)
         sigpipe.close()
         raise
@@ -182,7 +191,7 @@ def proxy(child: "Child", *, stdin_fd: int = 0, stdout_fd: int = 1,
         if on_spawn is not None:
             on_spawn(tool)
         # (the master stays blocking: see to_child._write)
-        with terminal.raw_mode(stdin_fd) as saved:
+        with (started.raw if started is not None else terminal.raw_mode(stdin_fd)) as saved:
             loop.saved = saved  # job control gives the terminal back with these
             try:
                 loop.run(sigpipe, after_start)

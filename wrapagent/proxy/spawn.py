@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 import termios
 
 if TYPE_CHECKING:
-    from typing import Mapping, Sequence
+    from typing import Callable, Mapping, Sequence
 
     from wrapagent.errors import WrapagentError
 
@@ -146,6 +146,9 @@ class Child:
         self.signals = signals
         self._argv0 = argv0
         self._err_r = err_r
+        self.before_close: "Callable[[], None] | None" = None
+        """Called when the exec failed, before the master is closed (an output thread already reading it
+        stops first: `output_start`)."""
 
     def check_exec(self) -> None:
         """Wait until the exec is done; raise ToolNotFound / ToolNotExecutable (all cleaned up) if it failed."""
@@ -153,7 +156,7 @@ class Child:
             return
         err_r, self._err_r = self._err_r, -1
         try:
-            self.tool_pid = _check_exec(self.pid, self.master, err_r, self._argv0)
+            self.tool_pid = _check_exec(self.pid, self.master, err_r, self._argv0, self.before_close)
         except BaseException:
             self.signals.close()
             raise
@@ -267,13 +270,16 @@ def _fork_exec(argv: "Sequence[str]", *, env: "Mapping[str, str]", cwd: "str | N
     return pid, master, report_r
 
 
-def _check_exec(pid: int, master: int, err_r: int, argv0: str) -> int:
+def _check_exec(pid: int, master: int, err_r: int, argv0: str,
+                before_close: "Callable[[], None] | None" = None) -> int:
     """Read the leader's report (EOF: the tool exec'd); the tool's pid. On failure reap, close `master`, raise."""
     from wrapagent.proxy import session_leader
 
     tool_pid, err, failed = session_leader.read_report(err_r)
     if not failed and tool_pid is not None:
         return tool_pid
+    if before_close is not None:
+        before_close()
     os.close(master)
     os.waitpid(pid, 0)  # the leader _exits once the tool did
     if err == errno.ENOENT and "/" not in argv0:

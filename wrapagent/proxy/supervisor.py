@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from wrapagent.proxy.input_thread import InputCopier
     from wrapagent.proxy.job_control import JobControl
+    from wrapagent.proxy.output_start import StartedOutput
     from wrapagent.proxy.spawn import SignalPipe
     from wrapagent.proxy.to_child import Interceptor
 
@@ -63,19 +64,28 @@ class Supervisor:
     def __init__(self, pid: int, master: int, stdin_fd: int, stdout_fd: int,
                  interceptor: "Interceptor | None",
                  on_output: "Callable[[bytes], None] | None",
-                 kill_grace: float, tool_pgid: "int | None" = None) -> None:
-        self.st = st = LoopState(pid, master, stdin_fd, stdout_fd)
+                 kill_grace: float, tool_pgid: "int | None" = None,
+                 started: "StartedOutput | None" = None) -> None:
+        """`started`: the output thread already runs (`output_start`); its state is adopted."""
+        if started is not None:
+            self.st = st = started.st
+        else:
+            self.st = st = LoopState(pid, master, stdin_fd, stdout_fd)
+        self._started = started
         self.pid = pid
         """The tool's session leader: waited for (its status is the tool's)."""
         self.tool_pgid = pid if tool_pgid is None else tool_pgid
         """The tool's process group: where signals go."""
         self.master = master
         self.kill_grace = kill_grace
-        self.to_child = ToChild(st, interceptor)
-        self.output = OutputCopier(st, self.to_child, on_output)
+        if started is not None:
+            self.to_child, self.output = started.to_child, started.output
+        else:
+            self.to_child = ToChild(st, interceptor)
+            self.output = OutputCopier(st, self.to_child, on_output)
         self.input: "InputCopier | None" = None
         """The key copier, made by `run` once the output thread runs (`_start_input`)."""
-        self.threads = [CopyThread(self.output.run)]
+        self.threads = [started.thread if started is not None else CopyThread(self.output.run)]
         """The output thread, then the input thread."""
         self._job: "JobControl | None" = None
         self.saved: "list | None" = None
@@ -219,8 +229,12 @@ class Supervisor:
         and the copy of its first bytes. Signals that come meanwhile wait on
         the pipe.
         """
-        self.threads[0].start()  # first: the tool's first bytes wait for nothing else
+        started = self._started
+        if started is None:
+            self.threads[0].start()  # first: the tool's first bytes wait for nothing else
         self.output.wait_started(OUTPUT_START_WAIT_SECS, FIRST_COPY_WAIT_SECS)  # (not even the key copier)
+        if started is not None:
+            started.restore_switch_interval()
         self._start_input()
         self.copy_whole_size()
         st, to_child = self.st, self.to_child

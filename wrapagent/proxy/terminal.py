@@ -79,8 +79,12 @@ class raw_mode:  # noqa: N801 - used as `with raw_mode(fd) as saved:`, like a fu
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.saved: list | None = None
+        self.entered = False
 
     def __enter__(self) -> "list | None":
+        if self.entered:  # entered early (`output_start`): the user's settings were saved then
+            return self.saved
+        self.entered = True
         try:
             saved = termios.tcgetattr(self.fd)
         except termios.error:

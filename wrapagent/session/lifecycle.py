@@ -60,8 +60,9 @@ class Session:
                 started = _spawn_first(launch, session_id)
                 if started is not None:
                     early = _early_recorder(launch, cfg)  # made while the exec runs
+                    output = _start_output(started[0], early)
                     if _exec_succeeded(started[0]):
-                        return _run_tool_first(launch, cfg, session_id, started, early, opened)
+                        return _run_tool_first(launch, cfg, session_id, started, output, opened)
             if cfg is None:
                 cfg = load_config(launch)  # no file: nothing printed, the defaults
             return _run_in_order(launch, cfg, session_id, opened)
@@ -219,21 +220,34 @@ def _early_recorder(launch: Launch, cfg):
     return EarlyOutput(rows, cols)
 
 
-def _run_tool_first(launch: Launch, cfg, session_id: str, started, early, opened: list) -> int:
+def _start_output(child, early):
+    """The tool's output copied from now on (`proxy.output_start`), before the proxy's other modules
+    load, to the screen and to `early` (the recording's stand-in, or None).
+
+    A recording marks each turn: the interceptor that follows them comes with the record, and
+    catches up on what it missed (`late_turns`); until then a stand-in keeps what it sees.
+    """
+    from wrapagent.proxy import output_start
+
+    stand_in = None
+    if early is not None:
+        from wrapagent.session.late_turns import LateInterceptor
+
+        stand_in = LateInterceptor()
+    return output_start.start(child, on_output=early, interceptor=stand_in)
+
+
+def _run_tool_first(launch: Launch, cfg, session_id: str, started, output, opened: list) -> int:
     """The session of a tool already started: record, sweep and context once its first output is out.
 
     `cfg` is None when it is the defaults (`planning.config_can_wait`): it
-    is made then too. The recording (`early`, or None) starts with the tool; its recorder and
-    file then.
+    is made then too. `output`: its output thread (`_start_output`), with the recording's stand-in
+    (`early`, or None: its recorder and file come with the record) and the turns' stand-in.
     """
     from wrapagent.proxy import pty_loop
 
-    from wrapagent.session.late_turns import LateInterceptor
-
     child, started_at = started
-    # A recording marks each turn: the interceptor that follows them comes with the record,
-    # and catches up on what it missed (`late_turns`); until then a stand-in keeps what it sees.
-    stand_in = LateInterceptor() if early is not None else None
+    early, stand_in = output.on_output, output.interceptor
     conversation: list = []
 
     def setup() -> None:  # once the tool's first output is out: its modules load then too
@@ -259,7 +273,7 @@ def _run_tool_first(launch: Launch, cfg, session_id: str, started, early, opened
 
     try:
         try:
-            result = pty_loop.proxy(child, after_start=setup, on_output=early, interceptor=stand_in)
+            result = pty_loop.proxy(child, after_start=setup, started=output)
         finally:
             if conversation and conversation[0] is not None:
                 conversation[0].report()
