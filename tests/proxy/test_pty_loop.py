@@ -484,6 +484,28 @@ def test_an_output_thread_started_early_for_a_tool_whose_exec_failed_stops_and_g
     assert sys.getswitchinterval() == pytest.approx(0.005)
 
 
+def test_an_early_output_thread_abandoned_while_its_tool_runs_gives_the_terminal_back(term):
+    """A start interrupted before the proxy adopted the thread: the terminal is the user's again."""
+    from wrapagent.proxy import output_start
+
+    before = termios.tcgetattr(term.slave)
+    child = spawn.start(["sh", "-c", "printf up; exec sleep 30"], env=dict(os.environ),
+                        stdin_fd=term.slave, stdout_fd=term.slave)
+    started = output_start.start(child, stdin_fd=term.slave, stdout_fd=term.slave)
+    term.wait_for(b"up")
+    assert termios.tcgetattr(term.slave) != before  # raw meanwhile
+    started.abandon()
+    assert termios.tcgetattr(term.slave) == before and started.st.stop_output
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+    child.check_exec()  # (it exec'd: the tool's pid)
+    os.killpg(child.tool_pid, signal.SIGKILL)
+    os.waitpid(child.pid, 0)  # the leader ends as its tool did
+    assert started.thread.join(TIMEOUT)  # the terminal's end reached the abandoned thread
+    started.st.close_pipes()
+    os.close(child.master)
+    child.signals.close()
+
+
 # -- after_start: work beside the running copy threads (a session's record) ------------------
 
 def test_after_start_runs_while_the_child_output_is_already_copied(term):

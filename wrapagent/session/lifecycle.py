@@ -61,7 +61,7 @@ class Session:
                 if started is not None:
                     early = _early_recorder(launch, cfg)  # made while the exec runs
                     output = _start_output(started[0], early)
-                    if _exec_succeeded(started[0]):
+                    if _exec_checked(started[0], output):
                         return _run_tool_first(launch, cfg, session_id, started, output, opened)
             if cfg is None:
                 cfg = load_config(launch)  # no file: nothing printed, the defaults
@@ -218,6 +218,16 @@ def _early_recorder(launch: Launch, cfg):
 
     rows, cols = start_size()
     return EarlyOutput(rows, cols)
+
+
+def _exec_checked(child, output) -> bool:
+    """`_exec_succeeded`, and an early output thread stopped and the terminal given back if the
+    check is interrupted (a SIGTERM raised as `_Terminated`): nothing will adopt them."""
+    try:
+        return _exec_succeeded(child)
+    except BaseException:
+        output.abandon()
+        raise
 
 
 def _start_output(child, early):
