@@ -116,15 +116,22 @@ def test_no_color_reaches_git_for_sessions_diff(tmp_path, isolated_home):
     (project / "a.txt").write_text("one\n")
     subprocess.run(["git", "add", "a.txt"], cwd=project, env=env, check=True)
     subprocess.run(["git", "commit", "-qm", "a"], cwd=project, env=env, check=True)
+    # Both checkpoints taken whatever the load: at the default 2 s budget a snapshot on a machine
+    # busy starting the real CLIs was skipped (by design), and the diff had nothing to show.
+    config = isolated_home / "config" / "wrapagent"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hooks.toml").write_text("[checkpoints]\nbudget_secs = 60\n")
     tool = agent_stand_in(tmp_path / "bin", "echo two > a.txt\n")  # an agent's session: `last`
     done = subprocess.run([*wrapagent_argv(), str(tool)], cwd=project, env=env, capture_output=True,
                           stdin=subprocess.DEVNULL, timeout=120)
     assert done.returncode == 0, done.stderr
 
     def diff(extra_env: dict, *flags: str) -> str:
-        return subprocess.run([*wrapagent_argv(), "sessions", "diff", "last", *flags], cwd=project,
-                              env={**env, **extra_env, "GIT_PAGER": "cat"}, capture_output=True, text=True,
-                              timeout=120).stdout
+        shown = subprocess.run([*wrapagent_argv(), "sessions", "diff", "last", *flags], cwd=project,
+                               env={**env, **extra_env, "GIT_PAGER": "cat"}, capture_output=True, text=True,
+                               timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        return shown.stdout
 
     assert "+two" in diff({"NO_COLOR": "1"})
     assert ESC in diff({})  # the user's color.ui=always colours even a pipe...

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from wrapagent.hooks.hook_runner import substitute
@@ -35,6 +35,7 @@ FRAGMENTS = [
     "touch pwned", "$(touch pwned)", "`touch pwned`", "';touch pwned;'", '";touch pwned;"',
     "'\"'\"'", "\\\"", "\\'", "\\$(touch pwned)", "${x:-$(touch pwned)}", "$((1+1))", "é", "\u202e",
     "\udcff", "\udc80", "\udce9",  # not UTF-8: bytes 0xff, 0x80, 0xe9 through surrogateescape
+    "<(", ">(", "<(touch pwned)",  # bash's process substitution: a syntax error inside "${…"…"}"
 ]
 VALUES = st.lists(
     st.one_of(
@@ -156,6 +157,7 @@ def _run(shell: str, locale: str, command: str, cwd: str) -> subprocess.Complete
 @pytest.mark.parametrize("shell", SHELLS)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=VALUES)
+@example(value="<(>(")  # found by a CI run: bash wanted the `)` of `<(` inside `"${U:-a"…"b}"`
 def test_value_printed_back_exactly_and_nothing_runs(shell, case, value):
     name, locale = shell
     if shutil.which(name) is None:

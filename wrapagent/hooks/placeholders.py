@@ -12,7 +12,8 @@ as data and run nothing of it. The right quoting depends on the context, so
   the same double-quoted word (closing and reopening the quote is wrong in
   `"${VAR:-{cwd}}"`, where dash and bash read `'` literally);
 * inside `"${…}"`: a nested `"…"` with backslash escapes (a `}` in the value
-  cannot end the expansion);
+  cannot end the expansion), and `<(` / `>(` split by `""` there (bash reads
+  them as a process substitution's start while it looks for the `}`);
 * inside backticks: additionally backslash-escaped once per nesting level;
 * arithmetic (`$((…))`, `((…))`, `${x:offset}`, `${a[index]}`): only an
   integer is substituted, anything else is left as the literal placeholder
@@ -68,6 +69,16 @@ def sq(value: str) -> str:
 def dq(value: str) -> str:
     """The value's text for inside `"…"`: the four characters special there get a backslash."""
     return value.replace("\\", "\\\\").replace("$", "\\$").replace("`", "\\`").replace('"', '\\"')
+
+
+def _no_process_substitution(text: str) -> str:
+    """`<(` and `>(` split by an empty `""`, for a value in `"…"` inside a double-quoted `${…}`.
+
+    bash, looking there for the end of the expansion, reads `<(` as the start of a process
+    substitution and wants its `)`: a value `<(` made the whole command a syntax error (nothing
+    ran, but the hook failed). `<""(` is the same text in every shell and no such start.
+    """
+    return text.replace("<(", '<""(').replace(">(", '>""(')
 
 
 def substitute(template: str, variables: Mapping[str, str]) -> str:
@@ -227,9 +238,9 @@ class _Scanner:
         if ctx == S:
             text = "'" + sq(value) + "'"
         elif ctx == D:
-            text = dq(value)
+            text = dq(value) if VD not in self.stack else _no_process_substitution(dq(value))
         elif ctx == VD:
-            text = '"' + dq(value) + '"'
+            text = '"' + _no_process_substitution(dq(value)) + '"'
         elif ctx == VU:
             # always quoted: a bare `%` or `#` after `${x%` would make another operator (`%%`)
             text = "'" + value.replace("'", "'\"'\"'") + "'"
