@@ -305,9 +305,11 @@ def _no_turns_to_follow(launch: Launch, config, stand_in) -> None:
     """Drop the stand-in at once when no turns will be followed (not an agent program, or no
     recording wanted): until then every output chunk is copied to it, a cost a `cat` of a big
     file pays in throughput for as long as the record takes to make (~0.1 s)."""
-    from wrapagent.session.recorded import marks_turns
+    from wrapagent.session.recorded import marks_turns, wants_recording
 
-    if not marks_turns(launch, config):
+    if not wants_recording(launch, config):
+        stand_in.give_up("no recording")
+    elif not marks_turns(launch, config):
         stand_in.give_up("not an agent program: its recording has no turns")
 
 
