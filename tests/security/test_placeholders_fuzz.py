@@ -158,6 +158,7 @@ def _run(shell: str, locale: str, command: str, cwd: str) -> subprocess.Complete
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=VALUES)
 @example(value="<(>(")  # found by a CI run: bash wanted the `)` of `<(` inside `"${U:-a"…"b}"`
+@example(value="'{v}<(")  # found by a CI run: the same in "`printf '%s' ''\"'\"'{v}<('`"
 def test_value_printed_back_exactly_and_nothing_runs(shell, case, value):
     name, locale = shell
     if shutil.which(name) is None:

@@ -14,7 +14,9 @@ as data and run nothing of it. The right quoting depends on the context, so
 * inside `"${…}"`: a nested `"…"` with backslash escapes (a `}` in the value
   cannot end the expansion), and `<(` / `>(` split by `""` there (bash reads
   them as a process substitution's start while it looks for the `}`);
-* inside backticks: additionally backslash-escaped once per nesting level;
+* inside backticks: additionally backslash-escaped once per nesting level, and `<(` / `>(`
+  split by an empty quote (`<''(` in a single-quoted value: bash, reading a backtick
+  substitution inside `"…"`, took `'{<(` for a process substitution's start);
 * arithmetic (`$((…))`, `((…))`, `${x:offset}`, `${a[index]}`): only an
   integer is substituted, anything else is left as the literal placeholder
   (an arithmetic error, not code: both shells run `$(…)` found there);
@@ -79,6 +81,16 @@ def _no_process_substitution(text: str) -> str:
     ran, but the hook failed). `<""(` is the same text in every shell and no such start.
     """
     return text.replace("<(", '<""(').replace(">(", '>""(')
+
+
+def _no_process_substitution_quoted(text: str) -> str:
+    """`<(` and `>(` split by an empty `''`, for a value in `'…'` inside backticks.
+
+    bash, scanning a backtick substitution inside `"…"`, reads `'{<(` as the start of a
+    process substitution and wants its `)` (found by the fuzz test: the value `'{v}<(`).
+    Inside single quotes `<''(` is the same text in every shell and no such start.
+    """
+    return text.replace("<(", "<''(").replace(">(", ">''(")
 
 
 def substitute(template: str, variables: Mapping[str, str]) -> str:
@@ -246,6 +258,8 @@ class _Scanner:
             text = "'" + value.replace("'", "'\"'\"'") + "'"
         else:
             text = sq(value)
+        if B in self.stack and ctx not in (D, VD):  # single-quoted (or bare: no `<(` then)
+            text = _no_process_substitution_quoted(text)
         self.out.append(_in_backticks(text, self.stack.count(B)))
         return end + 1
 
