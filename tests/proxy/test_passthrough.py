@@ -115,6 +115,30 @@ def test_signal_to_wrapagent_reaches_the_tool(mode, sig, tmp_path):
             proc.wait()
 
 
+def test_a_signal_another_thread_takes_still_reaches_the_tool():
+    """The kernel gives a signal for the process to any thread that does not block it (hook
+    and version-lookup threads block none): the main thread must still wake and forward it.
+    It slept on in `wait4` before, and the tool never got it (1 run in ~180 under load)."""
+    import threading
+
+    from wrapagent.proxy import passthrough
+
+    started = threading.Event()
+
+    def signal_this_thread() -> None:
+        if started.wait(30):
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    sender = threading.Thread(target=signal_this_thread)
+    sender.start()
+    try:
+        result = passthrough.run(["sleep", "120"], env=dict(os.environ), on_spawn=lambda pid: started.set())
+    finally:
+        started.set()
+        sender.join()
+    assert (result.exit_code, result.forwarded_signals) == (128 + signal.SIGTERM, [signal.SIGTERM])
+
+
 def test_typed_ctrl_c_reaches_the_tool_once(run_wrapagent, tmp_path):
     """^C at the terminal signals the whole foreground group, which holds the tool:
     wrapagent must not forward a second SIGINT (agents read a second ^C as "exit")."""

@@ -13,6 +13,7 @@ import os
 import signal
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
+    from resource import struct_rusage
     from typing import Callable, Mapping, Sequence
 
 from wrapagent.proxy.pty_loop import ProxyResult
@@ -54,6 +55,38 @@ def _typed_signal_reached(pid: int) -> bool:
         os.close(fd)
 
 
+def _noop(signum: int, frame: object) -> None:
+    """SIGCHLD's handler: its only job is the byte the C handler writes to the wakeup pipe."""
+
+
+def _wait_woken(pid: int, wake_r: int) -> "tuple[int, struct_rusage]":
+    """`wait4(pid)` that every signal ends, whichever thread the kernel gave it to.
+
+    A blocking `wait4` in the main thread is ended by a signal only when the kernel delivers
+    it to that thread. Hook and version-lookup threads run with an empty signal mask (so what
+    they start has none blocked), and a `kill -INT` of wrapagent taken by one of them only
+    set Python's flag: the main thread slept on in `wait4`, the handler that forwards it
+    never ran, and the tool never got the signal (1 run in ~180 under load). Here the main
+    thread sleeps in `poll` (macOS: `select`) on the signal wakeup pipe (`signal.set_wakeup_fd`: written by
+    whichever thread takes the signal, SIGCHLD included), and the Python handlers run as soon
+    as it wakes.
+    """
+    from wrapagent import portable
+
+    waiter = portable.Waiter()
+    waiter.watch((wake_r,))
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return status, usage
+        waiter.wait(None)
+        try:
+            while os.read(wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+
 def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
         stdin_feeder: Callable[[int], None] | None = None,
         on_spawn: Callable[[int], None] | None = None) -> ProxyResult:
@@ -78,7 +111,12 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
 
     # Handlers before the tool starts: a SIGTERM between Popen and installing
     # them used to kill wrapagent and leave the tool running, unrecorded.
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     old = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    old[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, _noop)
     try:
         stdin_arg = None
         rfd = wfd = -1
@@ -104,10 +142,13 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
             import threading  # ~2-3 ms; full mode imports this module on its PTY path too
 
             threading.Thread(target=_feed, args=(wfd, stdin_feeder), daemon=True).start()
-        _, status, ru = os.wait4(proc.pid, 0)
+        status, ru = _wait_woken(proc.pid, wake_r)
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        signal.set_wakeup_fd(old_wakeup)
+        os.close(wake_r)
+        os.close(wake_w)
     proc.returncode = 0  # reaped by wait4; keep Popen from waiting again
     exit_code, sig = status_to_exit_code(status)
     return ProxyResult(exit_code=exit_code, signal=sig, cpu_seconds=ru.ru_utime + ru.ru_stime,
