@@ -319,6 +319,32 @@ def test_bursts_held_in_memory_then_spooled_come_out_in_order_with_their_times(t
     assert not spool.exists()
 
 
+def test_a_dip_in_a_burst_is_spooled_and_only_output_slow_for_quiet_secs_ends_it(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    """A batch below the burst rate between two of a burst's (the machine busy for a moment) goes
+    to the spool too: encoding all that was spooled there stalled the copy in the middle of a
+    `cat`. Output that stays slow for QUIET_SECS ends the burst: then everything is encoded."""
+    monkeypatch.setattr(recording, "BURST_BYTES", 1000)
+    monkeypatch.setattr(recording, "HELD_BYTES", 0)
+    monkeypatch.setattr(recording, "QUIET_SECS", 0.2)
+    clock = [101.0]
+    monkeypatch.setattr(recording, "monotonic", lambda: clock[0])
+    cast, spool = tmp_path / "s.cast", tmp_path / "s.cast.spool"
+    rec = Recorder(str(cast), 24, 80, max_bytes=0, started=100.0)
+    # The writer's own batches, as its thread takes them off the queue (nothing is queued meanwhile).
+    for at, data in [(101.0, b"a" * 1200), (101.05, b"b" * 10), (101.1, b"c" * 1200), (101.15, b"d" * 10),
+                     (101.3, b"e" * 10)]:
+        clock[0] = at
+        assert rec._take([(at, data)])
+    assert cast_lines(cast) == [] and spool.read_bytes() == b"a" * 1200 + b"b" * 10 + b"c" * 1200 + b"d" * 10 + b"e" * 10
+    clock[0] = 101.4  # slow since 101.15: the burst is over
+    assert rec._take([(101.4, b"f" * 10)])
+    assert [e[1:] for e in cast_lines(cast)] == [["o", "a" * 1200], ["o", "b" * 10], ["o", "c" * 1200],
+                                                 ["o", "d" * 10], ["o", "e" * 10], ["o", "f" * 10]]
+    assert spool.stat().st_size == 0
+    rec.close(0)
+
+
 def test_a_short_burst_is_held_in_memory_and_never_written_raw(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(recording, "BURST_BYTES", 1000)
     cast = tmp_path / "s.cast"

@@ -25,8 +25,8 @@ while the tool floods its terminal (a batch of BURST_BYTES or more: a `cat`,
 a build log) the writer only keeps the raw chunks, as they came, up to
 HELD_BYTES in memory, then appended to `<id>.cast.spool` (one `writev`, the
 lock released) with each event's time and length;
-the events are encoded once the burst is over (a batch below BURST_BYTES,
-or QUIET_SECS without output), or when the spool reaches SPOOL_MAX_BYTES.
+the events are encoded once the burst is over (batches below BURST_BYTES for
+QUIET_SECS, or QUIET_SECS without output), or when the spool reaches SPOOL_MAX_BYTES.
 The work is the same; it is done while the screen is quiet. Output at a
 person's pace (a TUI redrawing, a spinner) is encoded as it comes.
 
@@ -173,6 +173,8 @@ class Recorder:
         self._spool_bytes = 0
         self._spool_in_file = False
         """Some of the spooled output is in the spool file (the rest of the burst goes there too)."""
+        self._slow_since: float | None = None
+        """Writer thread: when the output first came slower than a burst since the spool began."""
         self._last = 0.0
         """Seconds since `started` of the last event written (intervals are relative)."""
         self._done = None
@@ -326,7 +328,9 @@ class Recorder:
             size = sum(sizes)
         else:
             size = sum(len(item[1]) for item in items if len(item) == 2)
-        if size >= BURST_BYTES and not end and not self.stopped:
+        if not end and not self.stopped and (size >= BURST_BYTES or self._dip_in_burst(size)):
+            if size >= BURST_BYTES:
+                self._slow_since = None
             if plain:
                 self._spool_run(list(map(_first, items)), chunks, sizes, size)
             else:
@@ -337,6 +341,22 @@ class Recorder:
         if self._spooled:
             self._unspool()
         return self._write_batch(batch)
+
+    def _dip_in_burst(self, size: int) -> bool:
+        """A batch below BURST_BYTES while a burst is spooled: a dip (the machine was busy for a
+        moment, the tool paused between files) unless the output stays slow for QUIET_SECS.
+
+        Encoding the spool at the first slow batch took the interpreter lock for seconds in the
+        middle of a long `cat` (~3.5 ns a byte of what was spooled): the copy stalled behind it.
+        The burst is over once its output stayed slow this long, or stopped (`_run`: QUIET_SECS
+        without output), or when the spool is full.
+        """
+        if not self._spooled:
+            return False
+        now = monotonic()
+        if self._slow_since is None:
+            self._slow_since = now
+        return now - self._slow_since < QUIET_SECS
 
     def _spool_run(self, times: "list[float]", chunks: "list[bytes]", sizes: "list[int]", size: int) -> None:
         """`_spool` for a batch of output alone, kept as one entry `(None, times, chunks or sizes)`."""
@@ -420,6 +440,7 @@ class Recorder:
             os.lseek(fd, 0, os.SEEK_SET)
         self._spool_bytes = 0
         self._spool_in_file = False
+        self._slow_since = None
 
     def _write_batch(self, batch: list, taken: bool = True) -> bool:
         """Write a batch of queued items as events; False at the end marker (None).
