@@ -445,6 +445,10 @@ def fixed_cpu(proxy: Proxy, env: Mapping[str, str]) -> float:
         return term.finish().cpu_self
 
 
+SYNC_BEFORE_THROUGHPUT = True
+"""`os.sync()` before each throughput run (`--no-sync`: off)."""
+
+
 def run_throughput(proxy: Proxy, payload: Payload, env: Mapping[str, str]) -> Record:
     """`cat` the payload; MB/s from first to last byte at the master, hash, proxy CPU.
 
@@ -453,6 +457,11 @@ def run_throughput(proxy: Proxy, payload: Payload, env: Mapping[str, str]) -> Re
     charged to the bytes, and the smaller the payload the more it would weigh.
     """
     hasher = hashlib.sha256()
+    if SYNC_BEFORE_THROUGHPUT:
+        # What earlier runs wrote goes to disk first, untimed: a recorded run writes hundreds of
+        # MB (spool, asciicast, gzip), and the kernel's writeback of it slowed whichever run came
+        # next (a round at 0.36x, gone with the sync: bench/README.md).
+        os.sync()
     with proxy.launch(["cat", str(payload.path)], env, capture=False, hasher=hasher) as term:
         info = term.finish(RUN_TIMEOUT_S)
         assert term.first_byte_at is not None and term.last_byte_at is not None
@@ -1217,10 +1226,14 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                         help="another proxy to run interleaved with the others, as `CMD… argv…` (repeatable)")
     parser.add_argument("--skip-probe", action="store_true",
                         help="measure wrapagent even if `--no-hooks true`/`seq 1 5` misbehave (e.g. under a profiler)")
+    parser.add_argument("--no-sync", action="store_true",
+                        help="no `sync` before each throughput run (an earlier run's writes may then slow a later one)")
     parser.add_argument("--wrapagent-cmd", default=None,
                         help="how to launch wrapagent (shell words; `--no-hooks CMD…` is appended); "
                              f"default: {shlex.join(default_wrapagent_cmd())}")
     args = parser.parse_args(argv)
+    global SYNC_BEFORE_THROUGHPUT
+    SYNC_BEFORE_THROUGHPUT = not args.no_sync
     if args.quick:
         args.size_mb, args.rounds, args.keystrokes, args.startup_n, args.idle_s, args.tail_runs = 10, 1, 300, 3, 2.5, 5
     tests = [t for t in args.tests.split(",") if t]
