@@ -72,11 +72,44 @@ def start(argv: Sequence[str], *, cwd: str | os.PathLike | None = None, env: Map
     """
     import subprocess
 
-    return subprocess.Popen(list(argv), cwd=None if cwd is None else str(cwd),
-                            env=None if env is None else dict(env), start_new_session=True,
-                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE if stdout else None,
-                            stderr=subprocess.STDOUT if stderr == "stdout" else subprocess.PIPE if stderr else None)
+    with EmptySignalMask():
+        return subprocess.Popen(list(argv), cwd=None if cwd is None else str(cwd),
+                                env=None if env is None else dict(env), start_new_session=True,
+                                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE if stdout else None,
+                                stderr=subprocess.STDOUT if stderr == "stdout" else subprocess.PIPE if stderr else None)
+
+
+MAIN_THREAD_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGWINCH,
+                       signal.SIGCHLD, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+"""The signals wrapagent's main thread handles (the proxy's loop, the session's clean-up)."""
+
+
+def leave_signals_to_the_main_thread() -> None:
+    """Block MAIN_THREAD_SIGNALS in the calling thread (a helper: hooks, guards, a version lookup).
+
+    The kernel gives a signal sent to the process to any thread that does not block it. One
+    taken by a helper thread only sets Python's flag: a main thread asleep in a system call
+    (`wait4`, a hook's deadline) slept on, and a `kill -INT` of wrapagent never reached the tool.
+    What a helper starts still gets an empty mask (`EmptySignalMask` in `start`).
+    """
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, MAIN_THREAD_SIGNALS)
+
+
+class EmptySignalMask:
+    """The calling thread's signal mask emptied while a child is started: the child starts with
+    none blocked (it can be stopped with TERM, and so can what it starts), whichever thread
+    starts it. Helper threads block the main thread's signals (`leave_signals_to_the_main_thread`)
+    and the proxy's copy threads block them too; a process inherits the mask of the thread
+    that starts it."""
+
+    def __enter__(self) -> None:
+        self._old = signal.pthread_sigmask(signal.SIG_SETMASK, ()) if hasattr(signal, "pthread_sigmask") else None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
 
 
 def signal_group(pgid: int, sig: int) -> bool:

@@ -270,9 +270,12 @@ def _remove(paths: list[str]) -> list[str]:
 def _start(cmd: list[str], environ: dict[str, str], *, stdin, stdout, stderr, new_session: bool):
     import subprocess
 
+    from wrapagent.child_process import EmptySignalMask
+
     try:
-        return subprocess.Popen(cmd, env=environ, stdin=stdin, stdout=stdout, stderr=stderr,
-                                start_new_session=new_session, close_fds=True)
+        with EmptySignalMask():  # git starts with no signal blocked, whichever thread starts it
+            return subprocess.Popen(cmd, env=environ, stdin=stdin, stdout=stdout, stderr=stderr,
+                                    start_new_session=new_session, close_fds=True)
     except (OSError, ValueError) as exc:
         raise GitError(f"cannot run git: {exc}") from None
 

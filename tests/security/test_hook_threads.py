@@ -95,16 +95,33 @@ def test_a_hook_run_from_a_thread_that_blocks_signals_starts_with_none_blocked(t
     assert set(blocked) <= set(results[1])
 
 
-def test_hook_threads_start_with_an_empty_mask() -> None:
-    seen = []
+@needs_proc
+def test_hook_threads_leave_signals_to_the_main_thread_and_what_they_start_blocks_none(tmp_path: Path) -> None:
+    """A signal sent to wrapagent must wake its main thread: one the kernel gave to a helper
+    thread only set Python's flag, and a main thread asleep in a system call slept on (a
+    `kill -INT` never reached the tool). Hook threads block the main thread's signals whatever
+    their creator's mask; the hooks and the git they start block none."""
+    from wrapagent import gitcmd
+    from wrapagent.child_process import MAIN_THREAD_SIGNALS
+
+    out = tmp_path / "mask"
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    seen: list = []
     done = threading.Event()
 
     def creator() -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGTERM, signal.SIGHUP))
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
         def work() -> None:
-            seen.append(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
-            done.set()
+            try:
+                seen.append(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+                seen.append(run_command(SIGBLK.format(out=out), name="t", kind="lifecycle", cwd=tmp_path,
+                                        env=os.environ, timeout=60, log=lambda line: None).ok())
+                seen.append(gitcmd.run(repo, ["-c", "alias.mask=!" + SIGBLK.format(out=out), "mask"],
+                                       timeout=60).code)
+            finally:
+                done.set()
 
         start_hook_thread(work, "test-hook-thread")
 
@@ -112,7 +129,8 @@ def test_hook_threads_start_with_an_empty_mask() -> None:
     thread.start()
     thread.join(60)
     assert done.wait(60)
-    assert seen == [set()]
+    assert seen == [set(MAIN_THREAD_SIGNALS), True, 0]
+    assert lines(out) == [EMPTY_MASK, EMPTY_MASK]
 
 
 def _alive(pid: int) -> bool:

@@ -254,24 +254,11 @@ _ENDED: set[int] = set()
 """Process groups `kill_running` ended: their `run_command` reports ENDED_AT_EXIT, not a failure."""
 
 
-def unblock_signals() -> None:
-    """Empty this thread's signal mask.
-
-    A thread inherits the mask of the thread that creates it, and a process
-    the mask of the thread that starts it. The proxy's copy threads block
-    HUP, INT, QUIT, TERM, WINCH (and CHLD); a guard thread started from one
-    (after a conversation reset) would hand that mask to every hook, which
-    then cannot be stopped with TERM, nor can what it starts. Every thread
-    that runs hooks or guards calls this first.
-    """
-    import signal
-
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
-
-
 def start_hook_thread(target: Callable[[], None], name: str):
-    """A daemon thread for hooks and guards: an empty signal mask, nothing escapes it.
+    """A daemon thread for hooks and guards: the main thread's signals blocked, nothing escapes it.
+
+    Signals sent to wrapagent go to its main thread (`child_process.leave_signals_to_the_main_thread`);
+    the hooks it starts get an empty mask all the same (`child_process.start`).
 
     `target` handles its own errors; anything it still raises (e.g. while
     wrapagent is exiting and the record is closed) is dropped rather than
@@ -279,9 +266,11 @@ def start_hook_thread(target: Callable[[], None], name: str):
     """
     import threading  # ~2-3 ms: only sessions with guards or turn hooks get here
 
+    from wrapagent import child_process
+
     def run() -> None:
         try:
-            unblock_signals()
+            child_process.leave_signals_to_the_main_thread()
             target()
         except BaseException:
             pass
@@ -289,22 +278,6 @@ def start_hook_thread(target: Callable[[], None], name: str):
     thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     return thread
-
-
-class _EmptySignalMask:
-    """The calling thread's mask emptied while a hook is spawned: the hook starts with none blocked,
-    whichever thread starts it."""
-
-    def __enter__(self) -> None:
-        import signal
-
-        self._old = signal.pthread_sigmask(signal.SIG_SETMASK, ()) if hasattr(signal, "pthread_sigmask") else None
-
-    def __exit__(self, *exc: object) -> None:
-        if self._old:
-            import signal
-
-            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
 
 
 class _HeldTermination:
@@ -413,8 +386,8 @@ def run_command(
         workdir = Path(fallback)
     held = _HeldTermination()
     try:
-        with _EmptySignalMask():
-            proc = child_process.start(["/bin/sh", "-c", command], cwd=workdir, env=env, stdin=stdin is not None)
+        # (an empty signal mask for the hook whichever thread starts it: `child_process.start`)
+        proc = child_process.start(["/bin/sh", "-c", command], cwd=workdir, env=env, stdin=stdin is not None)
     except OSError as exc:
         held.release()
         _LineLog(name, log)._say(f"[{name}] could not start: {exc}")

@@ -63,13 +63,14 @@ def _wait_woken(pid: int, wake_r: int) -> "tuple[int, struct_rusage]":
     """`wait4(pid)` that every signal ends, whichever thread the kernel gave it to.
 
     A blocking `wait4` in the main thread is ended by a signal only when the kernel delivers
-    it to that thread. Hook and version-lookup threads run with an empty signal mask (so what
-    they start has none blocked), and a `kill -INT` of wrapagent taken by one of them only
-    set Python's flag: the main thread slept on in `wait4`, the handler that forwards it
-    never ran, and the tool never got the signal (1 run in ~180 under load). Here the main
-    thread sleeps in `poll` (macOS: `select`) on the signal wakeup pipe (`signal.set_wakeup_fd`: written by
-    whichever thread takes the signal, SIGCHLD included), and the Python handlers run as soon
-    as it wakes.
+    it to that thread. Hook and version-lookup threads ran with an empty signal mask, and a
+    `kill -INT` of wrapagent taken by one of them only set Python's flag: the main thread
+    slept on in `wait4`, the handler that forwards it never ran, and the tool never got the
+    signal (1 run in ~180 under load). They now block the main thread's signals
+    (`child_process.leave_signals_to_the_main_thread`) except for the moment they start a
+    child, with an empty mask for it; and here the main thread sleeps in `poll` (macOS:
+    `select`) on the signal wakeup pipe (`signal.set_wakeup_fd`: written by whichever thread
+    takes the signal, SIGCHLD included), so the Python handlers run as soon as it wakes.
     """
     from wrapagent import portable
 

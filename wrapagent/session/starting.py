@@ -214,9 +214,9 @@ def _stdin_feeder(live: "Live", *, initial: bytes, read_head: bool = False, stdi
     from wrapagent.session.conversation import collect_blocks
 
     def feed(wfd: int) -> None:
-        from wrapagent.hooks.hook_runner import unblock_signals
+        from wrapagent.child_process import leave_signals_to_the_main_thread
 
-        unblock_signals()  # the feeder's thread runs the guards: they must be stoppable
+        leave_signals_to_the_main_thread()  # (the guards it runs start with an empty mask all the same)
         data, more = initial, stdin_left
         if read_head:
             head, eof = stdin_head(0)

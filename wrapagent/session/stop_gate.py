@@ -105,7 +105,7 @@ class StopGate:
                 self.live.record.log("stop_check: still running from the previous stop; this stop is skipped")
                 return
             self._running = True
-        from wrapagent.hooks.hook_runner import start_hook_thread  # an empty signal mask
+        from wrapagent.hooks.hook_runner import start_hook_thread  # the main thread's signals left to it
 
         streak = self.streak
         start_hook_thread(lambda: self._check(turn, since, streak), "wrapagent-stop-check")

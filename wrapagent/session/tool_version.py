@@ -408,12 +408,11 @@ class Lookup:
         return self
 
     def _run(self) -> None:
-        import signal
+        from wrapagent.child_process import leave_signals_to_the_main_thread
 
-        # As hook threads do (`hook_runner.unblock_signals`): a thread started while the proxy's
-        # signals are blocked would hand that mask to `--version`.
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        # As hook threads do: signals sent to wrapagent are the main thread's (`--version` itself
+        # starts with an empty mask: `child_process.start`).
+        leave_signals_to_the_main_thread()
         try:
             self.found = find_version(self.executable, self.env, may_run=self.may_run, timeout=self.timeout,
                                       runner=self.runner, before_run=lambda: not self.ending.wait(self.delay))

@@ -247,9 +247,9 @@ class HookFirer:
             self._wake.notify()
 
     def _work(self) -> None:
-        from wrapagent.hooks.hook_runner import unblock_signals
+        from wrapagent.child_process import leave_signals_to_the_main_thread
 
-        unblock_signals()  # created on the proxy's output thread, whose mask blocks the signals
+        leave_signals_to_the_main_thread()  # (the hooks it runs start with an empty mask all the same)
         while True:
             with self._lock:
                 while self._queued is None and not self._closed:
