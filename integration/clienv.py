@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -710,6 +711,22 @@ def gemini_menu_caught_up(command: str) -> Callable[[list[str]], bool]:
         return bool(menu) and all(entry.split()[0].startswith(name) for entry in menu)
 
     return caught_up
+
+
+def send_message(term, text: str, tail: str | None = None, timeout: float = 20.0) -> None:
+    """Type a message at the driver's pace and press Enter once the tool has drawn all of it.
+
+    As a user does: they see the end of what they typed (`tail`, by default the last 15
+    characters; matched across any wrap) and the screen stop changing, then press Enter.
+    Entering as soon as the last key is drawn is too early for gemini 0.45.2: under load it
+    drew the last key, took an Enter 25 ms later and submitted the message without that key.
+    The Enter also comes at least 0.3 s after the last key.
+    """
+    term.type(text)
+    shown = (tail if tail is not None else text[-15:]).replace(" ", "")
+    term.wait_for(re.compile(r"\s*".join(map(re.escape, shown))), timeout=timeout)
+    term.wait_quiet(0.3, timeout=5)
+    term.enter(after=0.3)
 
 
 def submit_command(term, tool: str, command: str, after: float = 0.5) -> None:

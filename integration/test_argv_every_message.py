@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 from .test_session_turns import reset
 
 pytestmark = pytest.mark.integration
@@ -33,12 +33,6 @@ def guard_block(name: str, body: str) -> str:
     return f'<prompt-guard name="{name}">\n{body}\n</prompt-guard>'
 
 
-def send(term, text: str) -> None:
-    term.type(text)
-    term.wait_for(text[-15:], timeout=15)
-    term.enter(after=0.3)
-
-
 def converse(term, cli_env, texts: list[str], turns_before: int, replies_before: int) -> None:
     """Type each message once the one before was answered: the mock got it, its reply is drawn.
 
@@ -46,7 +40,7 @@ def converse(term, cli_env, texts: list[str], turns_before: int, replies_before:
     conversation before (the mock numbers them per conversation)."""
     spec, mock = cli_env.spec, cli_env.mock
     for n, text in enumerate(texts, 1):
-        send(term, text)
+        send_message(term, text)
         mock.wait_for_turns(turns_before + n, api=spec.api, timeout=spec.reply_timeout)
         term.wait_for(f"MOCK-REPLY-{replies_before + n}", timeout=spec.reply_timeout)
         term.wait_quiet(1.0, timeout=30)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from .clienv import composer_shown_empty, submit_command, tool_params
+from .clienv import composer_shown_empty, send_message, submit_command, tool_params
 from .mock_server import FULL_CALL_MARKER, FULL_MARKER
 from .test_turn_undo import NO_APPROVAL
 
@@ -63,14 +63,6 @@ on the screen)."""
 
 def block(value: str) -> str:
     return f'<prompt-guard name="g">\ncompaction={value}\n</prompt-guard>\n\n'
-
-
-def send(term, text: str) -> None:
-    """Type a message, wait until its end shows (the tool may wrap it anywhere), submit it."""
-    term.type(text)
-    tail = text[-12:].replace(" ", "")
-    term.wait_for(re.compile(r"\s*".join(map(re.escape, tail))), timeout=20)
-    term.enter(after=0.3)
 
 
 def summary_requests(mock, tool: str, api: str, since: int) -> list[dict]:
@@ -103,7 +95,7 @@ def converse(cli_env, term, messages: tuple[str, ...], done: list[str], wait_for
     spec, mock = cli_env.spec, cli_env.mock
     since = term.output_len
     for n, text in enumerate(messages):
-        send(term, text)
+        send_message(term, text)
         done.append(text)
         end = time.monotonic() + spec.reply_timeout
         while len(ours(mock.user_texts(api=spec.api), tuple(done))) < len(done):
@@ -180,7 +172,7 @@ def test_compaction_in_the_middle_of_a_turn(cli_env, tool):
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
     term.wait_quiet(spec.settle, timeout=10)
     for n, text in enumerate(messages, 1):
-        send(term, text)
+        send_message(term, text)
         end = time.monotonic() + spec.reply_timeout
         while len(ours(mock.user_texts(api=spec.api), messages[:n])) < n:
             assert time.monotonic() < end, mock.summary()

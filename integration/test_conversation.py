@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 from .test_send import send as wrapagent_send
 from .test_send import socket_ready
 
@@ -32,12 +32,6 @@ TIMEOUT = {"codex": 360, "claude": 360, "gemini": 480, "opencode": 600}
 FIRST = "(lookalike) fix the tests please"
 LAST = " then this (lookalike)"
 SENT = "a message from outside"
-
-
-def send(term, text: str) -> None:
-    term.type(text)
-    term.wait_for(text[-15:], timeout=15)
-    term.enter(after=0.3)
 
 
 def start(cli_env, hooks: str):
@@ -101,7 +95,7 @@ enabled = true
     mark = mock.mark()
 
     # (b) fails once, then passes, after a reply full of look-alikes
-    send(term, FIRST)
+    send_message(term, FIRST)
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout + 30, since=mark)
     assert texts == [FIRST, stop_block("make test fails: fix it before you stop.")], mock.summary()
     fired = wait_lines(waits, 1, term)
@@ -113,7 +107,7 @@ enabled = true
     # (c) always fails, max_continues = 2
     always.touch()
     term.wait_quiet(0.5, timeout=10)
-    send(term, "now the lint")
+    send_message(term, "now the lint")
     wait_lines(waits, 2, term, timeout=240)
     always.unlink()
     texts = mock.user_texts(api=spec.api, since=mark)
@@ -124,7 +118,7 @@ enabled = true
     # (d) the user types while the check runs
     hold.touch()
     term.wait_quiet(0.5, timeout=10)
-    send(term, "one more thing")
+    send_message(term, "one more thing")
     wait_lines(checks, 6, term)                  # the check runs, and holds
     term.type("and")                             # the user takes over
     term.wait_for("and", timeout=15)

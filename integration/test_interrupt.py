@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -31,12 +31,6 @@ WORKING = re.compile(r"esc (to )?(interrupt|cancel)")
 """The working agent's hint: codex and claude `esc to interrupt`, gemini `esc to cancel`, opencode `esc interrupt`."""
 NO_CONTINUATION_SECS = 10.0
 CONTINUATION = "(think) the tests still fail: keep working"
-
-
-def send(term, text: str) -> None:
-    term.type(text)
-    term.wait_for(text[-15:], timeout=15)
-    term.enter(after=0.3)
 
 
 def lines(path) -> list[str]:
@@ -68,7 +62,7 @@ def interrupt(term, tool: str) -> None:
 def submit_first(term, mock, spec, text: str) -> None:
     """The session's first message; on a loaded box opencode sometimes drops the first Enter after
     its start (the text stays in the composer): pressed once more only when the model got nothing."""
-    send(term, text)
+    send_message(term, text)
     try:
         mock.wait_for_turns(1, api=spec.api, timeout=20)
     except TimeoutError:
@@ -105,7 +99,7 @@ command = "echo {{turn}} >> {waits}"
     mark = mock.mark()
 
     # 1. a message, its continuation, and the user's interrupt while the agent works on it
-    send(term, "first task")
+    send_message(term, "first task")
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout + 30, since=mark)
     assert texts == ["first task", block(CONTINUATION)], mock.summary()
     interrupt(term, tool)
@@ -126,7 +120,7 @@ command = "echo {{turn}} >> {waits}"
         term.key(b"\x03")
         term.wait_gone("keep working", timeout=15)  # (it left the transcript: nothing had come back)
         term.wait_quiet(0.5, timeout=10)
-    send(term, "second task")
+    send_message(term, "second task")
     assert int(wait_lines(waits, base + 2, term, timeout=240)[-1]) == stopped + 3
     texts = mock.user_texts(api=spec.api, since=mark)
     assert texts == ["first task", block(CONTINUATION), "second task", block(CONTINUATION),

@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from .clienv import SPECS
+from .clienv import SPECS, send_message
 
 pytestmark = pytest.mark.integration
 
@@ -54,12 +54,6 @@ def claude_profile(cli_env, mode: str, *, nudge_answered: bool) -> None:
         data = json.loads(path.read_text())
         data["hasSeenAutoDefaultNudge"] = True
         path.write_text(json.dumps(data))
-
-
-def send(term, text: str) -> None:
-    term.type(text)
-    term.wait_for(text[-12:], timeout=20)
-    term.enter(after=0.3)
 
 
 def answer_nudge(term, timeout: float) -> bool:
@@ -87,13 +81,13 @@ def test_claude_mode(cli_env, tool, mode):
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
     assert FOOTER[mode] in term.screen_text()
     term.wait_quiet(spec.settle, timeout=10)
-    send(term, "first in this mode")
+    send_message(term, "first in this mode")
     assert mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout) == [BLOCKS + "first in this mode"]
     term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
     term.wait_quiet(1.0, timeout=20)
-    send(term, "/clear")
+    send_message(term, "/clear")
     term.wait_quiet(1.0, timeout=20)
-    send(term, "after the reset")
+    send_message(term, "after the reset")
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout)
     assert texts[1] == BLOCKS + "after the reset", mock.summary()
     # (the new conversation's first reply; claude takes Ctrl-C for its interrupt while it streams)
@@ -127,7 +121,7 @@ def test_claude_mode_fresh_profile(cli_env, tool, mode):
         pass
     term.wait_quiet(1.0, timeout=20)
     texts = mock.user_texts(api=spec.api)
-    send(term, "the next message")
+    send_message(term, "the next message")
     texts = mock.wait_for_turns(len(texts) + 1, api=spec.api, timeout=spec.reply_timeout)
     term.wait_for(f"MOCK-REPLY-{len(texts)}", timeout=spec.reply_timeout)
     term.wait_quiet(1.0, timeout=20)
@@ -154,7 +148,7 @@ def test_other_modes(cli_env, tool, args):
     term = cli_env.spawn(cli_env.interactive_args(args))
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
     term.wait_quiet(spec.settle, timeout=10)
-    send(term, "first in this mode")
+    send_message(term, "first in this mode")
     text = mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)[0]
     if tool == "opencode":
         # The plan agent appends its own <system-reminder> as a second text part of the user's
@@ -215,18 +209,18 @@ def test_claude_mode_switch_mid_session(cli_env, tool):
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
     assert footer_mode(term) == "default"
     term.wait_quiet(spec.settle, timeout=10)
-    send(term, "first in manual mode")
+    send_message(term, "first in manual mode")
     assert mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout) == [BLOCKS + "first in manual mode"]
     term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
     term.wait_quiet(1.0, timeout=20)
 
     # mid-session: a switch, the reset, another switch on the fresh conversation's empty composer
     assert switch_mode(term) == "acceptEdits"
-    send(term, "/clear")
+    send_message(term, "/clear")
     term.wait_quiet(1.0, timeout=20)
     assert switch_mode(term) == "plan"
     fail.touch()                                   # the stop check fails once after this turn
-    send(term, "after the switches")
+    send_message(term, "after the switches")
     texts = mock.wait_for_turns(3, api=spec.api, timeout=spec.reply_timeout + 30)
     assert texts[1:] == [BLOCKS + "after the switches", stop_block("the tests fail: fix them")], mock.summary()
     assert mock.turn_requests(api=spec.api)[1]["turn"] == 1, "the reset did not start a new conversation"
@@ -236,7 +230,7 @@ def test_claude_mode_switch_mid_session(cli_env, tool):
 
     # one more switch, a plain message of the same conversation: no blocks
     switch_mode(term)
-    send(term, "a plain one")
+    send_message(term, "a plain one")
     texts = mock.wait_for_turns(4, api=spec.api, timeout=spec.reply_timeout)
     assert texts[3] == "a plain one", mock.summary()
     term.wait_for("MOCK-REPLY-3", timeout=spec.reply_timeout)

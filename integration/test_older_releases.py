@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from .clienv import composer_shown_empty, submit_command, tool_params
+from .clienv import composer_shown_empty, send_message, submit_command, tool_params
 from .test_session_turns import block, counting_guard
 
 pytestmark = pytest.mark.integration
@@ -76,12 +76,6 @@ def wait_logged(cli_env, term, pattern: str, timeout: float = 30.0) -> str:
             raise AssertionError(f"no session.log line matching {pattern!r} within {timeout:.0f} s\n"
                                  f"logs: {logs}\n" + term.dump("screen"))
         time.sleep(0.1)
-
-
-def send(term, text: str) -> None:
-    term.type(text)
-    term.wait_for(text[-15:], timeout=15)
-    term.enter(after=0.3)
 
 
 @pytest.mark.parametrize("tool", tool_params(TIMEOUT))
@@ -137,7 +131,7 @@ def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str],
     mark = mock.mark()
 
     # 1. the first message: the block, then exactly what was typed
-    send(term, FIRST)
+    send_message(term, FIRST)
     texts = mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts == [block(1) + FIRST], mock.summary()
     term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout)
@@ -149,7 +143,7 @@ def first_message_and_reset(cli_env, term, tool: str, ready_by: tuple[str, str],
                                r"|output quiet after the reset; conversation 2 armed)")
     term.wait_quiet(1.0, timeout=30)
     term.wait_until(composer_shown_empty(tool), f"{tool}'s composer empty after {RESET[tool]}", timeout=30)
-    send(term, SECOND)
+    send_message(term, SECOND)
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts == [block(1) + FIRST, block(2) + SECOND], mock.summary()
     second = mock.turn_requests(api=spec.api, since=mark)[1]

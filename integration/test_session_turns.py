@@ -33,7 +33,7 @@ import re
 
 import pytest
 
-from .clienv import SPECS, composer_shown_empty, submit_command, tool_params
+from .clienv import SPECS, composer_shown_empty, send_message, submit_command, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -95,12 +95,6 @@ def wait_fired(cli_env, term, count: int, timeout: float = 60.0) -> list[tuple[f
                                  + term.dump("screen"))
         time.sleep(0.1)
     return waits(cli_env)
-
-
-def send(term, text: str) -> None:
-    term.type(text)
-    term.wait_for(text[-15:], timeout=15)
-    term.enter(after=0.3)
 
 
 def test_mock_thinking_reply_opens_the_stream_before_the_text(tmp_path):
@@ -165,7 +159,7 @@ def test_reset_and_waiting_for_input(cli_env, tool):
     mark = mock.mark()
 
     # 1. a thinking turn: blocks on the first message; the hook waits for the reply
-    send(term, FIRST)
+    send_message(term, FIRST)
     texts = mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts == [block(1) + FIRST], mock.summary()
     term.wait_for("MOCK-REPLY-1", timeout=spec.reply_timeout + mock.think_secs)
@@ -178,7 +172,7 @@ def test_reset_and_waiting_for_input(cli_env, tool):
     term.wait_quiet(1.0, timeout=30)
     mode_key_twice(term, tool)
     reset(term, tool)
-    send(term, SECOND)
+    send_message(term, SECOND)
     # the mode key twice while the agent thinks about it
     term.wait_for(re.compile(r"(?i)\besc\b[^\n]{0,12}\b(interrupt|cancel)"), timeout=spec.reply_timeout)
     mode_key_twice(term, tool)
@@ -192,7 +186,7 @@ def test_reset_and_waiting_for_input(cli_env, tool):
 
     # 3. the message after it: untouched
     term.wait_quiet(1.0, timeout=30)
-    send(term, THIRD)
+    send_message(term, THIRD)
     texts = mock.wait_for_turns(3, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts[2] == THIRD, mock.summary()
     fired = wait_fired(cli_env, term, 3)
@@ -201,7 +195,7 @@ def test_reset_and_waiting_for_input(cli_env, tool):
     # 4. after a turn with mode keys in it, the reset again: fresh blocks
     term.wait_for("MOCK-REPLY-2", timeout=spec.reply_timeout)
     reset(term, tool)
-    send(term, FOURTH)
+    send_message(term, FOURTH)
     texts = mock.wait_for_turns(4, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts[3].startswith(block(3) + FOURTH), mock.summary()
     fired = wait_fired(cli_env, term, 4)

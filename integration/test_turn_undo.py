@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -86,19 +86,12 @@ def wrapagent(cli_env, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
-def send(term, text: str, tail: str) -> None:
-    """Type a message, wait until its last words show (wrapped or not), submit it."""
-    term.type(text)
-    term.wait_for(re.compile(r"\s+".join(map(re.escape, tail.split()))), timeout=30)
-    term.enter(after=0.3)
-
-
 def turn(cli_env, term, mark: int, n: int, text: str, tail: str,
          holds: dict[str, bytes | None] | None = None) -> str:
     """Send message n and wait for its reply and its stop checkpoint (with `holds`: the files the
     turn left, see `wait_ref`); what the model got."""
     spec = cli_env.spec
-    send(term, text, tail)
+    send_message(term, text, tail)
     texts = cli_env.mock.wait_for_turns(n, api=spec.api, timeout=spec.reply_timeout, since=mark)
     term.wait_for(f"MOCK-REPLY-{n}", timeout=spec.reply_timeout)
     wait_ref(cli_env, term, f"turn-{n}-stop", holds=holds)
