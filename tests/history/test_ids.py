@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from wrapagent.history.ids import CROCKFORD, looks_like_id, new_session_id
+from wrapagent.history.ids import CROCKFORD, looks_like_id, new_session_id, ulid_seconds
 
 
 def test_an_id_is_a_26_character_crockford_ulid() -> None:
@@ -34,3 +34,11 @@ def test_names_of_older_versions_and_tests_are_ids(text: str) -> None:
 @pytest.mark.parametrize("text", ["", "a" * 65, "../etc", "a/b", "x\x1b]0;title\x07", "é", "a b"])
 def test_nothing_that_could_act_as_a_path_or_reach_a_terminal_is(text: str) -> None:
     assert not looks_like_id(text)
+
+
+def test_ulid_seconds_reads_the_time_in_a_session_id() -> None:
+    stamp = ulid_seconds(new_session_id())
+    assert stamp is not None and abs(stamp - time.time()) < 60
+    assert ulid_seconds("01ARZ3NDEKTSV4RRFFQ69G5FAV") == 1469922850.259
+    for odd in ("not-a-ulid!", "01ARZ3NDEK", "01ARZ3NDEKTSV4RRFFQ69G5FAVX", "01ARZ3NDEU" + "0" * 16):
+        assert ulid_seconds(odd) is None, odd  # too short, too long, a letter ULIDs leave out (U)

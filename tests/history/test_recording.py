@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wrapagent.history import cast_file, recording
+from wrapagent.history import cast_file, recording, recording_files
 from wrapagent.history.recording import Recorder, marker_label
 
 
@@ -96,7 +96,7 @@ def test_a_deferred_recorder_keeps_what_came_before_its_file(tmp_path: Path) -> 
     rec(b"first ")
     time.sleep(0.02)
     rec(b"bytes")
-    assert not os.path.exists(recording.recordings_dir(env))  # nothing on disk yet
+    assert not os.path.exists(recording_files.recordings_dir(env))  # nothing on disk yet
     assert recording.open_prepared(rec, env, 0) is None
     rec(b"\r\nlater")
     info = rec.close(0)
@@ -105,7 +105,7 @@ def test_a_deferred_recorder_keeps_what_came_before_its_file(tmp_path: Path) -> 
     outputs = [e for e in events if e[1] == "o"]
     assert "".join(e[2] for e in outputs) == "first bytes\r\nlater"
     assert outputs[1][0] >= 0.02  # timed as they came, not when the file was made
-    assert stat.S_IMODE(os.stat(recording.recordings_dir(env)).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(recording_files.recordings_dir(env)).st_mode) == 0o700
 
 
 def test_chunks_that_come_while_the_file_is_made_are_kept_in_order(tmp_path: Path) -> None:
@@ -176,31 +176,6 @@ def test_marker_labels_are_one_short_line() -> None:
     long = marker_label(1, "word " * 4 + "x" * 100)
     assert len(long) <= len("turn 1: ") + recording.MARKER_CHARS and long.endswith("…")
     assert "\x1b" not in marker_label(1, "a \x1b[2J b")
-
-
-def test_old_recordings_expire_with_keep_days(tmp_path: Path) -> None:
-    env = {"XDG_STATE_HOME": str(tmp_path)}
-    folder = Path(recording.recordings_dir(env))
-    folder.mkdir(parents=True)
-    old, new = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAW"
-    for name in (f"{old}.cast.gz", f"{new}.cast", "notes.txt"):
-        (folder / name).write_text("x")
-    born = recording.ulid_seconds(old)
-    assert recording.expire(30, env, now=born + 10 * 86400) == []  # ten days old: kept
-    assert sorted(recording.expire(30, env, now=born + 31 * 86400, force=True)) == [old, new]
-    assert sorted(os.listdir(folder)) == [".expired", "notes.txt"]
-    assert recording.expire(0, env, force=True) == []
-
-
-def test_prune_drops_the_recordings_of_the_sessions_it_pruned(tmp_path: Path) -> None:
-    env = {"XDG_STATE_HOME": str(tmp_path)}
-    folder = Path(recording.recordings_dir(env))
-    folder.mkdir(parents=True)
-    pruned, kept = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAW"
-    for name in (f"{pruned}.cast.gz", f"{kept}.cast.gz"):
-        (folder / name).write_text("x")
-    assert recording.drop([pruned, "../../escape"], env) == 1
-    assert os.listdir(folder) == [f"{kept}.cast.gz"]
 
 
 def test_a_cut_gzip_stream_is_read_as_far_as_it_goes(tmp_path: Path) -> None:

@@ -106,9 +106,9 @@ def session_ids(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _ulid_date(session_id: str) -> str:
-    from wrapagent.history.checkpoints import ulid_time
+    from wrapagent.history.ids import ulid_seconds
 
-    stamp = ulid_time(session_id)
+    stamp = ulid_seconds(session_id)
     if stamp is None:
         return ""
     import time

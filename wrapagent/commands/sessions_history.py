@@ -103,9 +103,9 @@ def cmd_prune(ns: argparse.Namespace, out: IO[str], env: Mapping[str, str], stdi
     except checkpoints.CheckpointError as exc:
         raise _SessionsError(str(exc)) from None
     checkpoints.note_pruned(dropped, paths.all_sessions_roots(env))
-    from wrapagent.history import recording
+    from wrapagent.history.recording_files import drop
 
-    recordings = recording.drop(dropped, env)
+    recordings = drop(dropped, env)
     also = f" (and {recordings} recording(s))" if recordings else ""
     out.write(f"dropped the checkpoints of {len(dropped)} session(s) older than {ns.older_than:g} day(s)"
               f" in {root}{also}\n")

@@ -36,7 +36,7 @@ def _record(ns, env: Mapping[str, str], err: IO[str]) -> dict[str, Any]:
 
 
 def _recording(record: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    from wrapagent.history.recording import recording_path
+    from wrapagent.history.recording_files import recording_path
 
     path = recording_path(str(record.get("id")), env)
     if path is None:

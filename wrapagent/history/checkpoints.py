@@ -30,6 +30,7 @@ import os
 import time
 
 from wrapagent import gitcmd
+from wrapagent.history.ids import ulid_seconds
 
 TYPE_CHECKING = False  # typing costs ~10 ms to import; annotations are strings
 if TYPE_CHECKING:
@@ -454,18 +455,6 @@ def note_pruned(session_ids: Sequence[str], sessions_roots: Sequence[str | Path]
                 note_record(os.path.join(str(root), session_id), pruned_at=stamp)
 
 
-def ulid_time(session_id: str) -> float | None:
-    """Seconds since the epoch encoded in a ULID session id (its first 10 characters)."""
-    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    value = 0
-    for ch in session_id[:10].upper():
-        index = alphabet.find(ch)
-        if index < 0 or len(session_id) < 10:
-            return None
-        value = value * 32 + index
-    return value / 1000.0
-
-
 def prune(root: str | Path, older_than_days: float, env: Mapping[str, str] | None = None,
           now: float | None = None, *, dry_run: bool = False) -> list[str]:
     """Delete the checkpoints of sessions older than the given age from the project's store; their ids
@@ -492,7 +481,7 @@ def _prune_repo(repo: Repo, older_than_days: float, now: float | None = None,
     listed = repo.run(["for-each-ref", "--format=%(refname)", REF_PREFIX], deadline=deadline)
     for ref in listed.stdout.decode("utf-8", "surrogateescape").split():
         session_id = ref[len(REF_PREFIX):].split("/", 1)[0]
-        stamp = ulid_time(session_id)
+        stamp = ulid_seconds(session_id)
         if stamp is not None and stamp < cutoff:
             doomed.setdefault(session_id, []).append(ref)
     if doomed and not dry_run:

@@ -107,7 +107,7 @@ def conversation(record: Mapping[str, Any], session_dir: Path, env: Mapping[str,
 def _screen_turns(record: Mapping[str, Any], env: Mapping[str, str] | None,
                   screens: bool) -> list[dict[str, str]]:
     from wrapagent.history import cast_file
-    from wrapagent.history.recording import recording_path
+    from wrapagent.history.recording_files import recording_path
 
     path = recording_path(str(record.get("id") or ""), env)
     if path is None:

@@ -21,3 +21,17 @@ def looks_like_id(text: str) -> bool:
     fill a record: 1 to 64 ASCII letters, digits, `_` and `-`.
     """
     return 0 < len(text) <= 64 and all(ch in _ID_CHARS for ch in text)
+
+
+def ulid_seconds(session_id: str) -> "float | None":
+    """Seconds since the epoch in a ULID's first 10 characters; None when `session_id` is not a
+    ULID (26 Crockford base-32 characters), so that an odd folder name never reads as a date."""
+    if len(session_id) != 26:
+        return None
+    value = 0
+    for ch in session_id[:10].upper():
+        index = CROCKFORD.find(ch)
+        if index < 0:
+            return None
+        value = value * 32 + index
+    return value / 1000.0

@@ -33,7 +33,7 @@ person's pace (a TUI redrawing, a spinner) is encoded as it comes.
 The file is `<state>/recordings/<session id>.cast` while the session runs
 (0600, created with O_EXCL | O_NOFOLLOW), gzip-compressed to
 `<session id>.cast.gz` when it ends; recordings older than the checkpoints'
-`keep_days` are deleted at a later session's end (`expire`).
+`keep_days` are deleted at a later session's end (`recording_files.expire`).
 
 A recorder may be made before its file (`Recorder(…, deferred=True)`, then
 `open()`): chunks queue from the first one, and the file, its header, the
@@ -46,11 +46,12 @@ import time
 from _operator import itemgetter
 from time import monotonic
 
+from wrapagent.history.recording_files import SPOOL_SUFFIX, compress, recordings_dir
+
 TYPE_CHECKING = False  # typing, json and the private-files module load once the file is opened:
 if TYPE_CHECKING:  # a tool that goes first is recorded from its first byte, before they are needed
     from typing import Iterator, Mapping
 
-RECORDINGS_DIR = "recordings"
 BATCH_SECS = 0.05
 """After the first chunk of a burst, the writer lets more gather this long: one wake-up per burst."""
 COALESCE_SECS = 0.005
@@ -73,7 +74,6 @@ HELD_BYTES = 1024 * 1024
 a longer burst goes on to the spool file. Not more: chunks kept alive make every new chunk of
 the copy fresh memory (page faults, cache misses), and a 30 MB `cat` held in memory ran 5 %
 slower than one spooled to the file, in the same run."""
-SPOOL_SUFFIX = ".spool"
 IOV_MAX = 512
 """Chunks per `writev` (Linux and macOS both allow 1024)."""
 SPOOL_READ_BYTES = 4 * 1024 * 1024
@@ -83,31 +83,10 @@ JOIN_SECS = 5.0
 ENCODE_SECS_PER_MB = 0.1
 """…and this long per MB still queued or spooled: a burst that just ended is encoded now
 (~3.5 ns a byte, 10x that allowed for a loaded machine)."""
-COMPRESS_LEVEL = 1
-"""gzip's fastest level: terminal output still shrinks 5-10x, and a recording at its 64 MiB cap
-is compressed in well under a second while the user waits for their prompt."""
-EXPIRE_EVERY_SECS = 24 * 3600
-EXPIRE_MARK = ".expired"
 _first, _second = itemgetter(0), itemgetter(1)
 """An item's time and its chunk, for `map`: C calls, no Python frame per chunk."""
 MARKER_WORDS = 8
 MARKER_CHARS = 60
-
-
-def recordings_dir(env: "Mapping[str, str] | None" = None) -> str:
-    """`$XDG_STATE_HOME/wrapagent/recordings`: outside the sessions repositories (never committed)."""
-    from wrapagent.paths import state_dir_str
-
-    return os.path.join(state_dir_str(env), RECORDINGS_DIR)
-
-
-def recording_path(session_id: str, env: "Mapping[str, str] | None" = None) -> "str | None":
-    """The session's recording on disk (compressed, else the raw one of a session that never ended)."""
-    base = os.path.join(recordings_dir(env), session_id)
-    for path in (base + ".cast.gz", base + ".cast"):
-        if os.path.isfile(path) and not os.path.islink(path):
-            return path
-    return None
 
 
 def marker_label(turn: int, text: str, by: "str | None" = None) -> str:
@@ -553,7 +532,7 @@ class Recorder:
             return info
         os.close(self.fd)
         self._drop_spool()
-        info.update(_compress(self.path))
+        info.update(compress(self.path))
         return info
 
     def _drop_spool(self) -> None:
@@ -589,29 +568,6 @@ def _write_chunks(fd: int, chunks: list[bytes]) -> None:
                 view = view[os.write(fd, view):]
 
 
-def _compress(path: str) -> dict:
-    """`X.cast` -> `X.cast.gz` (0600, never through a link), the raw file removed; the record's fields."""
-    import gzip
-    import shutil
-
-    from wrapagent.history.private_files import create_private
-
-    target = path + ".gz"
-    try:
-        fd = create_private(target)
-        with open(path, "rb") as src, os.fdopen(fd, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=COMPRESS_LEVEL, mtime=0) as gz:
-            shutil.copyfileobj(src, gz, 1024 * 1024)
-        os.unlink(path)
-    except OSError as exc:
-        try:
-            os.unlink(target)
-        except OSError:
-            pass
-        return {"file": path, "note": f"not compressed: {exc}"}
-    return {"file": target, "gz_bytes": os.path.getsize(target)}
-
-
 def start(session_id: str, settings, env: "Mapping[str, str]", rows: int, cols: int,
           title: "str | None" = None) -> "tuple[Recorder | None, str | None]":
     """The session's recorder, or (None, why not) when it cannot be created."""
@@ -642,73 +598,3 @@ def open_prepared(recorder: "Recorder", env: "Mapping[str, str]", max_bytes: int
         recorder.discard()
         return f"recording: not recorded: {exc}"
     return None
-
-
-def expire(keep_days: float, env: "Mapping[str, str]", *, now: "float | None" = None,
-           force: bool = False) -> "list[str]":
-    """Delete recordings of sessions older than `keep_days` (0 = keep all); the ids deleted.
-
-    At most once a day (a mark file's mtime) unless `force`: one `stat` per session end.
-    Session ids are ULIDs: the age is in the name, no file is opened.
-    """
-    if keep_days <= 0:
-        return []
-    folder = recordings_dir(env)
-    now = time.time() if now is None else now
-    mark = os.path.join(folder, EXPIRE_MARK)
-    try:
-        if not force and now - os.stat(mark).st_mtime < EXPIRE_EVERY_SECS:
-            return []
-        names = os.listdir(folder)
-    except FileNotFoundError:
-        return []
-    except OSError:
-        return []
-    cutoff = now - keep_days * 86400
-    gone = []
-    for name in names:
-        session_id = name.split(".", 1)[0]
-        stamp = ulid_seconds(session_id)
-        if stamp is None or stamp >= cutoff or not name.startswith(session_id + ".cast"):
-            continue
-        try:
-            os.unlink(os.path.join(folder, name))
-            gone.append(session_id)
-        except OSError:
-            pass
-    try:
-        with open(mark, "w", encoding="utf-8") as f:
-            f.write(f"wrapagent drops recordings older than {keep_days:g} days ([checkpoints] keep_days)\n")
-    except OSError:
-        pass
-    return gone
-
-
-def drop(session_ids: "list[str]", env: "Mapping[str, str]") -> int:
-    """Delete these sessions' recordings (`sessions prune` dropped their checkpoints); how many."""
-    folder = recordings_dir(env)
-    gone = 0
-    for session_id in session_ids:
-        if ulid_seconds(session_id) is None:
-            continue  # not an id: never a path of its own
-        for suffix in (".cast.gz", ".cast", ".cast" + SPOOL_SUFFIX):
-            try:
-                os.unlink(os.path.join(folder, session_id + suffix))
-                gone += 1
-            except OSError:
-                pass
-    return gone
-
-
-def ulid_seconds(session_id: str) -> "float | None":
-    """Seconds since the epoch in a ULID's first 10 characters, or None if it is not one."""
-    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    if len(session_id) != 26:
-        return None
-    value = 0
-    for ch in session_id[:10].upper():
-        index = alphabet.find(ch)
-        if index < 0:
-            return None
-        value = value * 32 + index
-    return value / 1000.0

@@ -116,7 +116,7 @@ def finish_recording(live: "Live") -> None:
         except Exception as exc:
             record.warn(f"recording: {exc!r}")
     try:
-        from wrapagent.history.recording import expire
+        from wrapagent.history.recording_files import expire
 
         gone = expire(live.cfg.checkpoints.keep_days, live.env)
         if gone:
