@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .clienv import SPECS, composer_shown_empty, submit_command, tool_params
+from .clienv import SPECS, composer_shown_empty, send_message, submit_command, tool_params
 from .test_session_export import assert_exported
 
 pytestmark = pytest.mark.integration
@@ -120,18 +120,14 @@ def test_interactive(cli_env, tool):
     assert cli_env.mock.user_texts(api=spec.api, since=mark) == []
 
     # 2. the first real message: blocks + blank line + exactly what was typed
-    term.type(FIRST)
-    term.wait_for(FIRST[-20:], timeout=15)
-    term.enter(after=0.3)
+    send_message(term, FIRST, tail=FIRST[-20:])
     texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
 
     # 3. the second message: untouched
     term.wait_for("MOCK-REPLY", timeout=spec.reply_timeout)
     term.wait_quiet(1.0, timeout=30)
-    term.type(SECOND)
-    term.wait_for(SECOND[-20:], timeout=15)
-    term.enter(after=0.3)
+    send_message(term, SECOND, tail=SECOND[-20:])
     texts = cli_env.mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout, since=mark)
     assert texts == [BLOCKS + FIRST, SECOND], cli_env.mock.summary()
 
@@ -214,9 +210,7 @@ def first_message_gets_the_blocks(cli_env, term) -> None:
     spec = cli_env.spec
     term.wait_for(re.compile(spec.ready), timeout=spec.ready_timeout)
     term.wait_quiet(spec.settle, timeout=10)
-    term.type(FIRST)
-    term.wait_for(FIRST[-20:], timeout=15)
-    term.enter(after=0.3)
+    send_message(term, FIRST, tail=FIRST[-20:])
     texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
     assert texts == [BLOCKS + FIRST], cli_env.mock.summary()
     term.wait_quiet(1.0, timeout=30)

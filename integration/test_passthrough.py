@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -47,9 +47,7 @@ def test_interactive(cli_env, tool):
     term.wait_quiet(spec.settle, timeout=10)
 
     # 2. typed like a person, Enter as its own keystroke; arrives verbatim at the mock
-    term.type(TYPED)
-    term.wait_for(TYPED, timeout=15)
-    term.enter(after=0.25)
+    send_message(term, TYPED, tail=TYPED)
     texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout)
     timings["turn"] = time.monotonic() - t0
     assert texts == [TYPED], f"the mock got {texts!r}, expected exactly [{TYPED!r}]\n{cli_env.mock.summary()}"

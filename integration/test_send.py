@@ -19,19 +19,13 @@ from datetime import datetime
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 
 pytestmark = pytest.mark.integration
 
 TIMEOUT = {"codex": 300, "claude": 300, "gemini": 400, "opencode": 500}
 FIRST = "(think) first message of the session"
 SENT = 'CI is green: 12 passed, "0" failed'
-
-
-def type_and_submit(term, text: str) -> None:
-    term.type(text)
-    term.wait_for(text[-15:], timeout=15)
-    term.enter(after=0.3)
 
 
 def send(cli_env, *args: str) -> subprocess.CompletedProcess:
@@ -71,7 +65,7 @@ def test_send(cli_env, tool):
     mark = mock.mark()
 
     # (a) a send while the model thinks
-    type_and_submit(term, FIRST)
+    send_message(term, FIRST)
     mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
     done = send(cli_env, SENT)
     assert done.returncode == 0, done.stderr
@@ -94,9 +88,7 @@ def test_send(cli_env, tool):
     term.wait_for("the user says", timeout=15)
     assert send(cli_env, "sent while typing").returncode == 0
     wait_logged(cli_env, "send: deferred to the next stop", term)
-    term.type(" this")
-    term.wait_for("says this", timeout=15)
-    term.enter(after=0.3)
+    send_message(term, " this", tail="says this")
     texts = mock.wait_for_turns(6, api=spec.api, timeout=spec.reply_timeout + 60, since=mark)
     assert texts[4:] == ["the user says this", "sent while typing"], mock.summary()
     term.wait_for("MOCK-REPLY-6", timeout=spec.reply_timeout)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -42,9 +42,7 @@ def wrapagent(cli_env, *args: str) -> subprocess.CompletedProcess:
 def converse(cli_env, term, text: str) -> None:
     spec = cli_env.spec
     mark = cli_env.mock.mark()
-    term.type(text)
-    term.wait_for(text[-12:], timeout=15)
-    term.enter(after=0.3)
+    send_message(term, text, tail=text[-12:])
     cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=mark)
     term.wait_for("MOCK-REPLY", timeout=spec.reply_timeout)
     term.wait_quiet(1.0, timeout=30)

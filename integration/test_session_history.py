@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from .clienv import SPECS, tool_params
+from .clienv import SPECS, send_message, tool_params
 
 pytestmark = pytest.mark.integration
 
@@ -58,9 +58,7 @@ def converse(cli_env, term, text: str, since: int, reply: str = r"MOCK-REPLY") -
     """Type `text` into a ready composer, submit it, wait for the reply (`reply`, a pattern) and
     a quiet screen; the user texts of the turn the model got."""
     spec = cli_env.spec
-    term.type(text)
-    term.wait_for(text[-12:], timeout=15)
-    term.enter(after=0.3)
+    send_message(term, text, tail=text[-12:])
     texts = cli_env.mock.wait_for_turns(1, api=spec.api, timeout=spec.reply_timeout, since=since)
     term.wait_for(re.compile(reply), timeout=spec.reply_timeout)
     term.wait_quiet(1.0, timeout=30)
