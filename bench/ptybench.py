@@ -124,6 +124,38 @@ def wrapagent_rec_proxy(prefix: Sequence[str], home: Path) -> Proxy:
     return Proxy("wrapagent-rec", proxy.wrap, env=proxy.env, cwd=proxy.cwd)
 
 
+ALL_ON_CONFIG: Final = """\
+[agents]
+programs = ["cat"]
+
+[record]
+max_bytes = 0
+
+[stop_check]
+command = "true"
+
+[send]
+enabled = true
+
+[[prompt_guard]]
+name = "branch"
+command = "echo Do not commit on main."
+"""
+"""Everything that watches the output on: `cat` named an agent (so the screen is read for its
+composer and followed for turns), the stop check and `[send]` (the screen followed all session
+long), a prompt guard, and the recording with no size cap."""
+
+
+def wrapagent_all_proxy(prefix: Sequence[str], home: Path) -> Proxy:
+    """Full mode with everything that reads the output on (`ALL_ON_CONFIG`): issue 31's
+    "output with everything on" (recording, the screen follower, guards)."""
+    proxy = wrapagent_full_proxy(prefix, home)
+    config = home / "config" / "wrapagent"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hooks.toml").write_text(ALL_ON_CONFIG)
+    return Proxy("wrapagent-all", proxy.wrap, env=proxy.env, cwd=proxy.cwd)
+
+
 def wrapagent_norec_proxy(prefix: Sequence[str], home: Path) -> Proxy:
     """Full mode with `[record] enabled = false`: what the session costs without its recording."""
     proxy = wrapagent_full_proxy(prefix, home)
@@ -1056,7 +1088,7 @@ def targets(results: Results, proxy: str) -> list[Target]:
     rec = results.records
     out: list[Target] = []
     steady = proxy == "wrapagent-steady"
-    full = proxy in ("wrapagent-full", "wrapagent-rec", "wrapagent-norec")
+    full = proxy in ("wrapagent-full", "wrapagent-rec", "wrapagent-norec", "wrapagent-all")
     if "throughput" in rec and not full:
         t = rec["throughput"]
         lost = max((r["bytes_lost"] for r in t if r["proxy"] == proxy), default=None)
@@ -1071,10 +1103,12 @@ def targets(results: Results, proxy: str) -> list[Target]:
         out.append(Target(f"(same, net of start-up CPU) ≤ {cpu_max}", fmt(net),
                           _verdict(net, lambda v: v <= cpu_max)))
         out.append(Target("0 bytes lost (throughput)", fmt(lost, "d"), _verdict(lost, lambda v: v == 0)))
-    if "throughput" in rec and proxy == "wrapagent-rec":
-        # Recording on: at least 0.90x the two-thread Python floor (`--extra py-threads=…`) of the same run.
+    if "throughput" in rec and proxy in ("wrapagent-rec", "wrapagent-all"):
+        # Recording on (and everything else): at least 0.90x the two-thread Python floor
+        # (`--extra py-threads=…`) of the same run.
+        what = "recording on" if proxy == "wrapagent-rec" else "everything on"
         thr = ratio(rec["throughput"], "mb_per_s", proxy, "py-threads")
-        out.append(Target("throughput ×py-threads ≥ 0.90 (recording on)", fmt(thr),
+        out.append(Target(f"throughput ×py-threads ≥ 0.90 ({what})", fmt(thr),
                           _verdict(thr, lambda v: v >= 0.90)))
     if "latency" in rec and proxy == "wrapagent-rec":
         mine, base = added(rec["latency"], "p50_us", proxy), added(rec["latency"], "p50_us", "wrapagent")
@@ -1152,14 +1186,15 @@ RECORDING_FLOOR: Final = 0.90
 def recording_section(records: Sequence[Record], ps: Sequence[str]) -> list[str]:
     """What the recording costs the copy, round by round: `wrapagent-rec` against the two-thread
     floor (`--extra py-threads=…`, the target) and against the same session without its recording."""
-    if "wrapagent-rec" not in ps:
+    if "wrapagent-rec" not in ps and "wrapagent-all" not in ps:
         return []
     rows = []
-    for base in ("py-threads", "wrapagent-norec"):
-        pairs = round_ratios(records, "mb_per_s", "wrapagent-rec", base)
+    for proxy, base in (("wrapagent-rec", "py-threads"), ("wrapagent-rec", "wrapagent-norec"),
+                        ("wrapagent-all", "py-threads")):
+        pairs = round_ratios(records, "mb_per_s", proxy, base)
         if pairs:
             met = sum(1 for v in pairs if v >= RECORDING_FLOOR)
-            rows.append([f"wrapagent-rec ×{base}", fmt_spread(records, "mb_per_s", "wrapagent-rec", base),
+            rows.append([f"{proxy} ×{base}", fmt_spread(records, "mb_per_s", proxy, base),
                          f"{met}/{len(pairs)}", " ".join(f"{v:.2f}" for v in pairs)])
     pairs = round_ratios(records, "mb_per_s", "wrapagent-norec", "py-threads")
     if pairs:
@@ -1205,8 +1240,9 @@ def save(results: Results, meta: Mapping[str, Any], markdown: str) -> Path:
 
 ALL_TESTS: Final = ("throughput", "latency", "startup", "idle", "correctness")
 ALL_PROXIES: Final = ("direct", "script", "wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec",
-                              "wrapagent-norec")
-WRAPAGENT_ROWS: Final = ("wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec", "wrapagent-norec")
+                              "wrapagent-norec", "wrapagent-all")
+WRAPAGENT_ROWS: Final = ("wrapagent", "wrapagent-full", "wrapagent-steady", "wrapagent-rec", "wrapagent-norec",
+                         "wrapagent-all")
 
 
 def parse_args(argv: Sequence[str] | None) -> Options:
@@ -1264,7 +1300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "wrapagent-full": wrapagent_full_proxy(opts.wrapagent_cmd, home),
                   "wrapagent-steady": steady_proxy(python),
                   "wrapagent-rec": wrapagent_rec_proxy(opts.wrapagent_cmd, home / "rec"),
-                  "wrapagent-norec": wrapagent_norec_proxy(opts.wrapagent_cmd, home / "norec")}
+                  "wrapagent-norec": wrapagent_norec_proxy(opts.wrapagent_cmd, home / "norec"),
+                  "wrapagent-all": wrapagent_all_proxy(opts.wrapagent_cmd, home / "all")}
     proxies = [candidates[name] for name in opts.proxies] + [extra_proxy(spec) for spec in opts.extras]
     results = Results(opts, [])
     for name in WRAPAGENT_ROWS:

@@ -103,11 +103,8 @@ class _Probe:
     # -- io ------------------------------------------------------------------
 
     def _cursor(self) -> tuple[int, int]:
-        screen = getattr(self.injector.readiness.screen, "_screen", None)
-        cursor = getattr(screen, "cursor", None)
-        if cursor is None:
-            return 1, 1
-        return cursor.y + 1, cursor.x + 1
+        row, col = self.injector.readiness.screen.cursor()
+        return row + 1, col + 1
 
     def _feed(self, data: bytes, now: float) -> None:
         if self.emulator_error is None:
