@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from wrapagent.inject.adapters import adapter_for
 from wrapagent.inject.injector import SessionInjector
@@ -467,3 +468,18 @@ def test_a_message_typed_while_the_screen_still_shows_the_command_goes_bare_and_
     assert (report.conversation, report.status) == (1, "lost"), report.notes
     assert any("before the screen showed the composer empty" in n for n in report.notes), report.notes
     assert sum("was a command" in n for n in report.notes) == 1, report.notes  # `/clear`, not the message
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=40), st.binary(max_size=40), st.lists(st.integers(0, 100), max_size=6), st.booleans())
+def test_bracketed_paste_is_seen_wherever_the_chunks_cut_it(before: bytes, after: bytes, cuts: list[int],
+                                                            present: bool) -> None:
+    """The sequence that turns bracketed paste on, cut between reads at any byte (one-byte reads
+    too), is seen; output without it never is."""
+    data = before + (BP if present else b"") + after
+    readiness = World("gemini").inj.readiness
+    assert not readiness.bp_seen
+    bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    for start, end in zip(bounds, bounds[1:]):
+        readiness.feed(data[start:end], 100.0)
+    assert readiness.bp_seen == (BP in data)

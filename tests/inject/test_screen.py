@@ -91,3 +91,15 @@ def test_reading_in_between_draws_the_same_screen_as_reading_once(pieces: list[b
         often.feed(data[start:end])
         often.text()
     assert often.text() == once.text() and often.cursor() == once.cursor()
+
+
+def test_feed_now_emulates_at_once(monkeypatch) -> None:
+    """The followed screen's thread emulates as it goes: its readers never pay for it."""
+    emulated: list[bytes] = []
+    real = Screen._emulate
+    monkeypatch.setattr(Screen, "_emulate", lambda self, data: (emulated.append(data), real(self, data))[1])
+    screen = Screen(2, 10)
+    screen.feed(b"a")
+    screen.feed_now(b"b")
+    assert emulated == [b"a", b"b"]  # what was fed before, first
+    assert screen.text() == "ab\n" and emulated == [b"a", b"b"]

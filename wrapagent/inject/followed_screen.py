@@ -171,7 +171,7 @@ class FollowedScreen:
             elif size is not None:
                 self._screen.resize(*size)
             if data:
-                self._screen.feed(data)
+                self._screen.feed_now(data)
                 self._follow_sync(data)
             self._tell_observer(at_hint)
             with self._cond:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from wrapagent.inject.screen_model import ScreenModel
 
 BP_ON = b"\x1b[?2004h"
+_BP_TAIL = len(BP_ON) - 1
 
 READY_CHECK_INTERVAL = 0.05
 
@@ -124,6 +125,8 @@ class Readiness:
         """When the latest reset (or typed compaction) was submitted."""
         self.bp_seen = not adapter.requires_bracketed_paste
         self._bp_tail = b""
+        self._check_after = max(adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
+        """After output, the ready screen is looked for once it has been quiet this long."""
         self.dirty = False
         """Output came since the markers were last looked for."""
         self.next_check: float | None = None
@@ -143,12 +146,14 @@ class Readiness:
         """The tool's output while the ready screen is awaited."""
         self.screen.feed(data)
         if not self.bp_seen:
-            hay = self._bp_tail + data
-            if BP_ON in hay:
+            # The sequence may be split between two chunks: the last bytes of the one before,
+            # joined to the first bytes of this one (never the whole chunk copied: a tool's
+            # flood comes in reads of ~2.5 KB, each passing here).
+            if BP_ON in data or BP_ON in self._bp_tail + data[:_BP_TAIL]:
                 self.bp_seen = True
-            self._bp_tail = hay[-(len(BP_ON) - 1):]
+            self._bp_tail = data[-_BP_TAIL:] if len(data) >= _BP_TAIL else (self._bp_tail + data)[-_BP_TAIL:]
         self.dirty = True
-        self.next_check = now + max(self.adapter.ready_quiet_secs, READY_CHECK_INTERVAL)
+        self.next_check = now + self._check_after
 
     def key_before_ready(self, kind: str, now: float) -> None:
         """A key of the user's while the tool starts: text typed on its drawn composer is waited

@@ -62,6 +62,15 @@ class Screen:
         if self._pending_bytes > 2 * LAZY_MAX_BYTES:
             self._drop_oldest()
 
+    def feed_now(self, data: bytes) -> None:
+        """Emulate `data` now, in the caller's thread: for a reader with a thread of its own
+        (`followed_screen.FollowedScreen`, which bounds its own lag), so that its readers never
+        pay for the emulation."""
+        if self._closed or not data:
+            return
+        self._catch_up()
+        self._emulate(data)
+
     def _drop_oldest(self) -> None:
         """Keep the last LAZY_MAX_BYTES of the output not yet emulated; the emulator starts over.
         (At twice the bound, not at the bound: one cut per LAZY_MAX_BYTES of output, not per chunk.)"""

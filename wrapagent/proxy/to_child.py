@@ -36,9 +36,11 @@ The interceptor contract (v2), for the calls made from here:
     copy, no lock, and nobody is woken, so `watch_output` must be true
     whenever output can move `deadline()` EARLIER (the supervisor sleeps on
     the deadline it read last; only a call makes it read again). `poll`
-    runs right after every on_input/on_output, when `deadline()` has passed
-    and when `wake_fd()` is readable; what it returns goes to the child
-    after anything already queued. `deadline()` and `wake_fd()` may change
+    runs right after every on_input, after an on_output when the last poll
+    after output is OUTPUT_POLL_SECS old (else the supervisor runs it that
+    much later, or the next chunk does), when `deadline()` has passed and
+    when `wake_fd()` is readable; what it returns goes to the child after
+    anything already queued. `deadline()` and `wake_fd()` may change
     after any call. Calls are never concurrent (`lock`); the `last_output`
     store is the only thing that may happen concurrently. An interceptor
     never blocks. Optional: `on_resize(rows, cols)`.
@@ -86,6 +88,13 @@ SMALL_WRITE = 256
 QUEUE_WRITE_SIZE = 64 * 1024
 """At most this much of the queue per write to the (non-blocking) master."""
 
+OUTPUT_POLL_SECS = 0.005
+"""After output, the interceptor's `poll` (and its `deadline`, `wake_fd`) runs at most this often
+from the output thread. A pty hands a flood over in reads of ~2.5 KB: a poll after each one took
+the interpreter lock from the copy for ~0.85 s per 120 MB (a `cat` with everything on at 0.75x the
+floor). A chunk that came within the period is polled by the next chunk after it, or by the
+supervisor at its end (`plan`): what output makes due is at most this late."""
+
 
 class ToChild:
     """The queue of bytes for the child and the gate to the interceptor (module docstring).
@@ -106,6 +115,11 @@ class ToChild:
         # a call from a copy thread that moves either pokes it.
         self.main_deadline: "float | None" = None
         self.main_wake: "int | None" = None
+        self._output_poll_due = 0.0
+        """When output may next be followed by a poll from the output thread (OUTPUT_POLL_SECS)."""
+        self._poll_owed = False
+        """Output came since the last poll and none ran after it: the supervisor polls at
+        `_output_poll_due` (its deadline, `plan`) unless the output thread does first."""
         self._fcntl: "Callable[..., int] | None" = None  # with the flags below, by `_load_flags`
         self._setfl = 0
         self._blocking_flags = self._nonblocking_flags = 0
@@ -228,7 +242,13 @@ class ToChild:
                 return
             now = time.monotonic()
             icpt.on_output(data, now)
-            self._after_call(icpt, now, "output")
+            if now >= self._output_poll_due:
+                self._output_poll_due = now + OUTPUT_POLL_SECS
+                self._poll_owed = False
+                self._after_call(icpt, now, "output")
+            elif not self._poll_owed:
+                self._poll_owed = True
+                poke(self.st.main_w)  # the supervisor plans again, with the owed poll as its deadline
 
     # -- the supervisor ------------------------------------------------------------------
 
@@ -239,7 +259,10 @@ class ToChild:
             if icpt is None:
                 self.main_deadline = self.main_wake = None
             else:
-                self.main_deadline, self.main_wake = icpt.deadline(), icpt.wake_fd()
+                deadline = icpt.deadline()
+                if self._poll_owed and (deadline is None or self._output_poll_due < deadline):
+                    deadline = self._output_poll_due
+                self.main_deadline, self.main_wake = deadline, icpt.wake_fd()
             return self.main_deadline, self.main_wake
 
     def poll(self, now: float) -> None:
@@ -247,6 +270,7 @@ class ToChild:
         with self.lock:
             icpt = self.interceptor
             if icpt is not None:
+                self._poll_owed = False
                 self._after_call(icpt, now, "main")
 
     def resized(self, rows: int, cols: int) -> None:
