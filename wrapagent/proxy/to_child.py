@@ -36,11 +36,11 @@ The interceptor contract (v2), for the calls made from here:
     copy, no lock, and nobody is woken, so `watch_output` must be true
     whenever output can move `deadline()` EARLIER (the supervisor sleeps on
     the deadline it read last; only a call makes it read again). `poll`
-    runs right after every on_input, after an on_output when the last poll
-    after output is OUTPUT_POLL_SECS old (else the supervisor runs it that
-    much later, or the next chunk does), when `deadline()` has passed and
-    when `wake_fd()` is readable; what it returns goes to the child after
-    anything already queued. `deadline()` and `wake_fd()` may change
+    runs right after every on_input and on_output, when `deadline()` has
+    passed and when `wake_fd()` is readable; what it returns goes to the
+    child after anything already queued. Output is handed over at most every
+    OUTPUT_POLL_SECS (chunks within a period are joined, in order, and
+    handed over before a key, a resize or the period's end). `deadline()` and `wake_fd()` may change
     after any call. Calls are never concurrent (`lock`); the `last_output`
     store is the only thing that may happen concurrently. An interceptor
     never blocks. Optional: `on_resize(rows, cols)`.
@@ -89,11 +89,12 @@ QUEUE_WRITE_SIZE = 64 * 1024
 """At most this much of the queue per write to the (non-blocking) master."""
 
 OUTPUT_POLL_SECS = 0.005
-"""After output, the interceptor's `poll` (and its `deadline`, `wake_fd`) runs at most this often
-from the output thread. A pty hands a flood over in reads of ~2.5 KB: a poll after each one took
-the interpreter lock from the copy for ~0.85 s per 120 MB (a `cat` with everything on at 0.75x the
-floor). A chunk that came within the period is polled by the next chunk after it, or by the
-supervisor at its end (`plan`): what output makes due is at most this late."""
+"""The interceptor is handed output (`on_output`, then `poll`, `deadline`, `wake_fd`) at most this
+often from the output thread. A pty hands a flood over in reads of ~2.5 KB: these calls after each
+one took the interpreter lock from the copy for ~0.85 s per 120 MB (a `cat` with everything on at
+0.75x the floor). Output that comes within the period is kept, in order, and handed over by the
+next chunk after it, by a key or a resize (before them), or by the supervisor at the period's end
+(`plan`): the interceptor sees every byte, at most this late."""
 
 
 class ToChild:
@@ -120,6 +121,9 @@ class ToChild:
         self._poll_owed = False
         """Output came since the last poll and none ran after it: the supervisor polls at
         `_output_poll_due` (its deadline, `plan`) unless the output thread does first."""
+        self._held_output = bytearray()
+        self._held_at = 0.0
+        """Output that came within a period, for the interceptor's next call, and when it came."""
         self._fcntl: "Callable[..., int] | None" = None  # with the flags below, by `_load_flags`
         self._setfl = 0
         self._blocking_flags = self._nonblocking_flags = 0
@@ -184,6 +188,7 @@ class ToChild:
                 direct = False
             else:
                 now = time.monotonic()
+                self._hand_over_output(icpt)  # the output before this key, first
                 data = icpt.on_input(data, now) + icpt.poll(now)  # poll's bytes follow
                 # Nothing queued: write at once, before the bookkeeping below
                 # (the key's latency). Bytes queued later by other threads
@@ -241,14 +246,29 @@ class ToChild:
             if self.interceptor is not icpt:
                 return
             now = time.monotonic()
+            if now < self._output_poll_due:
+                # Within the period: kept for the next call (OUTPUT_POLL_SECS), in order.
+                self._held_output += data
+                self._held_at = now
+                if not self._poll_owed:
+                    self._poll_owed = True
+                    poke(self.st.main_w)  # the supervisor plans again, with the owed poll as its deadline
+                return
+            self._output_poll_due = now + OUTPUT_POLL_SECS
+            self._poll_owed = False
+            if self._held_output:
+                data = bytes(self._held_output) + data
+                self._held_output.clear()
             icpt.on_output(data, now)
-            if now >= self._output_poll_due:
-                self._output_poll_due = now + OUTPUT_POLL_SECS
-                self._poll_owed = False
-                self._after_call(icpt, now, "output")
-            elif not self._poll_owed:
-                self._poll_owed = True
-                poke(self.st.main_w)  # the supervisor plans again, with the owed poll as its deadline
+            self._after_call(icpt, now, "output")
+
+    def _hand_over_output(self, icpt: "Interceptor") -> None:
+        """(Under `lock`.) Output kept within a period goes to the interceptor now, with the
+        time it came: before a key, a resize or a poll, which come after it."""
+        if self._held_output:
+            data = bytes(self._held_output)
+            self._held_output.clear()
+            icpt.on_output(data, self._held_at)
 
     # -- the supervisor ------------------------------------------------------------------
 
@@ -271,12 +291,14 @@ class ToChild:
             icpt = self.interceptor
             if icpt is not None:
                 self._poll_owed = False
+                self._hand_over_output(icpt)
                 self._after_call(icpt, now, "main")
 
     def resized(self, rows: int, cols: int) -> None:
         with self.lock:
             resize = getattr(self.interceptor, "on_resize", None)
             if resize is not None:
+                self._hand_over_output(self.interceptor)  # drawn at the old size
                 resize(rows, cols)  # its screen emulator redraws at the new size too
 
     def wants_size(self) -> bool:
@@ -305,6 +327,7 @@ class ToChild:
         """
         if icpt.done:
             self.interceptor = None  # after its last bytes were queued: see the module docstring
+            self._held_output.clear()
             if caller != "main":
                 poke(self.st.main_w)
             return

@@ -1,0 +1,109 @@
+"""The gate to the interceptor: output handed over at most every OUTPUT_POLL_SECS, every byte, in
+order, and always before a key, a resize or the supervisor's poll that came after it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from wrapagent.proxy import to_child as to_child_module
+from wrapagent.proxy.loop_state import LoopState
+from wrapagent.proxy.to_child import ToChild
+
+
+class Recorder:
+    """An interceptor that writes down every call, in order."""
+
+    done = False
+    watch_output = True
+    last_output = 0.0
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def on_output(self, data: bytes, now: float) -> None:
+        self.calls.append(("output", data))
+
+    def on_input(self, data: bytes, now: float) -> bytes:
+        self.calls.append(("input", data))
+        return data
+
+    def on_resize(self, rows: int, cols: int) -> None:
+        self.calls.append(("resize", rows, cols))
+
+    def poll(self, now: float) -> bytes:
+        self.calls.append(("poll",))
+        return b""
+
+    def deadline(self) -> float | None:
+        return None
+
+    def wake_fd(self) -> int | None:
+        return None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def gate(monkeypatch):
+    master, slave = os.openpty()
+    st = LoopState(os.getpid(), master, -1, -1)
+    clock = Clock()
+    monkeypatch.setattr(to_child_module.time, "monotonic", clock)
+    icpt = Recorder()
+    yield ToChild(st, icpt), icpt, clock, st
+    for fd in (master, slave):
+        os.close(fd)
+
+
+def outputs(icpt: Recorder) -> bytes:
+    return b"".join(c[1] for c in icpt.calls if c[0] == "output")
+
+
+def test_a_flood_is_handed_over_once_per_period_every_byte_in_order(gate) -> None:
+    to_child, icpt, clock, st = gate
+    sent = [b"chunk %03d;" % n for n in range(400)]
+    for n, chunk in enumerate(sent):
+        to_child.output(icpt, chunk)
+        clock.t += 0.0001  # 400 chunks in 40 ms: 8 periods of 5 ms
+    assert to_child.plan()[0] == to_child._output_poll_due  # the supervisor's deadline: the owed poll
+    clock.t = to_child._output_poll_due
+    to_child.poll(clock.t)
+    assert outputs(icpt) == b"".join(sent)
+    calls = [c[0] for c in icpt.calls]
+    assert calls.count("output") <= 10 and calls.count("poll") == calls.count("output")
+
+
+def test_output_kept_within_a_period_reaches_the_interceptor_before_the_next_key(gate) -> None:
+    to_child, icpt, clock, st = gate
+    to_child.output(icpt, b"first")   # handed over at once: the period had not begun
+    to_child.output(icpt, b" echo")   # within it: kept
+    assert outputs(icpt) == b"first"
+    to_child.user_bytes(b"k")
+    assert [c[:2] for c in icpt.calls if c[0] != "poll"] == [("output", b"first"), ("output", b" echo"),
+                                                              ("input", b"k")]
+
+
+def test_output_kept_within_a_period_is_drawn_before_a_resize(gate) -> None:
+    to_child, icpt, clock, st = gate
+    to_child.output(icpt, b"a")
+    to_child.output(icpt, b"b")
+    to_child.resized(30, 100)
+    assert [c for c in icpt.calls if c[0] != "poll"] == [("output", b"a"), ("output", b"b"), ("resize", 30, 100)]
+
+
+def test_a_done_interceptor_keeps_nothing(gate) -> None:
+    to_child, icpt, clock, st = gate
+    to_child.output(icpt, b"a")
+    to_child.output(icpt, b"kept")
+    icpt.done = True
+    clock.t += 1
+    to_child.poll(clock.t)
+    assert to_child.interceptor is None and not to_child._held_output
