@@ -107,3 +107,37 @@ def test_a_done_interceptor_keeps_nothing(gate) -> None:
     clock.t += 1
     to_child.poll(clock.t)
     assert to_child.interceptor is None and not to_child._held_output
+
+
+def pokes(st) -> int:
+    """Wake-ups written to the supervisor's pipe since the last look."""
+    try:
+        return len(os.read(st.main_r, 4096))
+    except BlockingIOError:
+        return 0
+
+
+def test_while_output_flows_the_supervisor_looks_once_per_period_and_is_poked_once(gate) -> None:
+    to_child, icpt, clock, st = gate
+    pokes(st)
+    to_child.output(icpt, b"a")      # handed over by the output thread
+    to_child.output(icpt, b"b")      # kept: the supervisor is told once
+    assert pokes(st) == 1
+    for period in range(5):
+        to_child.plan()
+        clock.t = to_child.main_deadline   # the supervisor's look at the period's end
+        to_child.poll(clock.t, woken=False)
+        clock.t += 0.001
+        to_child.output(icpt, b"c")      # the next period's output: kept, nobody poked
+        to_child.output(icpt, b"d")
+        assert pokes(st) == 0
+    before = len(icpt.calls)
+    to_child.plan()
+    clock.t = to_child.main_deadline
+    to_child.poll(clock.t, woken=False)   # hands over the last "cd"
+    to_child.plan()
+    clock.t = to_child.main_deadline      # output stopped: one more look, which calls nothing
+    to_child.poll(clock.t, woken=False)
+    assert [c[0] for c in icpt.calls[before:]] == ["output", "poll"]
+    assert to_child.plan()[0] is None     # and the supervisor sleeps on the interceptor's own deadline
+    assert outputs(icpt) == b"ab" + b"cd" * 5

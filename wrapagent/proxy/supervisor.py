@@ -268,9 +268,9 @@ class Supervisor:
             if st.main_r in readable:
                 drain_pipe(st.main_r)
             now = time.monotonic()
-            if to_child.interceptor is not None and (
-                    (wake is not None and wake in readable) or (deadline is not None and now >= deadline)):
-                to_child.poll(now)
+            woken = wake is not None and wake in readable
+            if to_child.interceptor is not None and (woken or (deadline is not None and now >= deadline)):
+                to_child.poll(now, woken)
             self._wake_output_if_asleep(now)
             if self.status is None and not st.master_open:
                 # EIO came first: the child closed its terminal; wait for it

@@ -252,7 +252,9 @@ class ToChild:
                 self._held_at = now
                 if not self._poll_owed:
                     self._poll_owed = True
-                    poke(self.st.main_w)  # the supervisor plans again, with the owed poll as its deadline
+                    planned = self.main_deadline
+                    if planned is None or planned > self._output_poll_due:
+                        poke(self.st.main_w)  # the supervisor plans again, with the owed poll as its deadline
                 return
             self._output_poll_due = now + OUTPUT_POLL_SECS
             self._poll_owed = False
@@ -285,14 +287,26 @@ class ToChild:
                 self.main_deadline, self.main_wake = deadline, icpt.wake_fd()
             return self.main_deadline, self.main_wake
 
-    def poll(self, now: float) -> None:
-        """A deadline passed or the wake fd fired."""
+    def poll(self, now: float, woken: bool = True) -> None:
+        """A deadline passed or (`woken`) the wake fd fired.
+
+        While output flows, the supervisor hands it over at the end of each period and plans the
+        next look at the end of the next one (no poke needed); a look that finds the output
+        handed over already, with nothing else due, calls nothing."""
         with self.lock:
             icpt = self.interceptor
-            if icpt is not None:
-                self._poll_owed = False
+            if icpt is None:
+                return
+            owed, self._poll_owed = self._poll_owed, False
+            if self._held_output:
                 self._hand_over_output(icpt)
-                self._after_call(icpt, now, "main")
+                self._output_poll_due = now + OUTPUT_POLL_SECS
+                self._poll_owed = True  # output flows: look again at the end of this period
+            elif owed and not woken:
+                own = icpt.deadline()
+                if own is None or now < own:
+                    return
+            self._after_call(icpt, now, "main")
 
     def resized(self, rows: int, cols: int) -> None:
         with self.lock:
