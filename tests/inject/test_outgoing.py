@@ -72,8 +72,17 @@ class Rig:
     def output(self, data: bytes, now: float) -> None:
         if self.inj.watch_output:
             self.inj.on_output(data, now)
+            self.caught_up()
         else:
             self.inj.last_output = now
+
+    def caught_up(self) -> None:
+        """Wait (real time) until the followed screen, a thread of its own, has emulated what the
+        tool drew: the fake clock must not run past a loaded machine's emulator. (Under load, a
+        reading due at a fake time found it behind every time and the message never went.)"""
+        screen = self.outgoing.screen
+        if screen is not None:
+            assert screen.text(timeout=120) is not None, "the followed screen never caught up"
 
     def poll(self, now: float) -> None:
         out = self.inj.poll(now)
