@@ -188,3 +188,39 @@ def test_codex_compacting_in_the_middle_of_a_turn_is_one_compaction() -> None:
 def test_codex_output_in_pieces_of_any_size_is_one_compaction(size: int) -> None:
     data = CODEX_MID_TURN.read_bytes()
     assert feed_in_pieces(data, list(range(size, len(data), size))) == 1
+
+
+def test_two_observers_each_see_their_hinted_line_and_a_failing_one_leaves() -> None:
+    """The compaction watch and the turn's begin watch observe the same screen: each gets every
+    reading, the hints of both make output emulated at once, and an observer that raises is
+    dropped without taking the other with it."""
+    import threading
+    import time
+
+    from wrapagent.inject.followed_screen import FollowedScreen
+
+    followed = FollowedScreen(5, 60)
+    compacting, working = threading.Event(), threading.Event()
+    calls = {"broken": 0}
+
+    def broken(text: str) -> None:
+        calls["broken"] += 1
+        raise RuntimeError("an observer's bug")
+
+    followed.observe(broken)
+    followed.observe(lambda text: compacting.set() if "Compacting" in text else None, hints=(b"ompact",))
+    followed.observe(lambda text: working.set() if "esc to interrupt" in text else None,
+                     hints=(b"esc to interrupt",))
+    try:
+        for line in (b"* Compacting conversation (0s)", b"* Thinking (1s, esc to interrupt)"):
+            followed.feed(b"\r\x1b[2K" + line)
+            for i in range(40):  # replaced at once, then redrawn every 20 ms: no pause to wait for
+                followed.feed(b"\r\x1b[2K* working %d" % i)
+                time.sleep(0.02)
+        end = time.monotonic() + 30.0
+        while not (compacting.is_set() and working.is_set()):
+            assert time.monotonic() < end, (compacting.is_set(), working.is_set())
+            time.sleep(0.02)
+        assert calls["broken"] == 1
+    finally:
+        followed.close()

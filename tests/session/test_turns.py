@@ -359,3 +359,81 @@ def test_output_after_a_wait_without_the_hint_is_looked_at_once() -> None:
     assert looks == [1, 1] and t.working() is None and t.deadline(60.0) is None
     t.poll(70.0, 60.0)
     assert looks == [1, 1]
+
+
+def begin_watched() -> tuple[TurnTracker, list[int], dict[str, bool]]:
+    """A tracker whose screen watch tells when the turn shows under way (`watch_begin`)."""
+    t, fired = tracker()
+    pressed = {"interrupt": False}
+    t.watch_begin = lambda: True
+    t.screen_working = lambda: False
+    t.interrupt_pressed = lambda turn: pressed["interrupt"]
+    return t, fired, pressed
+
+
+def test_a_turn_never_shown_under_way_is_no_wait_until_it_is() -> None:
+    """A loaded machine froze the tool between the Enter and its first spinner frame for a minute
+    (opencode, measured): quiet all along, no hint on screen. Not the agent's stop."""
+    t, fired, _ = begin_watched()
+    t.submitted(0.0, "fix the tests")
+    run_until_quiet(t, 0.0, [0.1], end=60.0)     # the message drawn, then nothing for 60 s
+    assert fired == [] and t.working() == 1
+    t.saw_working()                              # the spinner, at last (the emulator's thread)
+    run_until_quiet(t, 60.0, [60.0 + k for k in range(7)], end=200.0)
+    assert fired == [1]
+    assert t.turns[0]["quiet_at"] == "t66"
+
+
+def test_a_turn_never_shown_under_way_ends_after_begin_wait_secs() -> None:
+    from wrapagent.session.turns import BEGIN_WAIT_SECS
+
+    t, fired, _ = begin_watched()
+    t.submitted(10.0, "hello")
+    last = run_until_quiet(t, 10.0, [10.5], end=10.0 + BEGIN_WAIT_SECS - QUIET - 0.01)
+    assert fired == [] and t.working() == 1      # every poll so far came before the bound
+    run_until_quiet(t, 10.0 + BEGIN_WAIT_SECS - QUIET - 0.01, [], end=10.0 + BEGIN_WAIT_SECS + 2 * QUIET)
+    assert fired == [1] and last == 10.5
+
+
+def test_commands_shell_lines_resumes_and_interrupts_are_not_held_for_the_hint() -> None:
+    for text in ("/status", "  /help", "!ls"):
+        t, fired, _ = begin_watched()
+        t.submitted(0.0, text)
+        run_until_quiet(t, 0.0, [0.2], end=50.0)
+        assert fired == [1], text
+    t, fired, pressed = begin_watched()
+    t.submitted(0.0, "do it")
+    pressed["interrupt"] = True                  # Esc before the spinner ever showed
+    run_until_quiet(t, 0.0, [0.2], end=50.0)
+    assert fired == [1]
+    t, fired, _ = begin_watched()
+    t.saw_working()                              # before any turn: tells nothing of turn 1
+    t.submitted(0.0, "go")
+    t.saw_working()
+    run_until_quiet(t, 0.0, [1.0], end=50.0)
+    assert fired == [1]
+    t.resumed(60.0)                              # an Enter on an empty composer, the tool reacts
+    run_until_quiet(t, 60.0, [60.5], end=100.0)
+    assert fired == [1, 1]
+
+
+def test_a_screen_look_that_says_working_counts_as_the_turn_begun() -> None:
+    t, fired, _ = begin_watched()
+    screen = {"working": True}
+    t.screen_working = lambda: screen["working"]
+    t.submitted(0.0, "go")
+    t.poll(QUIET + 0.5, 0.5)                     # frozen with the hint on screen
+    screen["working"] = False
+    run_until_quiet(t, QUIET + 0.5, [5.0], end=50.0)
+    assert fired == [1]
+
+
+def test_the_next_turn_needs_its_own_sight_of_the_hint() -> None:
+    t, fired, _ = begin_watched()
+    t.submitted(0.0, "one")
+    t.saw_working()
+    run_until_quiet(t, 0.0, [1.0], end=20.0)
+    assert fired == [1]
+    t.submitted(20.0, "two")                     # the hint seen for turn 1 says nothing of turn 2
+    run_until_quiet(t, 20.0, [20.1], end=60.0)
+    assert fired == [1]

@@ -82,7 +82,7 @@ class FollowedScreen:
         self._busy = False
         self._restart = False
         self._rows_cols = (rows, cols)
-        self._observer: Callable[[str], None] | None = None
+        self._observers: list[Callable[[str], None]] = []
         self._sync_open_at: float | None = None
         """(The emulator's thread.) The emulated output is inside a synchronized update since then."""
         self._sync_tail = b""
@@ -183,10 +183,12 @@ class FollowedScreen:
 
         Output holding one of `hints` is emulated at once, and so is all output for
         HINT_SECS after it, without waiting for a pause: what the observer looks
-        for may show only for a moment, in the middle of a burst.
+        for may show only for a moment, in the middle of a burst. Observers add up
+        (each gets every reading; the hints are all of theirs).
         """
-        self._hints = hints
-        self._observer = observer
+        with self._cond:
+            self._hints = self._hints + tuple(h for h in hints if h not in self._hints)
+            self._observers = [*self._observers, observer]
 
     def _piece(self) -> int:
         """(Lock held.) How much output to emulate next: at most FOLLOW_PIECE_BYTES, up to where a
@@ -225,8 +227,8 @@ class FollowedScreen:
         """(The emulator's thread, `_busy` set: nobody else reads the screen now.) Once caught up,
         or where a chunk holding a hint ended (`at_hint`), caught up or not; never inside a
         synchronized update (the reading waits for its end: module docstring)."""
-        observer = self._observer
-        if observer is None or self._closed:
+        observers = self._observers
+        if not observers or self._closed:
             return
         if self._pending and not (at_hint or self._deferred):
             return
@@ -234,10 +236,13 @@ class FollowedScreen:
             self._deferred = True
             return
         self._deferred = False
-        try:
-            observer(self._screen.text())
-        except Exception:  # an observer's bug must never stop the screen being followed
-            self._observer = None
+        text = self._screen.text()
+        for observer in observers:
+            try:
+                observer(text)
+            except Exception:  # an observer's bug must never stop the screen being followed
+                with self._cond:
+                    self._observers = [o for o in self._observers if o is not observer]
 
     def _wait_for_a_pause(self) -> None:
         """(Lock held.) Until the output paused FOLLOW_QUIET_SECS, `text` wants the screen, or close."""

@@ -144,6 +144,10 @@ class InterruptWatch:
         if len(self._output) < MAX_SCANNED_BYTES:
             self._output += data[:MAX_SCANNED_BYTES - len(self._output)]
 
+    def pressed_in(self, turn: int) -> bool:
+        """Whether the interrupt key was pressed in `turn` (nothing forgotten: see `take`)."""
+        return self._key_at is not None and self._turn == turn
+
     def take(self, turn: int) -> bool:
         """At the stop after `turn`: True when the user interrupted it. Forgets the key either way."""
         key_turn, self._turn, self._key_at = self._turn, None, None

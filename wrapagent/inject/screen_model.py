@@ -64,10 +64,10 @@ class ScreenShape(Frozen):
     """How one tool draws its composer, as data (measured on its recorded screens)."""
 
     __slots__ = ("prompt", "rule_above", "rule_below", "rule_gap", "placeholders", "footer_lines",
-                 "working", "dialog_hints", "anchor", "pad_lines", "compaction")
+                 "working", "dialog_hints", "anchor", "pad_lines", "compaction", "turns_show_working")
     _defaults = {"rule_above": None, "rule_below": None, "rule_gap": 0, "placeholders": (),
                  "footer_lines": 4, "working": (), "dialog_hints": (), "anchor": None, "pad_lines": 0,
-                 "compaction": ()}
+                 "compaction": (), "turns_show_working": False}
 
     prompt: str
     """The composer's prompt line; the named group `text` is what the composer shows."""
@@ -94,6 +94,10 @@ class ScreenShape(Frozen):
     """The tool's own lines saying it compacts or compacted the conversation by itself: each a
     regex that must match a whole screen line (trailing blanks dropped), measured on the pinned
     releases. Empty: automatic compaction is not recognised for this tool."""
+    turns_show_working: bool
+    """Every turn of the model shows `working` while it runs, from the request on (true of the
+    four CLIs: their interrupt hint): a submission's turn ends only once it was seen
+    (`TurnTracker.watch_begin`). False: a turn may end without it (the demo answers at once)."""
 
 
 class ScreenReading(Frozen):
@@ -136,6 +140,15 @@ class ScreenModel:
     def knows_compaction(self) -> bool:
         """The tool's compaction notices are known (see `compaction_notices`)."""
         return self.shape is not None and bool(self.shape.compaction)
+
+    @property
+    def working_hints(self) -> tuple[bytes, ...]:
+        """The tool's working patterns that are plain text, as bytes: output holding one is
+        emulated at once (`FollowedScreen.observe`), so a turn's hint that shows only briefly
+        is still seen. A pattern with regex syntax has no such hint (it is seen at a pause)."""
+        if self.shape is None:
+            return ()
+        return tuple(p.encode() for p in self.shape.working if re.fullmatch(r"[\w ]+", p))
 
     def compaction_notices(self, text: str) -> int:
         """How many of the tool's compaction lines the screen shows (see the module docstring).
@@ -258,6 +271,7 @@ SHAPES: dict[str, ScreenShape] = {
         prompt=r"›(?:[ \xa0](?P<text>.*))?$",
         placeholders=CODEX_SUGGESTIONS,
         footer_lines=3,
+        turns_show_working=True,
         working=(r"esc to interrupt",),
         # a history cell at column 0, with its elapsed time (0.169) or without (0.140). codex
         # draws replies behind the same `•`: only a reply whose first line is exactly these
@@ -269,6 +283,7 @@ SHAPES: dict[str, ScreenShape] = {
         rule_above=r"^─{3,}\s*$",
         rule_below=r"^─{3,}\s*$",
         footer_lines=3,
+        turns_show_working=True,
         working=(r"esc to interrupt",),
         # its spinner line while it compacts (2.1.330 draws no notice after an automatic one),
         # and the boundary notice where it draws one; glyph at column 0, which neither a user
@@ -286,6 +301,7 @@ SHAPES: dict[str, ScreenShape] = {
         rule_gap=1,
         placeholders=(r"Type your message or @path/to/file",),
         footer_lines=12,  # the slash-command list opens below it
+        turns_show_working=True,
         working=(r"esc to cancel",),
         # an info line at column 0 (replies are `✦ ` and indented, user messages ` > `)
         compaction=(r"ℹ Context compressed from \d+% to \d+%\.(?: Change threshold in /settings\.)?",),
@@ -301,6 +317,7 @@ SHAPES: dict[str, ScreenShape] = {
         # hints, a tip, the path line: two lines or more when the project's path is long
         # (`path:` on one, the branch on the next: tests/screens/opencode/*/empty-home-long-path.txt)
         footer_lines=6,
+        turns_show_working=True,
         working=(r"esc interrupt",),
         # the divider before the summary, two columns in (a reply's lines are five in)
         compaction=(r"  ─{3,} Compaction ─{3,}",),

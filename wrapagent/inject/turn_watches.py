@@ -39,6 +39,9 @@ class TurnWatches:
         """Set by the session when waiting_for_input is configured and the screen is followed."""
         self.last_user_key = float("-inf")
         """When the user's latest key came (kept while `dialogs` is set)."""
+        self.begun: BeginScan | None = None
+        """Set by the session for a tool whose turns all show its working hint (`turns.py`
+        `watch_begin`): the output after a submission, looked at until the hint shows."""
 
     def key(self, data: bytes, now: float) -> None:
         """The user's latest key (a terminal's reply to a query is none): a dialog shown after
@@ -88,7 +91,46 @@ class TurnWatches:
     def output(self, data: bytes) -> None:
         if self.interrupts is not None and self.interrupts.wants_output:
             self.interrupts.output(data)
+        if self.begun is not None:
+            self.begun.output(data)
 
     def notice_seen(self) -> bool:
         """The interrupt watch no longer needs the tool's output (the stop was seen)."""
         return self.interrupts is not None and not self.interrupts.wants_output
+
+
+BEGIN_TAIL_CHARS = 64
+"""Text kept from one output chunk to the next: a hint cut between two chunks is still seen."""
+
+
+class BeginScan:
+    """Sees a submitted turn begin in the tool's output: its working hint drawn after the Enter.
+
+    The followed screen shows the hint only once the emulator caught up, after a pause in the
+    output; a quick reply (the hint drawn for 0.1 s, then replaced: codex, measured) never
+    pauses with it on screen. The output's text (escape sequences as spaces, `interrupts.py`)
+    holds it all the same. Looked at only while the tracker waits to see the turn begun: from
+    a submission to its hint, at most BEGIN_WAIT_SECS. Text that merely quotes the hint (a
+    reply) also means the turn began.
+    """
+
+    def __init__(self, patterns: tuple[str, ...], turns) -> None:
+        import re
+
+        self._patterns = [re.compile(p) for p in patterns]
+        self.turns = turns
+        """`session/turns.TurnTracker`: `awaits_begin`, `saw_working`."""
+        self._tail = ""
+
+    def output(self, data: bytes) -> None:
+        if not self.turns.awaits_begin:
+            self._tail = ""
+            return
+        from wrapagent.inject.interrupts import output_text
+
+        text = self._tail + output_text(data)
+        if any(p.search(text) for p in self._patterns):
+            self._tail = ""
+            self.turns.saw_working()
+            return
+        self._tail = text[-BEGIN_TAIL_CHARS:]

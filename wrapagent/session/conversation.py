@@ -331,6 +331,7 @@ class Conversation:
 
         watch = InterruptWatch(rule_for(tool), self.turns.working, log=self.live.record.log)
         self.turns.interrupted = watch.take
+        self.turns.interrupt_pressed = watch.pressed_in
         return watch
 
     def _hook_firer(self, wait_hook):
@@ -366,8 +367,12 @@ class Conversation:
         return turns
 
     def _watch_working(self) -> None:
-        """With a followed screen, a quiet wait is only the turn's end when the screen agrees."""
-        view = self.interceptor.view
+        """With a followed screen, a quiet wait is only the turn's end when the screen agrees;
+        for a tool whose every turn shows its working hint, only once the hint was seen (in
+        the output, `BeginScan`, or on the screen). The followed screen keeps the output coming
+        to the injector all session (`watch_output`): without it, neither is looked at."""
+        interceptor = self.interceptor
+        view, turns = interceptor.view, self.turns
         if view is None:
             return
         from wrapagent.inject.dialog_watch import READ_SECS
@@ -376,7 +381,22 @@ class Conversation:
             reading = view.read(timeout=READ_SECS)  # on the proxy's thread: bounded, as dialog_watch
             return reading is not None and reading.working
 
-        self.turns.screen_working = working
+        turns.screen_working = working
+        model = view.model
+        if model.shape is None or not model.shape.turns_show_working:
+            return
+        from wrapagent.inject.turn_watches import BeginScan
+
+        interceptor.watches.begun = BeginScan(model.shape.working, turns)
+        # only while the screen is read by the tool's own model: when its markers never showed
+        # (another release), the generic model took over and the hint is not known (injector.py)
+        turns.watch_begin = lambda: view.model is model
+
+        def observe(text: str) -> None:  # the emulator's thread, at each caught-up screen
+            if turns.awaits_begin and model.read(text).working:
+                turns.saw_working()
+
+        view.observe(observe, hints=model.working_hints)
 
     def _watch_dialogs(self) -> None:
         """With waiting_for_input and a followed screen, a dialog mid-turn fires it at once."""

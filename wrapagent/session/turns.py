@@ -26,6 +26,10 @@ MAX_TURNS_RECORDED = 1000
 RESUME_LOOK_SECS = 0.25
 """Output paused this long after a wait: read the screen once (does the agent work again?).
 Output that goes on without a pause (a spinner) is looked at every 2 x this."""
+BEGIN_WAIT_SECS = 120.0
+"""How long a submission's quiet may wait for the tool's screen to show the turn begun (see
+`TurnTracker.watch_begin`). Measured: opencode on a loaded 2-core machine drew nothing for ~60 s
+between a submission and its first spinner frame."""
 
 
 def wall_iso(mono: float) -> str:
@@ -86,6 +90,18 @@ class TurnTracker:
         `esc interrupt` on screen; the stop check's continuation went in before the reply and
         was lost. False when the screen cannot tell (no shape, the emulator lags)."""
         self._screen_said_working: int | None = None
+        self.watch_begin: Callable[[], bool] | None = None
+        """True (asked) while a watch of the tool's screen tells `saw_working`: a submission's turn then
+        ends only after the screen showed it under way. A loaded machine can freeze a tool between
+        the Enter and its first spinner frame for far longer than `quiet_secs` (the quiet then
+        says nothing); every turn of a model shows the tool's interrupt hint. Not for a `/command`
+        or a `!shell line` (a local one shows none), an Enter that re-armed the watch, a turn the user interrupted,
+        or past BEGIN_WAIT_SECS (a turn the watch missed still ends)."""
+        self.interrupt_pressed: Callable[[int], bool] | None = None
+        """Asked (turn) while a turn waits to be seen begun: did the user press the interrupt key in it?"""
+        self._seen_working = 0
+        """The latest turn the screen showed under way (`saw_working`, any thread)."""
+        self._said_not_begun: int | None = None
         self._waited_at: float | None = None
         """The quiet time of the latest wait, while no submission followed: output after it is
         looked at (`RESUME_LOOK_SECS` after it pauses, or every 2 x that while it goes on: a
@@ -111,6 +127,17 @@ class TurnTracker:
         self._needs_output = False
         if self.on_turn is not None:
             self.on_turn("start", self.turn)
+
+    @property
+    def awaits_begin(self) -> bool:
+        """A submitted turn is under way and its tool's hint was not seen yet (`watch_begin`)."""
+        return self._armed_at is not None and self._seen_working != self.turn \
+            and self.watch_begin is not None and self.watch_begin()
+
+    def saw_working(self) -> None:
+        """(The screen watch's thread.) The tool's screen shows the agent at work on the turn
+        under way. A plain store: the proxy's thread reads it in `poll`."""
+        self._seen_working = self.turn
 
     def resumed(self, now: float) -> None:
         if self.turn == 0:
@@ -142,12 +169,24 @@ class TurnTracker:
             first = self._output_after = last_output
         return min(last_output, first + RESUME_LOOK_SECS) + RESUME_LOOK_SECS
 
+    def _not_begun(self, now: float) -> bool:
+        """A submission whose turn the screen never showed under way (see `watch_begin`)."""
+        if self.watch_begin is None or self._needs_output or self._seen_working == self.turn \
+                or not self.watch_begin():
+            return False
+        if self.text.lstrip()[:1] in ("/", "!"):
+            return False  # a command, or a shell line: the tool itself may answer it
+        if self.interrupt_pressed is not None and self.interrupt_pressed(self.turn):
+            return False
+        return now - (self.started_at if self.started_at is not None else now) < BEGIN_WAIT_SECS
+
     def _resumed_by_the_tool(self, now: float, last_output: float) -> None:
         """After a wait, the tool drew again and its screen says the agent works: the wait was a
         stall (a loaded machine froze the tool before its turn began), the same turn goes on and
         its real end is a wait of its own (the stop check runs again, waiting_for_input fires)."""
         self._waited_at = last_output  # one look per pause in the output (or per 2 x RESUME_LOOK_SECS)
         if self.screen_working is not None and self.screen_working():
+            self._seen_working = self.turn
             self._armed_at = now
             self._needs_output = False
             self.log(f"turns: turn {self.turn}: the tool drew again after the wait and its screen says the "
@@ -160,15 +199,23 @@ class TurnTracker:
                 self._resumed_by_the_tool(now, last_output)
             return
         quiet_since = max(last_output, armed)
-        if now - quiet_since < self.quiet_secs:
+        if now < quiet_since + self.quiet_secs:  # the same sum as `deadline`: due there, not a float later
             return
         if self.screen_working is not None and not (self._needs_output and last_output <= armed) \
                 and self.screen_working():
+            self._seen_working = self.turn
             self._armed_at = now  # the next look comes `quiet_secs` later (or after new output)
             if self._screen_said_working != self.turn:
                 self._screen_said_working = self.turn
                 self.log(f"turns: turn {self.turn}: output quiet {self.quiet_secs:g}s, but the screen says the "
                          "agent works: still its turn")
+            return
+        if self._not_begun(now):
+            self._armed_at = now  # looked at again `quiet_secs` later
+            if self._said_not_begun != self.turn:
+                self._said_not_begun = self.turn
+                self.log(f"turns: turn {self.turn}: output quiet {self.quiet_secs:g}s, but the screen never "
+                         "showed the turn under way: the tool has not begun it")
             return
         self._armed_at = None
         if self._needs_output and last_output <= armed:
