@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from .clienv import SPECS, send_message
+from .clienv import SPECS, composer_shown_empty, send_message
 
 pytestmark = pytest.mark.integration
 
@@ -87,6 +87,8 @@ def test_claude_mode(cli_env, tool, mode):
     term.wait_quiet(1.0, timeout=20)
     send_message(term, "/clear")
     term.wait_quiet(1.0, timeout=20)
+    # a person types once they see `/clear` gone (under load claude drew it for a while, quiet)
+    term.wait_until(composer_shown_empty(tool), "claude's composer empty after /clear", timeout=30)
     send_message(term, "after the reset")
     texts = mock.wait_for_turns(2, api=spec.api, timeout=spec.reply_timeout)
     assert texts[1] == BLOCKS + "after the reset", mock.summary()
@@ -218,6 +220,7 @@ def test_claude_mode_switch_mid_session(cli_env, tool):
     assert switch_mode(term) == "acceptEdits"
     send_message(term, "/clear")
     term.wait_quiet(1.0, timeout=20)
+    term.wait_until(composer_shown_empty(tool), "claude's composer empty after /clear", timeout=30)
     assert switch_mode(term) == "plan"
     fail.touch()                                   # the stop check fails once after this turn
     send_message(term, "after the switches")

@@ -49,6 +49,32 @@ def _read_file(path: str) -> bytes | None:
         return None
 
 
+def _copy_index(source: str, target: str) -> bool:
+    """Copy an index (0600, never through a link) keeping its modification time; False when
+    there is none.
+
+    git trusts an entry whose file's size and times (to the second, as most builds compare)
+    are those recorded, unless the entry is as new as the index file itself ("racily clean":
+    then it reads the file). That check needs the index file's own time: a copy dated now
+    turned an entry recorded at 03.545 into a trusted one, and a same-size edit at 03.952 was
+    missing from the snapshot taken at 04.012 (a CI run; `undo` would have lost it). The time
+    is read before the bytes: an index rewritten in between is only dated earlier than its
+    content, which makes git read more files, never fewer.
+    """
+    from wrapagent.history.store import write_private
+
+    try:
+        st = os.stat(source)
+    except FileNotFoundError:
+        return False
+    data = _read_file(source)
+    if data is None:
+        return False
+    write_private(target, data)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+    return True
+
+
 class IndexBuilder:
     """The index side of a snapshot (see `checkpoints.Repo`)."""
 
@@ -62,16 +88,12 @@ class IndexBuilder:
         files, so the first snapshot needs no look at the ignore rules.
         The user's index is only read (a plain copy, never a lock).
         """
-        from wrapagent.history.store import converted_paths, write_private
+        from wrapagent.history.store import converted_paths
 
-        data = _read_file(private)
-        if data is not None:
-            write_private(work, data)
+        if _copy_index(private, work):
             return "store"
-        data = _read_file(os.path.join(self.git_dir, "index"))
-        if data is None:
+        if not _copy_index(os.path.join(self.git_dir, "index"), work):
             return "empty"
-        write_private(work, data)
         listed = self.run(["ls-files", "-z", "--cached"], index=work, deadline=deadline, check=False)
         if listed.returncode != 0:  # a split or sparse index, an unknown extension: start empty
             _unlink(work)
