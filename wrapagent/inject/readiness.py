@@ -149,7 +149,9 @@ class Readiness:
             # The sequence may be split between two chunks: the last bytes of the one before,
             # joined to the first bytes of this one (never the whole chunk copied: a tool's
             # flood comes in reads of ~2.5 KB, each passing here).
-            if BP_ON in data or BP_ON in self._bp_tail + data[:_BP_TAIL]:
+            # An ESC first (memchr: a plain-text flood of megabytes passes at memory speed; the
+            # sequence search itself ran at ~1.4 GB/s, 88 ms of a 120 MB `cat`'s output thread).
+            if (b"\x1b" in data and BP_ON in data) or BP_ON in self._bp_tail + data[:_BP_TAIL]:
                 self.bp_seen = True
             self._bp_tail = data[-_BP_TAIL:] if len(data) >= _BP_TAIL else (self._bp_tail + data)[-_BP_TAIL:]
         self.dirty = True

@@ -121,7 +121,8 @@ class ToChild:
         self._poll_owed = False
         """Output came since the last poll and none ran after it: the supervisor polls at
         `_output_poll_due` (its deadline, `plan`) unless the output thread does first."""
-        self._held_output = bytearray()
+        self._held_output: list[bytes] = []
+        """Output chunks kept within a period, in order: joined once, at the hand-over (one copy)."""
         self._held_at = 0.0
         """Output that came within a period, for the interceptor's next call, and when it came."""
         self._fcntl: "Callable[..., int] | None" = None  # with the flags below, by `_load_flags`
@@ -248,7 +249,7 @@ class ToChild:
             now = time.monotonic()
             if now < self._output_poll_due:
                 # Within the period: kept for the next call (OUTPUT_POLL_SECS), in order.
-                self._held_output += data
+                self._held_output.append(data)
                 self._held_at = now
                 if not self._poll_owed:
                     self._poll_owed = True
@@ -259,7 +260,8 @@ class ToChild:
             self._output_poll_due = now + OUTPUT_POLL_SECS
             self._poll_owed = False
             if self._held_output:
-                data = bytes(self._held_output) + data
+                self._held_output.append(data)
+                data = b"".join(self._held_output)
                 self._held_output.clear()
             icpt.on_output(data, now)
             self._after_call(icpt, now, "output")
@@ -268,7 +270,7 @@ class ToChild:
         """(Under `lock`.) Output kept within a period goes to the interceptor now, with the
         time it came: before a key, a resize or a poll, which come after it."""
         if self._held_output:
-            data = bytes(self._held_output)
+            data = b"".join(self._held_output)
             self._held_output.clear()
             icpt.on_output(data, self._held_at)
 
