@@ -117,6 +117,9 @@ class BeginScan:
     def __init__(self, patterns: tuple[str, ...], turns) -> None:
         import re
 
+        from wrapagent.inject.interrupts import output_text
+
+        self._text = output_text
         self._patterns = [re.compile(p) for p in patterns]
         self.turns = turns
         """`session/turns.TurnTracker`: `awaits_begin`, `saw_working`."""
@@ -126,9 +129,7 @@ class BeginScan:
         if not self.turns.awaits_begin:
             self._tail = ""
             return
-        from wrapagent.inject.interrupts import output_text
-
-        text = self._tail + output_text(data)
+        text = self._tail + self._text(data)
         if any(p.search(text) for p in self._patterns):
             self._tail = ""
             self.turns.saw_working()
