@@ -141,3 +141,89 @@ def test_while_output_flows_the_supervisor_looks_once_per_period_and_is_poked_on
     assert [c[0] for c in icpt.calls[before:]] == ["output", "poll"]
     assert to_child.plan()[0] is None     # and the supervisor sleeps on the interceptor's own deadline
     assert outputs(icpt) == b"ab" + b"cd" * 5
+
+
+def test_a_period_in_which_nothing_came_is_closed_and_the_next_chunk_goes_at_once(gate) -> None:
+    to_child, icpt, clock, st = gate
+    to_child.output(icpt, b"a")            # opens a period
+    clock.t = to_child._output_poll_due
+    to_child.poll(clock.t, woken=False)    # nothing came in it: closed
+    assert to_child.plan()[0] is None
+    to_child.output(icpt, b"b")            # after a quiet spell: handed over by the output thread
+    assert outputs(icpt) == b"ab"
+
+
+class AppendsDuringTheFirstLook(list):
+    """The held list, with the output thread's append landing right after the supervisor's first
+    look at it (which found it empty) and before it closed the period."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def __getitem__(self, index):
+        got = super().__getitem__(index)
+        if isinstance(index, slice):
+            self.looks += 1
+            if self.looks == 1:
+                self.append(b"late")
+        return got
+
+
+def test_a_chunk_appended_as_the_period_closes_is_handed_over(gate) -> None:
+    to_child, icpt, clock, st = gate
+    to_child.output(icpt, b"a")
+    to_child._held_output = AppendsDuringTheFirstLook()
+    clock.t = to_child._output_poll_due
+    to_child.poll(clock.t, woken=False)
+    assert outputs(icpt) == b"alate"
+    assert to_child.plan()[0] == to_child._output_poll_due   # and the period goes on
+
+
+def test_every_byte_in_order_with_the_output_thread_the_supervisor_and_keys_at_once(monkeypatch) -> None:
+    """Real threads, the real clock: whatever the interleaving, the interceptor gets every chunk
+    once, in order, and every key after the output that came before it was handed over."""
+    import sys
+    import threading
+    import time
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads take turns as often as the interpreter lets them
+    master, slave = os.openpty()
+    try:
+        st = LoopState(os.getpid(), master, -1, -1)
+        icpt = Recorder()
+        to_child = ToChild(st, icpt)
+        monkeypatch.setattr(to_child, "_write_now", lambda data: None)  # keys go nowhere
+        sent = [b"%05d;" % n for n in range(20000)]
+        finished = threading.Event()
+
+        def output_thread() -> None:
+            for chunk in sent:
+                to_child.output(icpt, chunk)
+            finished.set()
+
+        def supervisor() -> None:
+            while not finished.is_set():
+                deadline, _ = to_child.plan()
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    to_child.poll(now, woken=False)
+
+        def keys() -> None:
+            while not finished.is_set():
+                to_child.user_bytes(b"k")
+
+        threads = [threading.Thread(target=f) for f in (output_thread, supervisor, keys)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        while to_child.plan()[0] is not None:   # the supervisor's last looks, until output is quiet
+            to_child.poll(max(time.monotonic(), to_child.main_deadline), woken=False)
+        assert outputs(icpt) == b"".join(sent)
+        assert not to_child._held_output
+    finally:
+        sys.setswitchinterval(interval)
+        for fd in (master, slave):
+            os.close(fd)

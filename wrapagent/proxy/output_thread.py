@@ -20,10 +20,12 @@ master non-blocking for one of its writes: the thread then waits in poll.
 
 With an interceptor attached, an output chunk costs one `time.monotonic()`
 and one attribute store in the steady state (`watch_output` false); while it
-watches output, a copy of the chunk goes to it through `to_child.output`.
+watches output, a copy of the chunk goes to it through `to_child.output`: an
+append to a list while output flows (the supervisor hands it over).
 
 The output observer (`on_output`: the session's recording) gets a copy of
-each chunk, a `bytearray` it may keep. It may return another observer, which
+each chunk, bytes or a `bytearray` it may keep (the interceptor's copy when
+there is one: one copy per chunk). It may return another observer, which
 takes its place from the next chunk on: the stand-in that keeps a tool's
 first output until its recorder exists hands over that way, so a chunk costs
 one Python call, not two, for the rest of the session.
@@ -181,9 +183,11 @@ class OutputCopier:
                     poke(st.main_w)
                     self._release(self.copied)
                 icpt = to_child.interceptor
+                copy = None
                 if icpt is not None:
                     if icpt.watch_output:
-                        to_child.output(icpt, bytes(mv[:got]))
+                        copy = bytes(mv[:got])  # kept by both: the interceptor's, the observer's
+                        to_child.output(icpt, copy)
                     else:
                         icpt.last_output = monotonic()  # the steady state: nothing more
                     notice = getattr(icpt, "screen_notice", b"")
@@ -195,8 +199,9 @@ class OutputCopier:
                         st.stdout_ok = write_all(stdout_fd, notice)
                 observer = self.on_output
                 if observer is not None:
-                    # A copy (the buffer is reused); a bytearray's slice is the cheapest one.
-                    after = observer(buf[:got])
+                    # A copy (the buffer is reused): the interceptor's, or a bytearray's slice,
+                    # the cheapest one.
+                    after = observer(buf[:got] if copy is None else copy)
                     if after is not None:  # it hands over (`on_output`)
                         self.on_output = after
                 if st.reaped_at is not None:

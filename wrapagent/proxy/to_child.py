@@ -40,7 +40,7 @@ The interceptor contract (v2), for the calls made from here:
     passed and when `wake_fd()` is readable; what it returns goes to the
     child after anything already queued. Output is handed over at most every
     OUTPUT_POLL_SECS (chunks within a period are joined, in order, and
-    handed over before a key, a resize or the period's end). `deadline()` and `wake_fd()` may change
+    handed over before a key, a resize or by the supervisor at the period's end). `deadline()` and `wake_fd()` may change
     after any call. Calls are never concurrent (`lock`); the `last_output`
     store is the only thing that may happen concurrently. An interceptor
     never blocks. Optional: `on_resize(rows, cols)`.
@@ -90,11 +90,13 @@ QUEUE_WRITE_SIZE = 64 * 1024
 
 OUTPUT_POLL_SECS = 0.005
 """The interceptor is handed output (`on_output`, then `poll`, `deadline`, `wake_fd`) at most this
-often from the output thread. A pty hands a flood over in reads of ~2.5 KB: these calls after each
-one took the interpreter lock from the copy for ~0.85 s per 120 MB (a `cat` with everything on at
-0.75x the floor). Output that comes within the period is kept, in order, and handed over by the
-next chunk after it, by a key or a resize (before them), or by the supervisor at the period's end
-(`plan`): the interceptor sees every byte, at most this late."""
+often. A pty hands a flood over in reads of ~2.5 KB: these calls after each one took the
+interpreter lock from the copy for ~0.85 s per 120 MB (a `cat` with everything on at 0.75x the
+floor). The first chunk after a quiet spell is handed over at once by the output thread, which
+opens a period; within it the output thread only appends its chunks to a list (no lock, no clock),
+and the supervisor hands them over at the period's end (`plan`, `poll`), opening the next one while
+output flows. A key or a resize takes them first (before itself). The interceptor sees every byte,
+in order, at most a period (and the supervisor's wake-up) late."""
 
 
 class ToChild:
@@ -117,14 +119,15 @@ class ToChild:
         self.main_deadline: "float | None" = None
         self.main_wake: "int | None" = None
         self._output_poll_due = 0.0
-        """When output may next be followed by a poll from the output thread (OUTPUT_POLL_SECS)."""
-        self._poll_owed = False
-        """Output came since the last poll and none ran after it: the supervisor polls at
-        `_output_poll_due` (its deadline, `plan`) unless the output thread does first."""
+        """The end of the open period (`_holding`): when the supervisor hands its output over."""
+        self._holding = False
+        """A period is open: the output thread appends its chunks to `_held_output` and goes on;
+        the supervisor, which plans a look at `_output_poll_due`, hands them over. Set under the
+        lock; read by the output thread without it (see `output` for why nothing is stranded)."""
         self._held_output: list[bytes] = []
-        """Output chunks kept within a period, in order: joined once, at the hand-over (one copy)."""
-        self._held_at = 0.0
-        """Output that came within a period, for the interceptor's next call, and when it came."""
+        """Output chunks kept within a period, in order: joined once, at the hand-over (one copy).
+        Appended by the output thread without the lock; taken (a copy of the list, then `del` of
+        as many) under it: both are single operations of the list, so an append in between stays."""
         self._fcntl: "Callable[..., int] | None" = None  # with the flags below, by `_load_flags`
         self._setfl = 0
         self._blocking_flags = self._nonblocking_flags = 0
@@ -189,7 +192,7 @@ class ToChild:
                 direct = False
             else:
                 now = time.monotonic()
-                self._hand_over_output(icpt)  # the output before this key, first
+                self._hand_over_output(icpt, now)  # the output before this key, first
                 data = icpt.on_input(data, now) + icpt.poll(now)  # poll's bytes follow
                 # Nothing queued: write at once, before the bookkeeping below
                 # (the key's latency). Bytes queued later by other threads
@@ -242,37 +245,46 @@ class ToChild:
     # -- the output thread ------------------------------------------------------------
 
     def output(self, icpt: "Interceptor", data: bytes) -> None:
-        """The child wrote `data` and `icpt` watches output (`watch_output` true)."""
+        """The child wrote `data` and `icpt` watches output (`watch_output` true).
+
+        Within an open period: one append, one attribute read. The chunk is appended before
+        `_holding` is read, and the supervisor clears `_holding` before it looks at the list a
+        last time (`poll`): a chunk appended after that look sees the period closed and is handed
+        over here, so none is left behind when output stops.
+        """
+        held = self._held_output
+        held.append(data)
+        if self._holding:
+            return
         with self.lock:
             if self.interceptor is not icpt:
+                del held[:]  # dropped: nobody will read them
                 return
             now = time.monotonic()
-            if now < self._output_poll_due:
-                # Within the period: kept for the next call (OUTPUT_POLL_SECS), in order.
-                self._held_output.append(data)
-                self._held_at = now
-                if not self._poll_owed:
-                    self._poll_owed = True
-                    planned = self.main_deadline
-                    if planned is None or planned > self._output_poll_due:
-                        poke(self.st.main_w)  # the supervisor plans again, with the owed poll as its deadline
-                return
-            self._output_poll_due = now + OUTPUT_POLL_SECS
-            self._poll_owed = False
-            if self._held_output:
-                self._held_output.append(data)
-                data = b"".join(self._held_output)
-                self._held_output.clear()
-            icpt.on_output(data, now)
+            self._hand_over_output(icpt, now)  # this chunk, behind any the supervisor did not take
+            self._open_period(now)
             self._after_call(icpt, now, "output")
 
-    def _hand_over_output(self, icpt: "Interceptor") -> None:
-        """(Under `lock`.) Output kept within a period goes to the interceptor now, with the
-        time it came: before a key, a resize or a poll, which come after it."""
-        if self._held_output:
-            data = b"".join(self._held_output)
-            self._held_output.clear()
-            icpt.on_output(data, self._held_at)
+    def _open_period(self, now: float) -> None:
+        """(Under `lock`.) Keep output until `now + OUTPUT_POLL_SECS`; the supervisor, asleep on a
+        later deadline, is told to plan again (once per period opened from the output thread)."""
+        self._output_poll_due = now + OUTPUT_POLL_SECS
+        if not self._holding:
+            self._holding = True
+            planned = self.main_deadline
+            if planned is None or planned > self._output_poll_due:
+                poke(self.st.main_w)
+
+    def _hand_over_output(self, icpt: "Interceptor", now: float) -> bool:
+        """(Under `lock`.) Output kept so far goes to the interceptor now: before a key, a resize
+        or a poll, which come after it. False if there was none."""
+        held = self._held_output
+        chunks = held[:]
+        if not chunks:
+            return False
+        del held[:len(chunks)]
+        icpt.on_output(chunks[0] if len(chunks) == 1 else b"".join(chunks), now)
+        return True
 
     # -- the supervisor ------------------------------------------------------------------
 
@@ -284,7 +296,7 @@ class ToChild:
                 self.main_deadline = self.main_wake = None
             else:
                 deadline = icpt.deadline()
-                if self._poll_owed and (deadline is None or self._output_poll_due < deadline):
+                if self._holding and (deadline is None or self._output_poll_due < deadline):
                     deadline = self._output_poll_due
                 self.main_deadline, self.main_wake = deadline, icpt.wake_fd()
             return self.main_deadline, self.main_wake
@@ -292,29 +304,31 @@ class ToChild:
     def poll(self, now: float, woken: bool = True) -> None:
         """A deadline passed or (`woken`) the wake fd fired.
 
-        While output flows, the supervisor hands it over at the end of each period and plans the
-        next look at the end of the next one (no poke needed); a look that finds the output
-        handed over already, with nothing else due, calls nothing."""
+        At an open period's end the output kept in it is handed over and the next period opened
+        (output flows; no poke needed); a period in which nothing came is closed, and a look that
+        then has nothing else due calls nothing."""
         with self.lock:
             icpt = self.interceptor
             if icpt is None:
                 return
-            owed, self._poll_owed = self._poll_owed, False
-            if self._held_output:
-                self._hand_over_output(icpt)
-                self._output_poll_due = now + OUTPUT_POLL_SECS
-                self._poll_owed = True  # output flows: look again at the end of this period
-            elif owed and not woken:
-                own = icpt.deadline()
-                if own is None or now < own:
-                    return
+            if self._holding and now >= self._output_poll_due:
+                if self._hand_over_output(icpt, now):
+                    self._output_poll_due = now + OUTPUT_POLL_SECS
+                else:
+                    self._holding = False
+                    if self._hand_over_output(icpt, now):  # appended as it closed (see `output`)
+                        self._open_period(now)
+                    elif not woken:
+                        own = icpt.deadline()
+                        if own is None or now < own:
+                            return
             self._after_call(icpt, now, "main")
 
     def resized(self, rows: int, cols: int) -> None:
         with self.lock:
             resize = getattr(self.interceptor, "on_resize", None)
             if resize is not None:
-                self._hand_over_output(self.interceptor)  # drawn at the old size
+                self._hand_over_output(self.interceptor, time.monotonic())  # drawn at the old size
                 resize(rows, cols)  # its screen emulator redraws at the new size too
 
     def wants_size(self) -> bool:
@@ -343,7 +357,8 @@ class ToChild:
         """
         if icpt.done:
             self.interceptor = None  # after its last bytes were queued: see the module docstring
-            self._held_output.clear()
+            self._holding = False
+            del self._held_output[:]
             if caller != "main":
                 poke(self.st.main_w)
             return
