@@ -21,9 +21,11 @@ class Recorder:
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
+        self.output_times: list[float] = []
 
     def on_output(self, data: bytes, now: float) -> None:
         self.calls.append(("output", data))
+        self.output_times.append(now)
 
     def on_input(self, data: bytes, now: float) -> bytes:
         self.calls.append(("input", data))
@@ -153,54 +155,107 @@ def test_a_period_in_which_nothing_came_is_closed_and_the_next_chunk_goes_at_onc
     assert outputs(icpt) == b"ab"
 
 
-class AppendsDuringTheFirstLook(list):
-    """The held list, with the output thread's append landing right after the supervisor's first
-    look at it (which found it empty) and before it closed the period."""
+class AppendsDuringALook(list):
+    """The held list, with the output thread's append (and its read of `_holding` after it)
+    landing during the supervisor's look number `at` (a copy of the list, `held[:]`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, to_child: ToChild, at: int) -> None:
         super().__init__()
-        self.looks = 0
+        self.to_child, self.at, self.looks = to_child, at, 0
+        self.saw_holding: bool | None = None
 
     def __getitem__(self, index):
         got = super().__getitem__(index)
         if isinstance(index, slice):
             self.looks += 1
-            if self.looks == 1:
+            if self.looks == self.at:
                 self.append(b"late")
+                self.saw_holding = self.to_child._holding   # what the output thread reads next
         return got
 
 
-def test_a_chunk_appended_as_the_period_closes_is_handed_over(gate) -> None:
+@pytest.mark.parametrize("at", [1, 2])
+def test_a_chunk_appended_as_the_period_closes_is_never_left_behind(gate, at) -> None:
+    """Appended during the supervisor's first look (which found nothing), it is handed over by the
+    second; during the second, the output thread must see the period closed and hand it over
+    itself. A supervisor that looked twice and only then closed the period would leave it."""
     to_child, icpt, clock, st = gate
     to_child.output(icpt, b"a")
-    to_child._held_output = AppendsDuringTheFirstLook()
+    held = to_child._held_output = AppendsDuringALook(to_child, at)
     clock.t = to_child._output_poll_due
     to_child.poll(clock.t, woken=False)
-    assert outputs(icpt) == b"alate"
-    assert to_child.plan()[0] == to_child._output_poll_due   # and the period goes on
+    handed = outputs(icpt) == b"alate"
+    assert handed or (held.saw_holding is False and list(held) == [b"late"]), (outputs(icpt), held.saw_holding)
+    if not handed:
+        to_child.output(icpt, b"")   # the output thread, having seen the period closed
+        assert outputs(icpt) == b"alate"
+
+
+def test_output_handed_over_by_a_key_carries_the_time_it_came(gate) -> None:
+    to_child, icpt, clock, st = gate
+    to_child.output(icpt, b"a")
+    clock.t += 0.001
+    came = clock.t
+    to_child.output(icpt, b"b")      # kept
+    clock.t += 0.003
+    to_child.user_bytes(b"k")        # takes it first, with the time it came, not the key's
+    assert outputs(icpt) == b"ab" and icpt.output_times[-1] == came
+
+
+def test_a_busy_supervisor_leaves_the_hand_over_to_the_output_thread(gate) -> None:
+    to_child, icpt, clock, st = gate
+    to_child.output(icpt, b"a")                        # opens a period
+    clock.t = to_child._output_poll_due + to_child_module.OVERDUE_SECS / 2
+    to_child.output(icpt, b"b")                        # the period is over: the supervisor's
+    assert outputs(icpt) == b"a"
+    clock.t = to_child._output_poll_due + to_child_module.OVERDUE_SECS
+    to_child.output(icpt, b"c")                        # and overdue: the output thread's
+    assert outputs(icpt) == b"abc"
 
 
 def test_every_byte_in_order_with_the_output_thread_the_supervisor_and_keys_at_once(monkeypatch) -> None:
     """Real threads, the real clock: whatever the interleaving, the interceptor gets every chunk
-    once, in order, and every key after the output that came before it was handed over."""
+    once, in order, and each key after every chunk the output thread had given before the key
+    was pressed."""
     import sys
     import threading
     import time
 
+    class Checking(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.received = 0
+            self.given_before_key = 0
+            self.late: list[tuple[int, int]] = []
+
+        def on_output(self, data: bytes, now: float) -> None:
+            super().on_output(data, now)
+            self.received += len(data) // 6
+
+        def on_input(self, data: bytes, now: float) -> bytes:
+            if self.received < self.given_before_key:
+                self.late.append((self.received, self.given_before_key))
+            return super().on_input(data, now)
+
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # the threads take turns as often as the interpreter lets them
+    sys.setswitchinterval(1e-5)  # the threads take turns often
     master, slave = os.openpty()
     try:
         st = LoopState(os.getpid(), master, -1, -1)
-        icpt = Recorder()
+        icpt = Checking()
         to_child = ToChild(st, icpt)
         monkeypatch.setattr(to_child, "_write_now", lambda data: None)  # keys go nowhere
         sent = [b"%05d;" % n for n in range(20000)]
-        finished = threading.Event()
+        given = [0]
+        finished, pressed = threading.Event(), threading.Event()
 
         def output_thread() -> None:
-            for chunk in sent:
+            for n, chunk in enumerate(sent):
+                if n % 5000 == 0:  # a key pressed while the output flows, however the threads run
+                    pressed.clear()
+                    pressed.wait(30)
                 to_child.output(icpt, chunk)
+                given[0] += 1
             finished.set()
 
         def supervisor() -> None:
@@ -209,10 +264,15 @@ def test_every_byte_in_order_with_the_output_thread_the_supervisor_and_keys_at_o
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     to_child.poll(now, woken=False)
+                else:
+                    time.sleep(0.0005)
 
         def keys() -> None:
             while not finished.is_set():
+                icpt.given_before_key = given[0]
                 to_child.user_bytes(b"k")
+                pressed.set()
+                time.sleep(0.0002)
 
         threads = [threading.Thread(target=f) for f in (output_thread, supervisor, keys)]
         for t in threads:
@@ -222,7 +282,8 @@ def test_every_byte_in_order_with_the_output_thread_the_supervisor_and_keys_at_o
         while to_child.plan()[0] is not None:   # the supervisor's last looks, until output is quiet
             to_child.poll(max(time.monotonic(), to_child.main_deadline), woken=False)
         assert outputs(icpt) == b"".join(sent)
-        assert not to_child._held_output
+        assert not to_child._held_output and not icpt.late
+        assert len([c for c in icpt.calls if c[0] == "input"]) >= 4
     finally:
         sys.setswitchinterval(interval)
         for fd in (master, slave):

@@ -93,10 +93,17 @@ OUTPUT_POLL_SECS = 0.005
 often. A pty hands a flood over in reads of ~2.5 KB: these calls after each one took the
 interpreter lock from the copy for ~0.85 s per 120 MB (a `cat` with everything on at 0.75x the
 floor). The first chunk after a quiet spell is handed over at once by the output thread, which
-opens a period; within it the output thread only appends its chunks to a list (no lock, no clock),
-and the supervisor hands them over at the period's end (`plan`, `poll`), opening the next one while
-output flows. A key or a resize takes them first (before itself). The interceptor sees every byte,
-in order, at most a period (and the supervisor's wake-up) late."""
+opens a period; within it the output thread only appends its chunks to a list and notes the time
+(no lock), and the supervisor hands them over at the period's end (`plan`, `poll`), opening the
+next one while output flows. A key or a resize takes them first (before itself). The interceptor
+sees every byte, in order, with the time the last of them came, at most a period late, or
+OVERDUE_SECS later when the supervisor is busy (see below)."""
+
+OVERDUE_SECS = 0.005
+"""A period this far past its end with its output not handed over (the supervisor busy with the
+session's start, or slow to wake on a loaded machine): the output thread hands it over itself, as
+it does after a quiet spell. The interceptor is never further behind than that, and a slow one
+slows the output thread (which waits for the lock) instead of letting the kept output grow."""
 
 
 class ToChild:
@@ -124,6 +131,8 @@ class ToChild:
         """A period is open: the output thread appends its chunks to `_held_output` and goes on;
         the supervisor, which plans a look at `_output_poll_due`, hands them over. Set under the
         lock; read by the output thread without it (see `output` for why nothing is stranded)."""
+        self._held_at = 0.0
+        """When the last chunk kept came: the time the interceptor is given with them."""
         self._held_output: list[bytes] = []
         """Output chunks kept within a period, in order: joined once, at the hand-over (one copy).
         Appended by the output thread without the lock; taken (a copy of the list, then `del` of
@@ -192,7 +201,7 @@ class ToChild:
                 direct = False
             else:
                 now = time.monotonic()
-                self._hand_over_output(icpt, now)  # the output before this key, first
+                self._hand_over_output(icpt)  # the output before this key, first
                 data = icpt.on_input(data, now) + icpt.poll(now)  # poll's bytes follow
                 # Nothing queued: write at once, before the bookkeeping below
                 # (the key's latency). Bytes queued later by other threads
@@ -247,21 +256,22 @@ class ToChild:
     def output(self, icpt: "Interceptor", data: bytes) -> None:
         """The child wrote `data` and `icpt` watches output (`watch_output` true).
 
-        Within an open period: one append, one attribute read. The chunk is appended before
-        `_holding` is read, and the supervisor clears `_holding` before it looks at the list a
-        last time (`poll`): a chunk appended after that look sees the period closed and is handed
-        over here, so none is left behind when output stops.
+        Within an open period: one append, one clock read, one attribute read. The chunk is
+        appended before `_holding` is read, and the supervisor clears `_holding` before it looks at
+        the list a last time (`poll`): a chunk appended after that look sees the period closed and
+        is handed over here, so none is left behind when output stops.
         """
+        now = time.monotonic()
         held = self._held_output
         held.append(data)
-        if self._holding:
+        self._held_at = now
+        if self._holding and now < self._output_poll_due + OVERDUE_SECS:
             return
         with self.lock:
             if self.interceptor is not icpt:
                 del held[:]  # dropped: nobody will read them
                 return
-            now = time.monotonic()
-            self._hand_over_output(icpt, now)  # this chunk, behind any the supervisor did not take
+            self._hand_over_output(icpt)  # this chunk, behind any the supervisor did not take
             self._open_period(now)
             self._after_call(icpt, now, "output")
 
@@ -275,15 +285,15 @@ class ToChild:
             if planned is None or planned > self._output_poll_due:
                 poke(self.st.main_w)
 
-    def _hand_over_output(self, icpt: "Interceptor", now: float) -> bool:
-        """(Under `lock`.) Output kept so far goes to the interceptor now: before a key, a resize
-        or a poll, which come after it. False if there was none."""
+    def _hand_over_output(self, icpt: "Interceptor") -> bool:
+        """(Under `lock`.) Output kept so far goes to the interceptor now, with the time the last of
+        it came: before a key, a resize or a poll, which come after it. False if there was none."""
         held = self._held_output
         chunks = held[:]
         if not chunks:
             return False
         del held[:len(chunks)]
-        icpt.on_output(chunks[0] if len(chunks) == 1 else b"".join(chunks), now)
+        icpt.on_output(chunks[0] if len(chunks) == 1 else b"".join(chunks), self._held_at)
         return True
 
     # -- the supervisor ------------------------------------------------------------------
@@ -312,11 +322,11 @@ class ToChild:
             if icpt is None:
                 return
             if self._holding and now >= self._output_poll_due:
-                if self._hand_over_output(icpt, now):
+                if self._hand_over_output(icpt):
                     self._output_poll_due = now + OUTPUT_POLL_SECS
                 else:
                     self._holding = False
-                    if self._hand_over_output(icpt, now):  # appended as it closed (see `output`)
+                    if self._hand_over_output(icpt):  # appended as it closed (see `output`)
                         self._open_period(now)
                     elif not woken:
                         own = icpt.deadline()
@@ -328,7 +338,7 @@ class ToChild:
         with self.lock:
             resize = getattr(self.interceptor, "on_resize", None)
             if resize is not None:
-                self._hand_over_output(self.interceptor, time.monotonic())  # drawn at the old size
+                self._hand_over_output(self.interceptor)  # drawn at the old size
                 resize(rows, cols)  # its screen emulator redraws at the new size too
 
     def wants_size(self) -> bool:
