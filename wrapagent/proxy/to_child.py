@@ -136,7 +136,8 @@ class ToChild:
         self._held_output: list[bytes] = []
         """Output chunks kept within a period, in order: joined once, at the hand-over (one copy).
         Appended by the output thread without the lock; taken (a copy of the list, then `del` of
-        as many) under it: both are single operations of the list, so an append in between stays."""
+        as many) under it: both are single operations of the list, so an append in between stays.
+        That rests on the interpreter lock: a free-threaded Python would need a lock here."""
         self._fcntl: "Callable[..., int] | None" = None  # with the flags below, by `_load_flags`
         self._setfl = 0
         self._blocking_flags = self._nonblocking_flags = 0
